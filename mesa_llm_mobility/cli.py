@@ -1,0 +1,127 @@
+"""The ``mlm`` command line: demos now, model runs as the models arrive.
+
+Library code logs; this module is the one place that prints, because printing a summary table is
+what a command line is for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+import pandas as pd
+
+from mesa_llm_mobility import __version__
+
+
+def _demo_cognition(args: argparse.Namespace) -> int:
+    from mesa_llm_mobility.cognition.demo import run_cognition_demo  # noqa: PLC0415  (fast --help)
+
+    report = run_cognition_demo(
+        args.agents,
+        brain=args.brain,
+        seed=args.seed,
+        serve_fake_llm=args.serve_fake_llm,
+        latency_s=args.latency,
+        fault_rate=args.fault_rate,
+        ledger_path=args.ledger,
+        max_concurrency=args.concurrency,
+    )
+    print(f"brain: {report.brain}")
+    if report.server_requests is not None:
+        print(
+            f"local LLM server: {report.server_requests} requests, at most {report.server_max_in_flight} in flight"
+        )
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print("\nfirst decisions:")
+        print(report.decisions().head(args.show).to_string(index=False))
+        print("\nledger summary:")
+        print(report.summary.to_string())
+    if args.ledger:
+        print(f"\nledger written to {args.ledger}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``mlm`` argument parser (exposed for documentation and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="mlm",
+        description="mesa-llm-mobility: LLM-driven human-mobility simulation on Mesa.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log at INFO level"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser("demo", help="small self-contained demonstrations")
+    demos = demo.add_subparsers(dest="demo", required=True, metavar="DEMO")
+    cognition = demos.add_parser(
+        "cognition",
+        help="N commuters choose a departure time through a brain; prints the ledger summary",
+        description=(
+            "N commuters choose a departure time in one batch. With the default rule brain it runs "
+            "offline; with --serve-fake-llm it starts the project's local OpenAI-compatible server and "
+            "decides through the LLM brain (litellm) against it."
+        ),
+    )
+    cognition.add_argument(
+        "--agents", type=int, default=20, help="number of commuters (default 20)"
+    )
+    cognition.add_argument(
+        "--brain", default="rules", help="'rules' (default) or 'llm:<litellm model>'"
+    )
+    cognition.add_argument(
+        "--seed", type=int, default=0, help="random seed (default 0)"
+    )
+    cognition.add_argument(
+        "--serve-fake-llm",
+        action="store_true",
+        help="decide through the LLM brain against the local test server",
+    )
+    cognition.add_argument(
+        "--latency",
+        type=float,
+        default=0.05,
+        help="fake server latency in seconds (default 0.05)",
+    )
+    cognition.add_argument(
+        "--fault-rate",
+        type=float,
+        default=0.0,
+        help="share of faulty fake answers, to see repairs (default 0)",
+    )
+    cognition.add_argument(
+        "--concurrency", type=int, default=16, help="LLM calls in flight (default 16)"
+    )
+    cognition.add_argument(
+        "--ledger", default=None, help="write the ledger to this JSONL file"
+    )
+    cognition.add_argument(
+        "--show", type=int, default=5, help="decisions to print (default 5)"
+    )
+    cognition.set_defaults(handler=_demo_cognition)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``mlm`` command line."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return args.handler(args)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"mlm: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

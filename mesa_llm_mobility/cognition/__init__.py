@@ -1,0 +1,43 @@
+"""Cognition core: decision kinds and requests, brains, the LLM gateway and the ledger.
+
+An agent never calls an LLM itself. It states a typed :class:`DecisionRequest`; the model gathers
+every request of a step and hands them to its brain (:class:`RuleBrain` or :class:`LLMBrain`) in
+one batch; the brain answers each with a validated :class:`DecisionResult`.
+"""
+
+from __future__ import annotations
+
+from mesa_llm_mobility.cognition.brain import Brain, RuleBrain
+from mesa_llm_mobility.cognition.json_extract import JSONExtractionError, extract_json
+from mesa_llm_mobility.cognition.kinds import (
+    DecisionKind,
+    DecisionRequest,
+    DecisionResult,
+    Message,
+    Outcome,
+    RulePolicyError,
+)
+from mesa_llm_mobility.cognition.ledger import Ledger, ReplayIndex
+from mesa_llm_mobility.cognition.llm_brain import LLMBrain
+from mesa_llm_mobility.cognition.settings import make_brain, parse_brain_setting
+from mesa_llm_mobility.cognition.transport import RetryPolicy, TransportError
+
+__all__ = [
+    "Brain",
+    "DecisionKind",
+    "DecisionRequest",
+    "DecisionResult",
+    "JSONExtractionError",
+    "LLMBrain",
+    "Ledger",
+    "Message",
+    "Outcome",
+    "ReplayIndex",
+    "RetryPolicy",
+    "RuleBrain",
+    "RulePolicyError",
+    "TransportError",
+    "extract_json",
+    "make_brain",
+    "parse_brain_setting",
+]

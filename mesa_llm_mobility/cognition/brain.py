@@ -1,0 +1,125 @@
+"""The brain interface and the rule brain.
+
+A brain answers a batch of decision requests with validated results. Models hand every request of
+a step to ``brain.decide_all`` at once, so an LLM brain can run them concurrently; the rule brain
+answers them in order with each kind's rule policy.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mesa_llm_mobility.cognition.kinds import DecisionRequest, DecisionResult, Outcome
+from mesa_llm_mobility.cognition.ledger import Ledger, decision_record
+
+
+class Brain(abc.ABC):
+    """Answers decision requests. Subclasses implement :meth:`decide_all`.
+
+    Attributes:
+        name: Short label recorded with each decision (``"rules"`` or the LLM model string).
+        ledger: Where decisions are recorded, or ``None``.
+        rng: Generator for rule policies (the model's ``rng`` makes runs reproducible).
+    """
+
+    name: str = "brain"
+
+    def __init__(
+        self,
+        *,
+        rng: np.random.Generator | int | None = None,
+        ledger: Ledger | None = None,
+    ) -> None:
+        self.rng = (
+            rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        )
+        self.ledger = ledger
+
+    @abc.abstractmethod
+    def decide_all(
+        self,
+        requests: Sequence[DecisionRequest],
+        *,
+        tags: Mapping[str, Any] | None = None,
+    ) -> list[DecisionResult]:
+        """Answer every request, in request order.
+
+        Args:
+            requests: The batch (typically every request of one model step).
+            tags: Extra fields recorded with each ledger record (e.g. ``{"step": 42}``).
+        """
+
+    def decide(
+        self, request: DecisionRequest, *, tags: Mapping[str, Any] | None = None
+    ) -> DecisionResult:
+        """Answer one request (prefer :meth:`decide_all` for batches)."""
+        return self.decide_all([request], tags=tags)[0]
+
+    def close(self) -> None:
+        """Release resources (connections, threads, the ledger file)."""
+        if self.ledger is not None:
+            self.ledger.close()
+
+    def __enter__(self) -> Brain:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class RuleBrain(Brain):
+    """Answers with each kind's rule policy: the offline default and the scientific baseline.
+
+    Deterministic given ``rng``: requests are answered in order, each policy drawing from the same
+    generator. Recording to a ledger is optional (off by default: rule decisions are cheap and
+    numerous).
+    """
+
+    name = "rules"
+
+    def decide_all(
+        self,
+        requests: Sequence[DecisionRequest],
+        *,
+        tags: Mapping[str, Any] | None = None,
+    ) -> list[DecisionResult]:
+        """Answer every request with its rule policy, in order.
+
+        Raises:
+            RulePolicyError: naming the kind and agent when a policy fails.
+        """
+        results = [
+            DecisionResult(
+                request, request.kind.apply_rule_policy(request, self.rng), Outcome.OK
+            )
+            for request in requests
+        ]
+        if self.ledger is not None:
+            self.ledger.append_many(
+                decision_record(
+                    kind=result.kind,
+                    agent_id=result.agent_id,
+                    model=self.name,
+                    params={},
+                    messages=None,
+                    digest=None,
+                    key=None,
+                    rounds=(),
+                    result=result.output.model_dump(mode="json"),
+                    outcome=result.outcome,
+                    reason=None,
+                    attempts=0,
+                    latency_s=0.0,
+                    prompt_tokens=0,
+                    completion_tokens=0,
+                    cost_usd=0.0,
+                    replayed=False,
+                    tags=tags,
+                )
+                for result in results
+            )
+        return results

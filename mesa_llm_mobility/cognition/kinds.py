@@ -1,0 +1,211 @@
+"""Decision kinds, requests and results: the typed contract between agents and brains.
+
+A model declares each kind of decision once (:class:`DecisionKind`): what the agent knows (the
+context type), what a valid answer looks like (a pydantic output schema plus a domain validator),
+how to ask an LLM (the prompt renderer) and how the classical rule-based model answers (the rule
+policy). Agents then state :class:`DecisionRequest` objects; any brain answers them with
+:class:`DecisionResult` objects. The core never needs to know what a kind is about.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from mesa_llm_mobility.cognition.json_extract import JSONExtractionError, extract_json
+
+Message = dict[str, str]
+"""One chat message: ``{"role": "system" | "user" | "assistant", "content": "..."}``."""
+
+
+class Outcome(StrEnum):
+    """How a decision was reached.
+
+    ``ok``: the first answer was valid. ``repaired``: valid after re-prompting with the errors.
+    ``fallback``: no valid answer (or a transport failure), so the rule policy answered.
+    ``error``: not even the rule policy could answer; the error is raised to the caller.
+    """
+
+    OK = "ok"
+    REPAIRED = "repaired"
+    FALLBACK = "fallback"
+    ERROR = "error"
+
+
+class RulePolicyError(RuntimeError):
+    """A rule policy raised or returned something that is not the kind's output schema."""
+
+    def __init__(
+        self, kind: str, agent_id: Hashable, cause: BaseException | str
+    ) -> None:
+        self.kind = kind
+        self.agent_id = agent_id
+        detail = (
+            f"{type(cause).__name__}: {cause}"
+            if isinstance(cause, BaseException)
+            else cause
+        )
+        super().__init__(
+            f"rule policy of decision kind {kind!r} failed for agent {agent_id!r}: {detail}"
+        )
+
+
+def no_domain_errors(context: Any, output: Any) -> list[str]:
+    """Default domain validator: every schema-valid answer is accepted."""
+    return []
+
+
+@dataclass(frozen=True, eq=False)
+class DecisionKind[ContextT, OutputT: BaseModel]:
+    """One kind of decision, declared once by a model.
+
+    Attributes:
+        name: Unique, explanatory name (``"DailyPlan"``, ``"EvacuationMove"``).
+        context_type: Type of the facts the agent knows when deciding.
+        output_schema: Pydantic model every answer must parse into.
+        render_prompt: ``context -> messages`` (system and user) asking for this decision.
+        rule_policy: ``(context, rng) -> output``: the classical rule-based answer, deterministic
+            given the generator.
+        validate: ``(context, output) -> errors``: domain checks beyond the schema, returning
+            specific, actionable error strings (empty when valid).
+        schema_in_prompt: Append the output JSON schema to the system message, so any model knows
+            the exact shape to answer in.
+    """
+
+    name: str
+    context_type: type[ContextT]
+    output_schema: type[OutputT]
+    render_prompt: Callable[[ContextT], Sequence[Message]]
+    rule_policy: Callable[[ContextT, np.random.Generator], OutputT]
+    validate: Callable[[ContextT, OutputT], list[str]] = no_domain_errors
+    schema_in_prompt: bool = True
+    _schema_text: str = field(init=False, repr=False, default="")
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("DecisionKind.name must not be empty")
+        if not (
+            isinstance(self.output_schema, type)
+            and issubclass(self.output_schema, BaseModel)
+        ):
+            raise TypeError(
+                f"DecisionKind {self.name!r}: output_schema must be a pydantic BaseModel subclass"
+            )
+        schema = json.dumps(
+            self.output_schema.model_json_schema(),
+            separators=(",", ":"),
+            sort_keys=True,
+        )
+        object.__setattr__(self, "_schema_text", schema)
+
+    def messages(self, context: ContextT) -> list[Message]:
+        """Render the prompt for ``context``, with the schema instruction when enabled."""
+        messages = [dict(message) for message in self.render_prompt(context)]
+        if not self.schema_in_prompt:
+            return messages
+        instruction = f"Answer with a single JSON object conforming to this JSON schema, and nothing else:\n{self._schema_text}"
+        if messages and messages[0].get("role") == "system":
+            messages[0]["content"] = f"{messages[0]['content']}\n\n{instruction}"
+        else:
+            messages.insert(0, {"role": "system", "content": instruction})
+        return messages
+
+    def parse(self, context: ContextT, text: str) -> tuple[OutputT | None, list[str]]:
+        """Parse an LLM answer: tolerant JSON extraction, schema, then domain validation.
+
+        Returns:
+            ``(output, [])`` when valid, else ``(None, errors)`` with specific error strings.
+        """
+        try:
+            data = extract_json(text)
+        except JSONExtractionError as exc:
+            return None, [str(exc)]
+        try:
+            output = self.output_schema.model_validate(data)
+        except ValidationError as exc:
+            return None, [_format_validation_error(error) for error in exc.errors()]
+        errors = [str(error) for error in self.validate(context, output)]
+        return (None, errors) if errors else (output, [])
+
+    def apply_rule_policy(
+        self, request: DecisionRequest[ContextT, OutputT], rng: np.random.Generator
+    ) -> OutputT:
+        """Answer ``request`` with the rule policy.
+
+        Raises:
+            RulePolicyError: naming the kind and the agent, when the policy raises or returns
+                something other than the output schema.
+        """
+        try:
+            output = self.rule_policy(request.context, rng)
+        except Exception as exc:
+            raise RulePolicyError(self.name, request.agent_id, exc) from exc
+        if not isinstance(output, self.output_schema):
+            raise RulePolicyError(
+                self.name,
+                request.agent_id,
+                f"returned {type(output).__name__}, expected {self.output_schema.__name__}",
+            )
+        return output
+
+
+def _format_validation_error(error: Any) -> str:
+    location = ".".join(str(part) for part in error.get("loc", ())) or "(root)"
+    return f"field {location}: {error.get('msg', 'invalid')}"
+
+
+@dataclass(frozen=True, eq=False)
+class DecisionRequest[ContextT, OutputT: BaseModel]:
+    """An agent's request for a decision of one kind, with the facts it knows."""
+
+    kind: DecisionKind[ContextT, OutputT]
+    agent_id: Hashable
+    context: ContextT
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.context, self.kind.context_type):
+            raise TypeError(
+                f"decision kind {self.kind.name!r} for agent {self.agent_id!r}: context must be "
+                f"{self.kind.context_type.__name__}, got {type(self.context).__name__}"
+            )
+
+
+@dataclass(frozen=True, eq=False)
+class DecisionResult[ContextT, OutputT: BaseModel]:
+    """A brain's answer to one request.
+
+    Attributes:
+        request: The request answered.
+        output: The validated answer (from the LLM, a replayed ledger entry, or the rule policy).
+        outcome: How it was reached (see :class:`Outcome`).
+        reason: Why the rule policy answered, for ``fallback``; ``None`` otherwise.
+        errors: Validation errors met on the way (the last round's for fallbacks).
+        attempts: Transport attempts (HTTP calls) spent; 0 for rule and replayed answers.
+        replayed: Answered from a ledger without calling the model.
+        latency_s: Wall time spent on model calls for this request.
+    """
+
+    request: DecisionRequest[ContextT, OutputT]
+    output: OutputT
+    outcome: Outcome
+    reason: str | None = None
+    errors: tuple[str, ...] = ()
+    attempts: int = 0
+    replayed: bool = False
+    latency_s: float = 0.0
+
+    @property
+    def agent_id(self) -> Hashable:
+        """The deciding agent's id."""
+        return self.request.agent_id
+
+    @property
+    def kind(self) -> str:
+        """The decision kind's name."""
+        return self.request.kind.name

@@ -1,0 +1,266 @@
+"""The decision ledger: an append-only record of every decision of a run, and its replay index.
+
+Each decision is one JSON line: kind, agent, model, sampling parameters, the initial messages and
+their hash, every round's raw answer and errors, the parsed result, the outcome, attempts, latency,
+tokens and cost. API keys and headers are never written: the ledger only ever sees the fields
+listed in :func:`decision_record`.
+
+The ledger doubles as a replay cache (:class:`ReplayIndex`): a request identical to a recorded one
+(same kind, agent, model, parameters and messages) is answered from the record without a call.
+That is how resumed and forked runs stay reproducible and cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections import defaultdict, deque
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mesa_llm_mobility.cognition.kinds import Message, Outcome
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_COLUMNS = (
+    "calls",
+    "ok",
+    "repaired",
+    "fallback",
+    "error",
+    "replayed",
+    "attempts",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "latency_p50_s",
+    "latency_p95_s",
+)
+_ROW_FIELDS = (
+    "kind",
+    "agent_id",
+    "model",
+    "outcome",
+    "replayed",
+    "attempts",
+    "latency_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+)
+
+
+def messages_hash(messages: Sequence[Message]) -> str:
+    """SHA-256 of the messages' canonical JSON (role and content only)."""
+    canonical = json.dumps(
+        [[message["role"], message["content"]] for message in messages],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def request_key(
+    kind: str, agent_id: Hashable, model: str, params: Mapping[str, Any], digest: str
+) -> str:
+    """Identity of a request for replay: kind, agent, model, sampling parameters, messages hash."""
+    canonical = json.dumps(
+        [kind, str(agent_id), model, dict(params), digest], sort_keys=True, default=str
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def decision_record(
+    *,
+    kind: str,
+    agent_id: Hashable,
+    model: str,
+    params: Mapping[str, Any],
+    messages: Sequence[Message] | None,
+    digest: str | None,
+    key: str | None,
+    rounds: Sequence[Mapping[str, Any]],
+    result: Any,
+    outcome: Outcome,
+    reason: str | None,
+    attempts: int,
+    latency_s: float,
+    prompt_tokens: int,
+    completion_tokens: int,
+    cost_usd: float,
+    replayed: bool,
+    tags: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build one ledger record; these keyword arguments are the only fields a record can hold."""
+    return {
+        "kind": kind,
+        "agent_id": agent_id if isinstance(agent_id, int | str) else str(agent_id),
+        "model": model,
+        "params": dict(params),
+        "messages_hash": digest,
+        "request_key": key,
+        "messages": list(messages) if messages is not None else None,
+        "rounds": [dict(round_) for round_ in rounds],
+        "result": result,
+        "outcome": str(outcome),
+        "reason": reason,
+        "attempts": attempts,
+        "latency_s": round(latency_s, 6),
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "cost_usd": cost_usd,
+        "replayed": replayed,
+        "tags": dict(tags) if tags else {},
+    }
+
+
+class Ledger:
+    """Append-only record of a run's decisions, in memory and optionally as a JSONL file.
+
+    Args:
+        path: JSONL file to append to (created with its folder); ``None`` keeps rows in memory
+            only (tests, notebooks).
+
+    Every record is written as one line and flushed at the end of each batch, so a crashed run
+    loses at most the batch in flight. In memory only the light columns of each record are kept
+    (for :meth:`summary`); :meth:`read` loads the full records of a file.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._rows: list[tuple[Any, ...]] = []
+        self._lock = threading.Lock()
+        self._file = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8")
+
+    def append_many(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Append records (as built by :func:`decision_record`) and flush the file."""
+        with self._lock:
+            lines = []
+            for record in records:
+                self._rows.append(tuple(record[name] for name in _ROW_FIELDS))
+                if self._file is not None:
+                    lines.append(json.dumps(record, ensure_ascii=False, default=str))
+            if self._file is not None and lines:
+                self._file.write("\n".join(lines) + "\n")
+                self._file.flush()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def close(self) -> None:
+        """Close the file (records in memory stay available)."""
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def rows(self) -> pd.DataFrame:
+        """One row per decision with the light columns (kind, agent, outcome, tokens, ...)."""
+        with self._lock:
+            return pd.DataFrame(self._rows, columns=list(_ROW_FIELDS))
+
+    def summary(self) -> pd.DataFrame:
+        """Calls, outcomes, tokens, cost and latency p50/p95 per kind, plus an ``all`` row.
+
+        Latency percentiles are over decisions that called a model (replayed and rule answers
+        have no latency of their own).
+        """
+        return summarize(self.rows())
+
+    @staticmethod
+    def read(path: str | Path) -> list[dict[str, Any]]:
+        """Load every record of a JSONL ledger file.
+
+        Raises:
+            FileNotFoundError: when the file does not exist.
+            ValueError: naming the file and line when a line is not valid JSON.
+        """
+        path = Path(path)
+        records = []
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(
+                        f"{path}: line {number} is not a valid ledger record ({exc.msg})"
+                    ) from exc
+        return records
+
+
+def summarize(rows: pd.DataFrame) -> pd.DataFrame:
+    """Aggregate ledger rows (see :meth:`Ledger.rows`) into the summary table."""
+    if rows.empty:
+        return pd.DataFrame(
+            columns=list(SUMMARY_COLUMNS), index=pd.Index([], name="kind")
+        )
+    groups = {str(kind): frame for kind, frame in rows.groupby("kind", sort=True)}
+    groups["all"] = rows
+    table = {}
+    for kind, frame in groups.items():
+        called = frame.loc[frame["attempts"] > 0, "latency_s"]
+        outcome_counts = frame["outcome"].value_counts()
+        table[kind] = {
+            "calls": len(frame),
+            **{
+                str(outcome): int(outcome_counts.get(str(outcome), 0))
+                for outcome in Outcome
+            },
+            "replayed": int(frame["replayed"].sum()),
+            "attempts": int(frame["attempts"].sum()),
+            "prompt_tokens": int(frame["prompt_tokens"].sum()),
+            "completion_tokens": int(frame["completion_tokens"].sum()),
+            "cost_usd": float(frame["cost_usd"].sum()),
+            "latency_p50_s": float(called.quantile(0.5))
+            if len(called)
+            else float("nan"),
+            "latency_p95_s": float(called.quantile(0.95))
+            if len(called)
+            else float("nan"),
+        }
+    summary = pd.DataFrame.from_dict(table, orient="index")[list(SUMMARY_COLUMNS)]
+    summary.index.name = "kind"
+    return summary
+
+
+class ReplayIndex:
+    """Recorded answers by request key, consumed in recorded order.
+
+    The same key may occur several times (an agent asking the same thing on two days); each
+    occurrence is answered by the next unused record with that key.
+    """
+
+    def __init__(self, records: Iterable[Mapping[str, Any]] = ()) -> None:
+        self._by_key: dict[str, deque[Mapping[str, Any]]] = defaultdict(deque)
+        for record in records:
+            if record.get("request_key") and record.get("outcome") != str(
+                Outcome.ERROR
+            ):
+                self._by_key[record["request_key"]].append(record)
+
+    @classmethod
+    def from_ledger(cls, path: str | Path) -> ReplayIndex:
+        """Index every record of a ledger file."""
+        index = cls(Ledger.read(path))
+        logger.info("replay index: %d recorded requests from %s", len(index), path)
+        return index
+
+    def __len__(self) -> int:
+        return sum(len(queue) for queue in self._by_key.values())
+
+    def take(self, key: str) -> Mapping[str, Any] | None:
+        """Pop the next recorded answer for ``key``, or ``None`` when there is none."""
+        queue = self._by_key.get(key)
+        if not queue:
+            return None
+        return queue.popleft()

@@ -1,0 +1,367 @@
+"""The LLM brain: any litellm model answers decision requests, validated, repaired or replaced.
+
+For a batch of requests the brain renders each prompt, answers what it can from the replay index,
+and sends the rest concurrently through ``litellm.acompletion`` under one semaphore. Each answer
+is parsed (tolerant JSON), validated by the kind's schema and domain validator, and on failure the
+model is re-prompted with the exact errors (at most ``max_repairs`` times). A request that still has
+no valid answer, or whose transport failed for good, is answered by the kind's rule policy and
+recorded as a ``fallback`` with its reason. Fallbacks are applied in request order after the
+batch, so the rule policies draw from the model's RNG deterministically whatever order the HTTP
+answers arrived in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mesa_llm_mobility.cognition.background_loop import BackgroundLoop
+from mesa_llm_mobility.cognition.brain import Brain
+from mesa_llm_mobility.cognition.kinds import (
+    DecisionRequest,
+    DecisionResult,
+    Message,
+    Outcome,
+    RulePolicyError,
+)
+from mesa_llm_mobility.cognition.ledger import (
+    Ledger,
+    ReplayIndex,
+    decision_record,
+    messages_hash,
+    request_key,
+)
+from mesa_llm_mobility.cognition.transport import RetryPolicy, TransportError, complete
+
+logger = logging.getLogger(__name__)
+
+REPAIR_INSTRUCTION = (
+    "Your previous answer could not be accepted:\n{errors}\n"
+    "Reply again with only the corrected JSON object, fixing every error listed."
+)
+
+
+@dataclass
+class _Exchange:
+    """What happened between the brain and the model for one request."""
+
+    output: Any = None
+    outcome: Outcome = Outcome.FALLBACK
+    reason: str | None = None
+    errors: list[str] = field(default_factory=list)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    attempts: int = 0
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    replayed: bool = False
+
+
+class LLMBrain(Brain):
+    """Answers decision requests with an LLM through litellm.
+
+    Args:
+        model: Any litellm model string (``"openai/gpt-4o-mini"``, ``"anthropic/claude-..."``,
+            ``"ollama/llama3.1"``, ``"hosted_vllm/..."``, or ``"openai/<name>"`` with ``api_base``
+            for any OpenAI-compatible server).
+        api_base: Base URL of the server, when not the provider default.
+        api_key: API key; never recorded. ``None`` lets litellm read the provider's variable.
+        temperature: Sampling temperature (recorded).
+        max_tokens: Completion token limit (recorded), or ``None``.
+        json_mode: Ask for ``response_format={"type": "json_object"}`` where the provider supports
+            it (litellm drops it where not).
+        max_concurrency: Calls in flight at once, across the whole batch.
+        timeout_s: Timeout of one HTTP call.
+        max_attempts: Transport attempts per call (first included).
+        max_total_s: Time budget of one call's attempts and backoffs.
+        max_repairs: Re-prompts with the validation errors before falling back to rules.
+        rng: Generator for rule-policy fallbacks (pass the model's ``rng``).
+        ledger: Where every decision is recorded (in memory when ``None``).
+        replay: A :class:`ReplayIndex` or a ledger path whose identical requests are answered
+            without a call.
+        extra_params: Further sampling parameters passed to litellm and recorded (e.g. ``seed``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        json_mode: bool = True,
+        max_concurrency: int = 16,
+        timeout_s: float = 60.0,
+        max_attempts: int = 4,
+        max_total_s: float = 120.0,
+        max_repairs: int = 2,
+        rng: np.random.Generator | int | None = None,
+        ledger: Ledger | None = None,
+        replay: ReplayIndex | str | Path | None = None,
+        extra_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(rng=rng, ledger=ledger if ledger is not None else Ledger())
+        if not model or not isinstance(model, str):
+            raise ValueError(
+                "LLMBrain.model must be a litellm model string such as 'openai/gpt-4o-mini'"
+            )
+        if max_concurrency < 1:
+            raise ValueError(
+                f"LLMBrain.max_concurrency must be >= 1, got {max_concurrency}"
+            )
+        if max_repairs < 0:
+            raise ValueError(f"LLMBrain.max_repairs must be >= 0, got {max_repairs}")
+        self.name = self.model = model
+        self.max_concurrency = max_concurrency
+        self.max_repairs = max_repairs
+        self.policy = RetryPolicy(
+            max_attempts=max_attempts, max_total_s=max_total_s, timeout_s=timeout_s
+        )
+        self.params: dict[str, Any] = {"temperature": temperature}
+        if max_tokens is not None:
+            self.params["max_tokens"] = max_tokens
+        if json_mode:
+            self.params["response_format"] = {"type": "json_object"}
+        self.params.update(extra_params or {})
+        self._connection: dict[str, Any] = {"drop_params": True}
+        if api_base:
+            self._connection["api_base"] = api_base
+        if api_key:
+            self._connection["api_key"] = api_key
+        self.replay = (
+            ReplayIndex.from_ledger(replay)
+            if isinstance(replay, str | Path)
+            else replay
+        )
+        self._loop = BackgroundLoop()
+        self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._jitter = random.Random()
+
+    def __repr__(self) -> str:
+        base = self._connection.get("api_base")
+        return f"LLMBrain(model={self.model!r}, api_base={base!r}, max_concurrency={self.max_concurrency})"
+
+    def decide_all(
+        self,
+        requests: Sequence[DecisionRequest],
+        *,
+        tags: Mapping[str, Any] | None = None,
+    ) -> list[DecisionResult]:
+        """Answer a batch from synchronous code (a Mesa ``step()``, a script, a Jupyter cell).
+
+        Raises:
+            RulePolicyError: when a fallback's rule policy fails (after recording the batch).
+        """
+        if not requests:
+            return []
+        return self._loop.run(self.adecide_all(requests, tags=tags))
+
+    async def adecide_all(
+        self,
+        requests: Sequence[DecisionRequest],
+        *,
+        tags: Mapping[str, Any] | None = None,
+    ) -> list[DecisionResult]:
+        """Answer a batch from async code; see :meth:`decide_all`."""
+        prepared = [self._prepare(request) for request in requests]
+        exchanges: list[_Exchange | None] = [
+            self._replayed(request, key) for request, _, _, key in prepared
+        ]
+        pending = [
+            index for index, exchange in enumerate(exchanges) if exchange is None
+        ]
+        semaphore = self._semaphore()
+        answered = await asyncio.gather(
+            *(
+                self._converse(prepared[index][0], prepared[index][1], semaphore)
+                for index in pending
+            )
+        )
+        for index, exchange in zip(pending, answered, strict=True):
+            exchanges[index] = exchange
+
+        results: list[DecisionResult] = []
+        records: list[dict[str, Any]] = []
+        failure: RulePolicyError | None = None
+        for (request, messages, digest, key), exchange in zip(
+            prepared, exchanges, strict=True
+        ):
+            assert exchange is not None
+            if exchange.output is None:
+                try:
+                    exchange.output = request.kind.apply_rule_policy(request, self.rng)
+                except RulePolicyError as error:
+                    exchange.outcome, exchange.reason = (
+                        Outcome.ERROR,
+                        f"{exchange.reason}; {error}",
+                    )
+                    failure = failure or error
+            records.append(self._record(request, messages, digest, key, exchange, tags))
+            if exchange.output is not None:
+                results.append(
+                    DecisionResult(
+                        request=request,
+                        output=exchange.output,
+                        outcome=exchange.outcome,
+                        reason=exchange.reason,
+                        errors=tuple(exchange.errors),
+                        attempts=exchange.attempts,
+                        replayed=exchange.replayed,
+                        latency_s=exchange.latency_s,
+                    )
+                )
+        self.ledger.append_many(records)
+        if failure is not None:
+            raise failure
+        return results
+
+    def close(self) -> None:
+        """Stop the brain's event loop and close the ledger."""
+        self._loop.close()
+        super().close()
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if loop not in self._semaphores:
+            self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
+        return self._semaphores[loop]
+
+    def _prepare(
+        self, request: DecisionRequest
+    ) -> tuple[DecisionRequest, list[Message], str, str]:
+        messages = request.kind.messages(request.context)
+        digest = messages_hash(messages)
+        key = request_key(
+            request.kind.name, request.agent_id, self.model, self.params, digest
+        )
+        return request, messages, digest, key
+
+    def _replayed(self, request: DecisionRequest, key: str) -> _Exchange | None:
+        if self.replay is None:
+            return None
+        record = self.replay.take(key)
+        if record is None:
+            return None
+        exchange = _Exchange(
+            outcome=Outcome(record["outcome"]),
+            reason=record.get("reason"),
+            rounds=list(record.get("rounds") or ()),
+            replayed=True,
+        )
+        if exchange.outcome is Outcome.FALLBACK:
+            return exchange  # the rule policy answers again, drawing from the RNG as the original did
+        try:
+            exchange.output = request.kind.output_schema.model_validate(
+                record["result"]
+            )
+        except Exception as error:
+            logger.warning(
+                "recorded %s answer for agent %r no longer parses (%s); asking the model",
+                request.kind.name,
+                request.agent_id,
+                error,
+            )
+            return None
+        return exchange
+
+    async def _converse(
+        self,
+        request: DecisionRequest,
+        messages: list[Message],
+        semaphore: asyncio.Semaphore,
+    ) -> _Exchange:
+        exchange = _Exchange()
+        conversation = list(messages)
+        for round_index in range(self.max_repairs + 1):
+            try:
+                completion = await complete(
+                    model=self.model,
+                    messages=conversation,
+                    params=self.params,
+                    connection=self._connection,
+                    policy=self.policy,
+                    semaphore=semaphore,
+                    jitter=self._jitter,
+                )
+            except TransportError as error:
+                exchange.attempts += error.attempts
+                exchange.errors = [str(error)]
+                exchange.rounds.append(
+                    {"raw": None, "errors": exchange.errors, "attempts": error.attempts}
+                )
+                exchange.reason = f"transport failed: {error}"
+                return exchange
+            exchange.attempts += completion.attempts
+            exchange.latency_s += completion.latency_s
+            exchange.prompt_tokens += completion.prompt_tokens
+            exchange.completion_tokens += completion.completion_tokens
+            exchange.cost_usd += completion.cost_usd
+            output, errors = request.kind.parse(request.context, completion.content)
+            exchange.rounds.append(
+                {
+                    "raw": completion.content,
+                    "errors": errors,
+                    "attempts": completion.attempts,
+                }
+            )
+            exchange.errors = errors
+            if output is not None:
+                exchange.output = output
+                exchange.outcome = Outcome.OK if round_index == 0 else Outcome.REPAIRED
+                return exchange
+            conversation = [
+                *conversation,
+                {"role": "assistant", "content": completion.content},
+                {
+                    "role": "user",
+                    "content": REPAIR_INSTRUCTION.format(
+                        errors="\n".join(f"- {e}" for e in errors)
+                    ),
+                },
+            ]
+        exchange.reason = (
+            f"no valid answer after {self.max_repairs} repair(s): "
+            + "; ".join(exchange.errors[:3])
+        )
+        return exchange
+
+    def _record(
+        self,
+        request: DecisionRequest,
+        messages: list[Message],
+        digest: str,
+        key: str,
+        exchange: _Exchange,
+        tags: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        return decision_record(
+            kind=request.kind.name,
+            agent_id=request.agent_id,
+            model=self.model,
+            params=self.params,
+            messages=messages,
+            digest=digest,
+            key=key,
+            rounds=exchange.rounds,
+            result=exchange.output.model_dump(mode="json")
+            if exchange.output is not None
+            else None,
+            outcome=exchange.outcome,
+            reason=exchange.reason,
+            attempts=exchange.attempts,
+            latency_s=exchange.latency_s,
+            prompt_tokens=exchange.prompt_tokens,
+            completion_tokens=exchange.completion_tokens,
+            cost_usd=exchange.cost_usd,
+            replayed=exchange.replayed,
+            tags=tags,
+        )

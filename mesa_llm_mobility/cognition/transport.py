@@ -1,0 +1,176 @@
+"""One chat completion through litellm, with bounded retries on transient failures.
+
+Retries cover rate limits (429), server errors (5xx), timeouts and connection errors; they are
+bounded both in attempts and in total time, with exponential backoff and full jitter. Other errors
+(authentication, bad request, unknown model) are not retried: they would fail again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mesa_llm_mobility.cognition.kinds import Message
+from mesa_llm_mobility.cognition.offline import import_litellm
+
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounds for transport retries.
+
+    Attributes:
+        max_attempts: Calls per completion, first included (>= 1).
+        max_total_s: Wall-time budget for all attempts and waits of one completion.
+        timeout_s: Timeout of one call (capped by what remains of ``max_total_s``).
+        backoff_base_s: First backoff; doubles each retry, capped at ``backoff_max_s``.
+        backoff_max_s: Largest backoff before jitter.
+    """
+
+    max_attempts: int = 4
+    max_total_s: float = 120.0
+    timeout_s: float = 60.0
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 8.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(
+                f"RetryPolicy.max_attempts must be >= 1, got {self.max_attempts}"
+            )
+        for name in ("max_total_s", "timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(
+                    f"RetryPolicy.{name} must be > 0, got {getattr(self, name)}"
+                )
+        if self.backoff_base_s < 0 or self.backoff_max_s < 0:
+            raise ValueError("RetryPolicy backoff times must be >= 0")
+
+    def backoff_s(self, retry: int, jitter: random.Random) -> float:
+        """Full-jitter exponential backoff before retry number ``retry`` (1-based)."""
+        return jitter.uniform(
+            0.0, min(self.backoff_max_s, self.backoff_base_s * 2 ** (retry - 1))
+        )
+
+
+class TransportError(RuntimeError):
+    """A completion failed for good (non-retryable error, or retries exhausted)."""
+
+    def __init__(self, message: str, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What one successful completion returned."""
+
+    content: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    attempts: int
+    latency_s: float
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether a failed call is worth retrying (429, 5xx, timeouts, connection errors)."""
+    if isinstance(error, asyncio.TimeoutError | TimeoutError | ConnectionError):
+        return True
+    litellm = import_litellm()
+    if isinstance(error, litellm.Timeout | litellm.APIConnectionError):
+        return True
+    status = getattr(error, "status_code", None)
+    return isinstance(status, int) and (status in _RETRYABLE_STATUS or status >= 500)
+
+
+async def complete(
+    *,
+    model: str,
+    messages: Sequence[Message],
+    params: Mapping[str, Any],
+    connection: Mapping[str, Any],
+    policy: RetryPolicy,
+    semaphore: asyncio.Semaphore,
+    jitter: random.Random,
+) -> Completion:
+    """Call ``litellm.acompletion`` with retries; each attempt holds one concurrency slot.
+
+    Args:
+        model: litellm model string.
+        messages: Chat messages.
+        params: Sampling parameters (recorded in the ledger).
+        connection: ``api_base`` / ``api_key`` and provider options (never recorded).
+        policy: Retry bounds.
+        semaphore: The brain's concurrency limit.
+        jitter: Source of backoff jitter (separate from the model's RNG).
+
+    Raises:
+        TransportError: when the call fails for good, with the last error and attempt count.
+    """
+    litellm = import_litellm()
+    started = time.monotonic()
+    deadline = started + policy.max_total_s
+    last_error: BaseException | None = None
+    attempt = 0
+    while attempt < policy.max_attempts:
+        attempt += 1
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        timeout = min(policy.timeout_s, remaining)
+        try:
+            async with semaphore:
+                response = await asyncio.wait_for(
+                    litellm.acompletion(
+                        model=model,
+                        messages=list(messages),
+                        timeout=timeout,
+                        max_retries=0,
+                        num_retries=0,
+                        **params,
+                        **connection,
+                    ),
+                    timeout=timeout + 1.0,
+                )
+        except Exception as error:
+            last_error = error
+            if not is_retryable(error):
+                raise TransportError(_describe(error), attempt) from error
+            wait = policy.backoff_s(attempt, jitter)
+            if attempt >= policy.max_attempts or time.monotonic() + wait >= deadline:
+                break
+            await asyncio.sleep(wait)
+            continue
+        return _completion(response, attempt, time.monotonic() - started)
+    reason = _describe(last_error) if last_error else "no time left for an attempt"
+    raise TransportError(
+        f"gave up after {attempt} attempt(s) in {time.monotonic() - started:.1f} s: {reason}",
+        attempt,
+    ) from last_error
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
+
+
+def _completion(response: Any, attempts: int, latency_s: float) -> Completion:
+    choice = response.choices[0]
+    content = getattr(choice.message, "content", None) or ""
+    usage = getattr(response, "usage", None)
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    return Completion(
+        content=content,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost_usd=float(cost or 0.0),
+        attempts=attempts,
+        latency_s=latency_s,
+    )
