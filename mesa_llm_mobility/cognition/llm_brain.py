@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from mesa_llm_mobility.cognition.background_loop import BackgroundLoop
+from mesa_llm_mobility.cognition.background_loop import run_in_background
 from mesa_llm_mobility.cognition.brain import Brain
 from mesa_llm_mobility.cognition.kinds import (
     DecisionRequest,
@@ -142,7 +142,6 @@ class LLMBrain(Brain):
             if isinstance(replay, str | Path)
             else replay
         )
-        self._loop = BackgroundLoop()
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._jitter = random.Random()
 
@@ -163,7 +162,7 @@ class LLMBrain(Brain):
         """
         if not requests:
             return []
-        return self._loop.run(self.adecide_all(requests, tags=tags))
+        return run_in_background(self.adecide_all(requests, tags=tags))
 
     async def adecide_all(
         self,
@@ -223,11 +222,6 @@ class LLMBrain(Brain):
         if failure is not None:
             raise failure
         return results
-
-    def close(self) -> None:
-        """Stop the brain's event loop and close the ledger."""
-        self._loop.close()
-        super().close()
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()

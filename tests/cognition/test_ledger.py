@@ -1,0 +1,129 @@
+import json
+
+import pandas as pd
+import pytest
+
+from mesa_llm_mobility.cognition.kinds import Outcome
+from mesa_llm_mobility.cognition.ledger import (
+    Ledger,
+    ReplayIndex,
+    decision_record,
+    messages_hash,
+    request_key,
+    summarize,
+)
+
+
+def _record(
+    kind="K",
+    agent=1,
+    outcome=Outcome.OK,
+    attempts=1,
+    latency=0.1,
+    key="k",
+    tokens=(10, 5),
+    cost=0.001,
+):
+    return decision_record(
+        kind=kind,
+        agent_id=agent,
+        model="m",
+        params={"temperature": 0.0},
+        messages=[{"role": "user", "content": "hi"}],
+        digest="d",
+        key=key,
+        rounds=[{"raw": "{}", "errors": []}],
+        result={"x": 1},
+        outcome=outcome,
+        reason=None,
+        attempts=attempts,
+        latency_s=latency,
+        prompt_tokens=tokens[0],
+        completion_tokens=tokens[1],
+        cost_usd=cost,
+        replayed=False,
+    )
+
+
+def test_messages_hash_depends_on_role_and_content_only():
+    a = [{"role": "user", "content": "hi", "name": "x"}]
+    b = [{"role": "user", "content": "hi"}]
+    assert messages_hash(a) == messages_hash(b)
+    assert messages_hash(b) != messages_hash([{"role": "system", "content": "hi"}])
+
+
+def test_request_key_distinguishes_each_part():
+    base = request_key("K", 1, "m", {"temperature": 0}, "d")
+    assert base == request_key("K", 1, "m", {"temperature": 0}, "d")
+    others = [
+        request_key("J", 1, "m", {"temperature": 0}, "d"),
+        request_key("K", 2, "m", {"temperature": 0}, "d"),
+        request_key("K", 1, "n", {"temperature": 0}, "d"),
+        request_key("K", 1, "m", {"temperature": 1}, "d"),
+        request_key("K", 1, "m", {"temperature": 0}, "e"),
+    ]
+    assert base not in others
+    assert len(set(others)) == len(others)
+
+
+def test_file_round_trip_and_append_only(tmp_path):
+    path = tmp_path / "run" / "ledger.jsonl"
+    ledger = Ledger(path)
+    ledger.append_many([_record(agent=1), _record(agent=2)])
+    ledger.close()
+    again = Ledger(path)
+    again.append_many([_record(agent=3)])
+    again.close()
+    assert [record["agent_id"] for record in Ledger.read(path)] == [1, 2, 3]
+
+
+def test_corrupt_ledger_line_is_named(tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    path.write_text(json.dumps(_record()) + "\n{broken\n")
+    with pytest.raises(
+        ValueError, match=r"ledger.jsonl: line 2 is not a valid ledger record"
+    ):
+        Ledger.read(path)
+
+
+def test_summary_counts_outcomes_tokens_cost_and_latency():
+    ledger = Ledger()
+    ledger.append_many(
+        [
+            _record(kind="A", outcome=Outcome.OK, latency=0.1),
+            _record(kind="A", outcome=Outcome.REPAIRED, attempts=2, latency=0.3),
+            _record(
+                kind="B",
+                outcome=Outcome.FALLBACK,
+                attempts=0,
+                latency=0.0,
+                tokens=(0, 0),
+                cost=0.0,
+            ),
+        ]
+    )
+    summary = ledger.summary()
+    assert list(summary.index) == ["A", "B", "all"]
+    assert summary.loc["A", "ok"] == 1
+    assert summary.loc["A", "repaired"] == 1
+    assert summary.loc["B", "fallback"] == 1
+    assert summary.loc["all", "calls"] == 3
+    assert summary.loc["all", "attempts"] == 3
+    assert summary.loc["all", "prompt_tokens"] == 20
+    assert summary.loc["all", "cost_usd"] == pytest.approx(0.002)
+    assert summary.loc["A", "latency_p50_s"] == pytest.approx(0.2)
+    assert pd.isna(summary.loc["B", "latency_p50_s"])  # no model call, no latency
+
+
+def test_empty_summary_has_the_columns():
+    assert list(summarize(Ledger().rows()).columns)[:3] == ["calls", "ok", "repaired"]
+
+
+def test_replay_index_serves_identical_keys_in_order():
+    first, second = _record(key="same", agent="a"), _record(key="same", agent="b")
+    index = ReplayIndex([first, second, _record(key="error", outcome=Outcome.ERROR)])
+    assert len(index) == 2
+    assert index.take("same")["agent_id"] == "a"
+    assert index.take("same")["agent_id"] == "b"
+    assert index.take("same") is None
+    assert index.take("error") is None
