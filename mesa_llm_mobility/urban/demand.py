@@ -172,6 +172,8 @@ def _event_engine_unsupported(
             return f"link {link.name!r} uses the occupancy model"
         if link.storage_capacity is not None:
             return f"link {link.name!r} has a storage capacity"
+        if link.capacity <= 0:
+            return f"link {link.name!r} is closed (capacity 0)"
     if apply_events and any(e.attribute == "capacity" for e in scenario.events):
         return "the scenario has capacity events"
     agents = set()
@@ -199,7 +201,8 @@ def _simulate_events(
     router = Router(index)
     links = index.links
     n_links = len(links)
-    node_ids = {node: k for k, node in enumerate(scenario.nodes)}
+    node_names = list(scenario.nodes)
+    node_ids = {node: k for k, node in enumerate(node_names)}
     head = [node_ids[link.head] for link in links]
     free = [link.free_time for link in links]
     headway = []
@@ -215,7 +218,6 @@ def _simulate_events(
     dest = [0] * n
     paths: list[list[int] | None] = [None] * n
     ids = set()
-    heap: list[tuple[float, int, int, int]] = []
     for i, row in enumerate(rows):
         if row["trip_id"] in ids:
             raise ValueError(f"duplicate trip id {row['trip_id']!r}")
@@ -241,68 +243,89 @@ def _simulate_events(
                 )
         except PathError as error:
             raise PathError(f"trip {row['trip_id']!r}: {error}") from error
-        heap.append((row["depart"], n_links, i, i))
 
-    dynamic = routing == "dynamic"
-    node_names = list(scenario.nodes)
-    tables: dict[int, list[int]] = {}
-    extra: dict[int, float] = {}
-    if dynamic and any(p is None for p in paths):
-        first = min(row["depart"] for row in rows)
-        epoch = math.floor(first / route_interval) * route_interval
+    # departures in (time, row) order, merged with the heap of link exits; ``rank`` is the
+    # traveller number the step engine gives the same trip (it adds trips in this order)
+    dep_order = sorted(range(n), key=lambda r: rows[r]["depart"])
+    rank = [0] * n
+    for r, i in enumerate(dep_order):
+        rank[i] = r
+    dep_times = [rows[i]["depart"] for i in dep_order]
+    heap: list[tuple[float, int, int, int]] = []
+    if routing == "dynamic" and any(p is None for p in paths):
+        epoch = math.floor(dep_times[0] / route_interval) * route_interval
         while epoch <= horizon:
             heap.append((epoch, -1, -1, -1))
             epoch += route_interval
-    heapq.heapify(heap)
-
+    tables: list[list[tuple[int, ...]] | None] = [None] * len(node_names)
+    extra: dict[int, float] = {}
     departure = [math.nan] * n
     arrival = [math.nan] * n
     taken: list[list[int]] = [[] for _ in range(n)]
     position = [0] * n
-    seq = n
+    seq = 0
+    dp = 0
     heappush, heappop = heapq.heappush, heapq.heappop
-    while heap:
-        time, prio, _, i = heappop(heap)
-        if time > horizon:
-            break
-        if prio < 0:
-            extra = {
-                k: delay
-                for k in range(n_links)
-                if (delay := last_ready[k] + headway[k] - time - free[k]) > 0
-            }
-            tables.clear()
-            continue
-        path = paths[i]
-        if prio == n_links:
+    while True:
+        if dp < n and (not heap or dep_times[dp] < heap[0][0]):
+            i = dep_order[dp]
+            time = dep_times[dp]
+            dp += 1
+            if time > horizon:
+                break
             departure[i] = time
             node = origin[i]
-        else:
+            if node == dest[i]:
+                arrival[i] = time
+                continue
+        elif heap:
+            time, prio, _, i = heappop(heap)
+            if time > horizon:
+                break
+            if prio < 0:
+                extra = {
+                    k: delay
+                    for k in range(n_links)
+                    if (delay := (last_ready[k] + headway[k]) - (time + free[k])) > 0
+                }
+                tables = [None] * len(node_names)
+                continue
             node = head[prio]
-        if node == dest[i] and (path is None or position[i] == len(path)):
-            arrival[i] = time
-            continue
+        else:
+            break
+        path = paths[i]
         if path is None:
-            table = tables.get(dest[i])
+            d = dest[i]
+            table = tables[d]
             if table is None:
-                hops = next_hop_table(index, node_names[dest[i]], extra)
-                table = [-1] * len(node_names)
-                for name, link in hops.items():
-                    table[node_ids[name]] = link.index
-                tables[dest[i]] = table
-            k = table[node]
-            ends = head[k] == dest[i]
+                hops = next_hop_table(index, node_names[d], extra)
+                table = [()] * len(node_names)
+                for name, options in hops.items():
+                    table[node_ids[name]] = tuple(link.index for link in options)
+                tables[d] = table
+            options = table[node]
+            k = options[(rank[i] + node) % len(options)]
+            ends = head[k] == d
         else:
             k = path[position[i]]
             position[i] += 1
             ends = position[i] == len(path)
         taken[i].append(k)
         ready = time + free[k]
-        if not (ends and bypass[k]):
-            queue_ready = last_ready[k] + headway[k]
-            if queue_ready > ready:
-                ready = queue_ready
-            last_ready[k] = ready
+        if ends:
+            # nothing downstream depends on a finishing vehicle: its arrival is known now
+            if not bypass[k]:
+                queue_ready = last_ready[k] + headway[k]
+                if queue_ready > ready:
+                    ready = queue_ready
+                last_ready[k] = ready
+            if ready <= horizon:
+                arrival[i] = ready
+            continue
+        queue_ready = last_ready[k] + headway[k]
+        if queue_ready > ready:
+            ready = queue_ready
+        last_ready[k] = ready
         heappush(heap, (ready, k, seq, i))
         seq += 1
 

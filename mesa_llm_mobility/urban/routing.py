@@ -18,6 +18,7 @@ References:
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -119,12 +120,16 @@ class NetworkIndex:
             (link.name, link.tail): link for link in links
         }
         self.by_name: dict[str, list[DirectedLink]] = {}
-        self.out_links: dict[str, list[DirectedLink]] = {
-            node: [] for node in scenario.nodes
+        self.out_links: dict[str, list[DirectedLink]] = {n: [] for n in scenario.nodes}
+        self.road_links_into: dict[str, list[DirectedLink]] = {
+            n: [] for n in scenario.nodes
         }
+        self.node_position = {node: k for k, node in enumerate(scenario.nodes)}
         for link in links:
             self.by_name.setdefault(link.name, []).append(link)
             self.out_links[link.tail].append(link)
+            if link.kind == "road":
+                self.road_links_into[link.head].append(link)
 
     def node_of(self, place: str) -> str:
         """Return the node of a node id or facility name.
@@ -352,11 +357,14 @@ class Router:
 
 def next_hop_table(
     index: NetworkIndex, destination: str, extra: Mapping[int, float] | None = None
-) -> dict[str, DirectedLink]:
-    """Next road link toward ``destination`` from every node that can reach it by driving.
+) -> dict[str, tuple[DirectedLink, ...]]:
+    """Next road links toward ``destination`` from every node that can reach it by driving.
 
     One Dijkstra from the destination on the reversed road graph with costs
-    ``free_time + extra[link]``; ties broken by link order.
+    ``c(l) = free_time + extra[l]`` gives the cost-to-go ``D(n)``; the next hops of node ``n``
+    are all road links ``l`` out of ``n`` on a shortest path, ``D(head(l)) + c(l) = D(n)``
+    (within 1e-9 min), in link order. Every hop strictly lowers ``D``, so any choice among them
+    leads to the destination without cycles; :func:`choose_hop` spreads travellers over them.
 
     Args:
         index: Network index.
@@ -364,17 +372,13 @@ def next_hop_table(
         extra: Extra minutes per directed link index (e.g. current queue delays).
 
     Returns:
-        Mapping node -> first link of a shortest path from that node (destination excluded).
+        Mapping node -> tuple of next links (destination and nodes that cannot reach it excluded).
     """
     extra = extra or {}
-    into: dict[str, list[DirectedLink]] = {}
-    for link in index.links:
-        if link.kind == "road":
-            into.setdefault(link.head, []).append(link)
     dist = {destination: 0.0}
-    hop: dict[str, DirectedLink] = {}
     heap: list[tuple[float, int, str]] = [(0.0, 0, destination)]
     done: set[str] = set()
+    into = index.road_links_into
     while heap:
         d, _, node = heapq.heappop(heap)
         if node in done:
@@ -382,8 +386,39 @@ def next_hop_table(
         done.add(node)
         for link in into.get(node, ()):
             nd = d + link.free_time + extra.get(link.index, 0.0)
-            if nd < dist.get(link.tail, float("inf")):
+            if nd < dist.get(link.tail, math.inf):
                 dist[link.tail] = nd
-                hop[link.tail] = link
                 heapq.heappush(heap, (nd, link.index, link.tail))
-    return hop
+    hops: dict[str, tuple[DirectedLink, ...]] = {}
+    for node, to_go in dist.items():
+        if node == destination:
+            continue
+        hops[node] = tuple(
+            link
+            for link in index.out_links[node]
+            if link.kind == "road"
+            and link.head in dist
+            and dist[link.head] + link.free_time + extra.get(link.index, 0.0)
+            <= to_go + 1e-9
+        )
+    return hops
+
+
+def choose_hop(
+    options: Sequence[DirectedLink], traveller: int, node_position: int
+) -> DirectedLink:
+    """Pick one of several equally short next links, deterministically.
+
+    ``options[(traveller + node_position) mod len(options)]``: travellers with consecutive numbers
+    take different equally short links, and one traveller alternates along its way (staircase
+    rather than L-shaped paths on a grid), so ties do not pile everybody onto one route.
+
+    Args:
+        options: The tied next links (non-empty).
+        traveller: The traveller's number (its trip order).
+        node_position: Position of the current node in the scenario's node list.
+
+    Returns:
+        The chosen link.
+    """
+    return options[(traveller + node_position) % len(options)]

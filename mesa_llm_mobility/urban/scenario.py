@@ -394,7 +394,9 @@ def scenario_from_dict(data: dict[str, Any], source: str = "<dict>") -> Scenario
         if link_name in link_names:
             raise read.fail(entry, f"field 'name': duplicate link {link_name!r}")
         if link_name in nodes or link_name in facilities:
-            raise read.fail(entry, f"field 'name': {link_name!r} is also a node or facility")
+            raise read.fail(
+                entry, f"field 'name': {link_name!r} is also a node or facility"
+            )
         a = known_node(item, entry, "from")
         b = known_node(item, entry, "to")
         if a == b:
@@ -474,7 +476,8 @@ def scenario_from_dict(data: dict[str, Any], source: str = "<dict>") -> Scenario
         for link_name in names:
             if link_name in nodes or link_name in facilities:
                 raise read.fail(
-                    entry, f"field 'link_names': {link_name!r} is also a node or facility"
+                    entry,
+                    f"field 'link_names': {link_name!r} is also a node or facility",
                 )
             if link_name in link_names:
                 raise read.fail(

@@ -55,6 +55,7 @@ from mesa_llm_mobility.urban.routing import (
     NetworkIndex,
     PathError,
     Router,
+    choose_hop,
     direction_stops,
     next_hop_table,
     validate_path,
@@ -297,7 +298,7 @@ class TrafficEngine:
             else math.inf
         )
         self._reroute_costs: dict[int, float] = {}
-        self._hop_tables: dict[str, dict[str, DirectedLink]] = {}
+        self._hop_tables: dict[str, dict[str, tuple[DirectedLink, ...]]] = {}
         self._awaiting_admission: dict[Hashable, Trip] = {}
         self._touched_facilities: set[str] = set()
         self._waiting_links: set[int] = set()
@@ -640,12 +641,14 @@ class TrafficEngine:
         while self._next_reroute <= t + _EPS:
             self._next_reroute += self.route_interval
 
-    def _next_hop(self, destination: str, node: str) -> DirectedLink:
-        table = self._hop_tables.get(destination)
+    def _next_hop(self, trip: Trip, node: str) -> DirectedLink:
+        table = self._hop_tables.get(trip.destination_node)
         if table is None:
-            table = next_hop_table(self.index, destination, self._reroute_costs)
-            self._hop_tables[destination] = table
-        return table[node]
+            table = next_hop_table(
+                self.index, trip.destination_node, self._reroute_costs
+            )
+            self._hop_tables[trip.destination_node] = table
+        return choose_hop(table[node], trip.order, self.index.node_position[node])
 
     def _complete_traversals(self, t: float) -> list[tuple[float, int, int, Trip, str]]:
         done: list[tuple[float, int, int, Trip, str]] = []
@@ -713,7 +716,7 @@ class TrafficEngine:
         if trip.remaining:
             nxt = trip.remaining[0]
         elif trip.route == "dynamic":
-            nxt = self._next_hop(trip.destination_node, node)
+            nxt = self._next_hop(trip, node)
         else:
             return True
         if nxt.kind != "road":
@@ -827,7 +830,7 @@ class TrafficEngine:
             if trip.remaining:
                 link = trip.remaining.popleft()
             else:
-                link = self._next_hop(trip.destination_node, node)
+                link = self._next_hop(trip, node)
             trip.links.append(link)
             trip.path.append(link.name)
             trip.link = link

@@ -4,6 +4,7 @@ from mesa_llm_mobility.urban.routing import (
     NetworkIndex,
     PathError,
     Router,
+    choose_hop,
     next_hop_table,
     validate_path,
 )
@@ -119,15 +120,36 @@ def test_next_hop_table_matches_router(index):
     for node in index.scenario.nodes:
         if node == "Node_2":
             continue
-        path = router.path(node, "Node_2", "drive")
-        cost = sum(link.free_time for link in path)
-        # following the table gives a path of the same cost
-        at, total = node, 0.0
-        while at != "Node_2":
-            link = hops[at]
-            total += link.free_time
-            at = link.head
-        assert total == cost
+        cost = sum(link.free_time for link in router.path(node, "Node_2", "drive"))
+        for traveller in range(3):  # any choice among the tied hops is a shortest path
+            at, total = node, 0.0
+            while at != "Node_2":
+                link = choose_hop(hops[at], traveller, index.node_position[at])
+                total += link.free_time
+                at = link.head
+            assert total == cost
+
+
+def test_ties_are_spread():
+    square = scenario_from_dict(
+        {
+            "nodes": [{"id": n, "x": 0, "y": 0} for n in "ABCD"],
+            "road_links": [
+                {"name": "ab", "from": "A", "to": "B", "free_time": 1, "capacity": 1},
+                {"name": "ac", "from": "A", "to": "C", "free_time": 1, "capacity": 1},
+                {"name": "bd", "from": "B", "to": "D", "free_time": 2, "capacity": 1},
+                {"name": "cd", "from": "C", "to": "D", "free_time": 2, "capacity": 1},
+            ],
+        }
+    )
+    square_index = NetworkIndex(square)
+    hops = next_hop_table(square_index, "D")
+    assert [link.name for link in hops["A"]] == ["ab", "ac"]
+    assert {choose_hop(hops["A"], t, 0).name for t in range(2)} == {"ab", "ac"}
+    detour = next_hop_table(
+        square_index, "D", {square_index.link("cd", "C").index: 0.5}
+    )
+    assert [link.name for link in detour["A"]] == ["ab"]
 
 
 def test_no_path(index):
