@@ -38,7 +38,11 @@ ENGINES = ("auto", "step", "event")
 
 def _rows(demand: pd.DataFrame | Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     if isinstance(demand, pd.DataFrame):
-        records = demand.to_dict("records")
+        columns = {name: demand[name].tolist() for name in demand.columns}
+        records = [
+            dict(zip(columns, values, strict=True))
+            for values in zip(*columns.values(), strict=True)
+        ]
     else:
         records = [dict(row) for row in demand]
     rows = []
@@ -213,6 +217,22 @@ def _simulate_events(
         bypass.append(not road.capacity_for_trip_ends)
     last_ready = [-math.inf] * n_links
 
+    reachable: dict[str, set[str]] = {}
+
+    def reaches(destination: str) -> set[str]:
+        """Nodes from which ``destination`` can be reached by road (one search per destination)."""
+        found = reachable.get(destination)
+        if found is None:
+            found, frontier = {destination}, [destination]
+            while frontier:
+                node = frontier.pop()
+                for link in index.road_links_into[node]:
+                    if link.tail not in found:
+                        found.add(link.tail)
+                        frontier.append(link.tail)
+            reachable[destination] = found
+        return found
+
     n = len(rows)
     origin = [0] * n
     dest = [0] * n
@@ -234,13 +254,10 @@ def _simulate_events(
                     link.index
                     for link in validate_path(index, o, d, list(row["path"]), "drive")
                 ]
-            elif routing == "free_flow" or o != d:
-                found = router.path(
-                    o, d, "drive"
-                )  # also checks reachability for "dynamic"
-                paths[i] = (
-                    [link.index for link in found] if routing == "free_flow" else None
-                )
+            elif routing == "free_flow":
+                paths[i] = [link.index for link in router.path(o, d, "drive")]
+            elif o not in reaches(d):
+                raise PathError(f"no drive path from {o!r} to {d!r}")
         except PathError as error:
             raise PathError(f"trip {row['trip_id']!r}: {error}") from error
 
@@ -333,7 +350,7 @@ def _simulate_events(
     records = []
     for i, row in enumerate(rows):
         route = taken[i]
-        free_flow = sum(free[k] for k in route)
+        free_flow = sum(map(free.__getitem__, route))
         arrived = arrival[i]
         dep = departure[i]
         state = (
@@ -344,7 +361,7 @@ def _simulate_events(
         records.append(
             (
                 row["trip_id"], row["agent"] if row["agent"] is not None else row["trip_id"],
-                row["origin"], row["destination"], "drive", tuple(names[k] for k in route),
+                row["origin"], row["destination"], "drive", tuple(map(names.__getitem__, route)),
                 row["depart"], dep, arrived, math.nan, arrived - dep,
                 free_flow if arrived == arrived else math.nan, arrived - dep - free_flow, state,
             )

@@ -184,3 +184,28 @@ def test_demand_from_windows():
     assert list(demand.trip_id) == list(range(len(demand)))
     with pytest.raises(ValueError, match="demand window 0: missing field 'flow'"):
         demand_from_windows([{"orig": "a", "dest": "b", "t_start": 0, "t_end": 1}])
+
+
+def test_unreachable_destination_is_reported():
+    one_way = scenario_from_dict(
+        {
+            "nodes": [{"id": "A", "x": 0, "y": 0}, {"id": "B", "x": 1, "y": 0}],
+            "road_links": [
+                {
+                    "name": "ab",
+                    "from": "A",
+                    "to": "B",
+                    "free_time": 1,
+                    "capacity": 60,
+                    "model": "flow",
+                    "two_way": False,
+                }
+            ],
+        }
+    )
+    demand = [{"trip_id": "back", "origin": "B", "destination": "A", "depart": 0}]
+    for engine in ("event", "step"):
+        with pytest.raises(
+            PathError, match="trip 'back': no drive path from 'B' to 'A'"
+        ):
+            simulate_demand(one_way, demand, routing="dynamic", engine=engine)
