@@ -80,6 +80,7 @@ def _rows(demand: pd.DataFrame | Iterable[Mapping[str, Any]]) -> list[dict[str, 
                 "mode": row.get("mode") or "drive",
                 "path": path,
                 "agent": row.get("agent"),
+                "planned_arrival": row.get("planned_arrival"),
             }
         )
     return rows
@@ -159,6 +160,7 @@ def simulate_demand(
             row["mode"],
             row["path"] if row["path"] is not None else routing,
             row["agent"],
+            row["planned_arrival"],
         )
     traffic.run_until_done(horizon)
     frame = traffic.trips_frame()
@@ -353,6 +355,11 @@ def _simulate_events(
         free_flow = sum(map(free.__getitem__, route))
         arrived = arrival[i]
         dep = departure[i]
+        planned = (
+            math.nan
+            if row["planned_arrival"] is None
+            else float(row["planned_arrival"])
+        )
         state = (
             "arrived"
             if arrived == arrived
@@ -362,7 +369,7 @@ def _simulate_events(
             (
                 row["trip_id"], row["agent"] if row["agent"] is not None else row["trip_id"],
                 row["origin"], row["destination"], "drive", tuple(map(names.__getitem__, route)),
-                row["depart"], dep, arrived, math.nan, arrived - dep,
+                row["depart"], dep, planned, arrived, math.nan, arrived - dep,
                 free_flow if arrived == arrived else math.nan, arrived - dep - free_flow, state,
             )
         )  # fmt: skip

@@ -51,6 +51,7 @@ from mesa_llm_mobility.urban.congestion import (
     link_wait_indicator,
 )
 from mesa_llm_mobility.urban.routing import (
+    MODES,
     DirectedLink,
     NetworkIndex,
     PathError,
@@ -132,6 +133,7 @@ class Trip:
     mode: str
     planned_departure: float
     route: str
+    planned_arrival: float = math.nan
     remaining: deque[DirectedLink] = field(default_factory=deque)
     path: list[str] = field(default_factory=list)
     links: list[DirectedLink] = field(default_factory=list)
@@ -241,6 +243,9 @@ class TrafficEngine:
         self.scenario = scenario
         self.index = NetworkIndex(scenario)
         self.router = Router(self.index)
+        self._free_router = Router(
+            self.index
+        )  # never given extra costs: free-flow paths
         self.dt = float(dt)
         self.time = float(start_time)
         self.now = float(start_time)
@@ -348,6 +353,7 @@ class TrafficEngine:
         mode: str = "drive",
         path: Sequence[str] | str | None = None,
         agent: Hashable | None = None,
+        planned_arrival: float | None = None,
     ) -> Trip:
         """Schedule a trip.
 
@@ -363,6 +369,7 @@ class TrafficEngine:
                 times) or ``"dynamic"`` (drive only: next link chosen at each node from tables
                 refreshed every ``route_interval``).
             agent: Agent id; defaults to ``trip_id``.
+            planned_arrival: When the traveller means to arrive (for punctuality KPIs).
 
         Returns:
             The scheduled :class:`Trip`.
@@ -375,6 +382,10 @@ class TrafficEngine:
         """
         if trip_id in self._trips:
             raise ValueError(f"duplicate trip id {trip_id!r}")
+        if mode not in MODES:
+            raise ValueError(
+                f"trip {trip_id!r}: unknown mode {mode!r}; expected one of {MODES}"
+            )
         agent = trip_id if agent is None else agent
         try:
             origin_node = self.index.node_of(origin)
@@ -390,14 +401,10 @@ class TrafficEngine:
                 raise ValueError(
                     f"trip {trip_id!r}: route 'dynamic' needs mode 'drive' and a route_interval"
                 )
-            if route == "free_flow" or (
-                route == "dynamic" and origin_node != destination_node
-            ):
-                links = self._free_flow_path(
-                    origin_node, destination_node, mode, trip_id
-                )
-                if route == "dynamic":
-                    links = []
+            # a free-flow search also proves that a path exists for the mode
+            links = self._free_flow_path(origin_node, destination_node, mode, trip_id)
+            if route != "free_flow":
+                links = []
         else:
             try:
                 links = validate_path(
@@ -429,6 +436,9 @@ class TrafficEngine:
             origin_facility=origin if origin in self._facilities else None,
             mode=mode,
             planned_departure=float(depart),
+            planned_arrival=math.nan
+            if planned_arrival is None
+            else float(planned_arrival),
             route=route,
             remaining=deque(links),
             order=len(self._trips),
@@ -442,14 +452,10 @@ class TrafficEngine:
     def _free_flow_path(
         self, origin: str, destination: str, mode: str, trip_id: Hashable
     ) -> list[DirectedLink]:
-        saved = dict(self.router._extra)
         try:
-            self.router.set_extra_costs({})
-            return self.router.path(origin, destination, mode)
+            return self._free_router.path(origin, destination, mode)
         except PathError as error:
             raise PathError(f"trip {trip_id!r}: {error}") from error
-        finally:
-            self.router.set_extra_costs(saved)
 
     def reroute(self, trip: Trip | Hashable, links: Sequence[str]) -> None:
         """Replace the rest of an en-route trip's path (e.g. from an ``on_node_arrival`` hook).
@@ -553,10 +559,51 @@ class TrafficEngine:
         node = trip.links[-1].head if trip.links else trip.origin_node
         return Location("node", node, trip.state)
 
-    def announced_events(self, time: float | None = None) -> list[Event]:
-        """Events announced (``preview_time <= t``) and not yet over at ``time`` (default now)."""
-        now = self.time if time is None else time
-        return [e for e in self.scenario.events if e.preview_time <= now < e.end_time]
+    def announced_events(
+        self, time: float | None = None, *, broadcast_only: bool = False
+    ) -> list[Event]:
+        """Events announced (``preview_time <= t``) and not yet over at ``time``.
+
+        Args:
+            time: Minute to ask about (default: the last processed step).
+            broadcast_only: Keep only broadcast events (perceived by everyone); the others are
+                for perception near their ``spatial_scope``.
+
+        Returns:
+            The events in scenario order.
+        """
+        now = self.now if time is None else time
+        return [
+            e
+            for e in self.scenario.events
+            if e.preview_time <= now < e.end_time
+            and (e.broadcast or not broadcast_only)
+        ]
+
+    def census(self) -> dict[str, int]:
+        """Count agents in the engine's containers, by :class:`TravelState`.
+
+        Counted from the queues, links, trains and facilities themselves (not from the agents'
+        states), so tests can check conservation: the counts add up to the number of agents.
+        """
+        counts = dict.fromkeys((str(s) for s in TravelState), 0)
+        for state in self._road.values():
+            counts["waiting"] += len(state.wait)
+            done_free = self.now + _EPS - state.link.free_time
+            for trip in state.moving:
+                queued = state.model == "flow" and trip.entered_at <= done_free
+                counts["queued" if queued else "traversing"] += 1
+            counts["traversing"] += len(state.bypass)
+        counts["waiting"] += sum(len(queue) for queue in self._stop_queues.values())
+        counts["walking"] += len(self._walkers)
+        counts["riding"] += sum(len(riders) for riders in self._trains.values())
+        for facility in self._facilities.values():
+            counts["facility_queue"] += len(facility.queue)
+            counts["staying"] += len(facility.staying)
+        for agent in self._agents.values():
+            if agent.active is None and not agent.at_facility:
+                counts["arrived" if agent.travelled else "scheduled"] += 1
+        return counts
 
     def link_wait(self, link: DirectedLink) -> float:
         """Current wait indicator (minutes) of a directed link (see :mod:`.congestion`)."""
@@ -1086,13 +1133,15 @@ class TrafficEngine:
         """Return one row per trip.
 
         Columns: trip_id, agent, origin, destination, mode, path (tuple of link names taken),
-        planned_departure, departure, arrival (at the destination node), admitted (to the
+        planned_departure, departure, planned_arrival, arrival (at the destination node),
+        admitted (to the
         destination facility), travel_time, free_flow_time, delay, state.
         """
         rows = [
             (
                 trip.trip_id, trip.agent, trip.origin, trip.destination, trip.mode, tuple(trip.path),
-                trip.planned_departure, trip.departure, trip.arrival, trip.admitted,
+                trip.planned_departure, trip.departure, trip.planned_arrival, trip.arrival,
+                trip.admitted,
                 trip.arrival - trip.departure, trip.free_flow_time, trip.delay, str(trip.state),
             )
             for trip in self._trips.values()
@@ -1109,6 +1158,7 @@ TRIP_COLUMNS = [
     "path",
     "planned_departure",
     "departure",
+    "planned_arrival",
     "arrival",
     "admitted",
     "travel_time",
