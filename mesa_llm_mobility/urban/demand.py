@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
 from mesa_llm_mobility.urban.routing import (
+    ROUTE_HISTORY,
     NetworkIndex,
     PathError,
     Router,
     next_hop_table,
+    table_age,
     validate_path,
 )
 from mesa_llm_mobility.urban.scenario import Scenario
@@ -92,6 +95,7 @@ def simulate_demand(
     *,
     routing: str = "shortest",
     route_interval: float | None = None,
+    route_update_weight: float = 0.5,
     dt: float = 1.0,
     horizon: float | None = None,
     engine: str = "auto",
@@ -110,6 +114,8 @@ def simulate_demand(
             next link chosen at each node on free time plus current queueing delay, tables
             refreshed every ``route_interval`` minutes, like UXsim's dynamic user optimum).
         route_interval: Minutes between routing-table refreshes for ``"dynamic"`` (default 10).
+        route_update_weight: Share of ``"dynamic"`` travellers following the newest table (the
+            others follow older ones: damped updates, see :func:`~.routing.table_age`).
         dt: Step length of the step engine in minutes.
         horizon: Last minute simulated (default: last departure + 1440).
         engine: ``"auto"`` (event engine where it applies, else step engine), ``"step"`` or
@@ -130,6 +136,10 @@ def simulate_demand(
         raise ValueError(f"unknown routing {routing!r}; expected one of {ROUTINGS}")
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {ENGINES}")
+    if not 0.0 < route_update_weight <= 1.0:
+        raise ValueError(
+            f"route_update_weight must be in (0, 1], got {route_update_weight!r}"
+        )
     if routing == "dynamic" and route_interval is None:
         route_interval = 10.0
     rows = _rows(demand)
@@ -139,7 +149,9 @@ def simulate_demand(
     if engine == "event" and reason:
         raise ValueError(f"the event engine does not apply: {reason}")
     if engine == "event" or (engine == "auto" and not reason):
-        return _simulate_events(scenario, rows, routing, route_interval, horizon)
+        return _simulate_events(
+            scenario, rows, routing, route_interval, route_update_weight, horizon
+        )
     start = min((row["depart"] for row in rows), default=0.0)
     start = math.floor(start / dt) * dt
     traffic = TrafficEngine(
@@ -147,6 +159,7 @@ def simulate_demand(
         dt=dt,
         start_time=start,
         route_interval=route_interval,
+        route_update_weight=route_update_weight,
         record_link_states=False,
         record_facility_states=False,
         apply_events=apply_events,
@@ -200,6 +213,7 @@ def _simulate_events(
     rows: list[dict[str, Any]],
     routing: str,
     route_interval: float | None,
+    route_update_weight: float,
     horizon: float,
 ) -> pd.DataFrame:
     """Event-driven Vickrey point-queue network loading (flow links, drivers, plain nodes)."""
@@ -272,12 +286,16 @@ def _simulate_events(
     dep_times = [rows[i]["depart"] for i in dep_order]
     heap: list[tuple[float, int, int, int]] = []
     if routing == "dynamic" and any(p is None for p in paths):
-        epoch = math.floor(dep_times[0] / route_interval) * route_interval
-        while epoch <= horizon:
-            heap.append((epoch, -1, -1, -1))
-            epoch += route_interval
-    tables: list[list[tuple[int, ...]] | None] = [None] * len(node_names)
-    extra: dict[int, float] = {}
+        refresh_at = math.floor(dep_times[0] / route_interval) * route_interval
+        while refresh_at <= horizon:
+            heap.append((refresh_at, -1, -1, -1))
+            refresh_at += route_interval
+    # damped dynamic routing, as in TrafficEngine: cost snapshots by refresh number
+    history: dict[int, dict[int, float]] = {0: {}}
+    epoch = oldest_age = 0
+    # each traveller's table age before truncation to the oldest table kept
+    ages = [table_age(rank[i], route_update_weight, sys.maxsize) for i in range(n)]
+    tables: dict[tuple[int, int], list[tuple[int, ...]]] = {}
     departure = [math.nan] * n
     arrival = [math.nan] * n
     taken: list[list[int]] = [[] for _ in range(n)]
@@ -302,12 +320,14 @@ def _simulate_events(
             if time > horizon:
                 break
             if prio < 0:
-                extra = {
+                epoch += 1
+                history[epoch] = {
                     k: delay
                     for k in range(n_links)
                     if (delay := (last_ready[k] + headway[k]) - (time + free[k])) > 0
                 }
-                tables = [None] * len(node_names)
+                history.pop(epoch - ROUTE_HISTORY, None)
+                oldest_age = len(history) - 1
                 continue
             node = head[prio]
         else:
@@ -315,13 +335,17 @@ def _simulate_events(
         path = paths[i]
         if path is None:
             d = dest[i]
-            table = tables[d]
+            age = ages[i]
+            if age > oldest_age:
+                age = oldest_age
+            used = epoch - age
+            table = tables.get((used, d))
             if table is None:
-                hops = next_hop_table(index, node_names[d], extra)
+                hops = next_hop_table(index, node_names[d], history[used])
                 table = [()] * len(node_names)
                 for name, options in hops.items():
                     table[node_ids[name]] = tuple(link.index for link in options)
-                tables[d] = table
+                tables[used, d] = table
             options = table[node]
             k = options[(rank[i] + node) % len(options)]
             ends = head[k] == d

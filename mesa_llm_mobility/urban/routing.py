@@ -422,3 +422,32 @@ def choose_hop(
         The chosen link.
     """
     return options[(traveller + node_position) % len(options)]
+
+
+ROUTE_HISTORY = (
+    8  # routing tables kept for damped updates; (1 - w) ** 8 of travellers is tiny
+)
+
+
+def table_age(traveller: int, weight: float, available: int) -> int:
+    """Age of the routing table a traveller follows under damped (DUO-like) updates.
+
+    With update weight ``w`` the newest table guides a share ``w`` of travellers, the one
+    before ``w (1 - w)``, and so on: ``P(age = j) = w (1 - w) ** j``, the route-preference
+    averaging of dynamic user optimum simulators (UXsim's ``duo_update_weight``), which damps the
+    all-switch-at-once oscillation of undamped en-route choice. Deterministic: traveller ``r``
+    draws ``u = frac(r x 0.618...)`` (golden-ratio sequence) and takes
+    ``age = floor(ln(1 - u) / ln(1 - w))``, truncated to the oldest table kept.
+
+    Args:
+        traveller: The traveller's number (its trip order).
+        weight: Update weight ``w`` in (0, 1]; 1 means everyone follows the newest table.
+        available: Number of tables kept (at least 1).
+
+    Returns:
+        The age, 0 for the newest table.
+    """
+    if weight >= 1.0 or available <= 1:
+        return 0
+    u = (traveller * 0.6180339887498949) % 1.0
+    return min(int(math.log1p(-u) / math.log1p(-weight)), available - 1)

@@ -52,6 +52,7 @@ from mesa_llm_mobility.urban.congestion import (
 )
 from mesa_llm_mobility.urban.routing import (
     MODES,
+    ROUTE_HISTORY,
     DirectedLink,
     NetworkIndex,
     PathError,
@@ -59,6 +60,7 @@ from mesa_llm_mobility.urban.routing import (
     choose_hop,
     direction_stops,
     next_hop_table,
+    table_age,
     validate_path,
 )
 from mesa_llm_mobility.urban.scenario import MINUTES_PER_DAY, Event, MetroLine, Scenario
@@ -220,6 +222,8 @@ class TrafficEngine:
         start_time: Clock at the first step, in minutes.
         route_interval: Minutes between refreshes of the en-route tables used by
             ``route="dynamic"`` trips (costs: free time plus current queueing delay).
+        route_update_weight: Share of dynamic travellers following the newest table (the rest
+            follow older ones, see :func:`~.routing.table_age`); 1 disables damping.
         record_link_states: Whether to record the per-step link table.
         record_facility_states: Whether to record the per-step facility table.
         apply_events: Whether to apply the scenario's capacity events.
@@ -232,6 +236,7 @@ class TrafficEngine:
         dt: float = 1.0,
         start_time: float = 0.0,
         route_interval: float | None = None,
+        route_update_weight: float = 0.5,
         record_link_states: bool = True,
         record_facility_states: bool = True,
         apply_events: bool = True,
@@ -240,6 +245,10 @@ class TrafficEngine:
             raise ValueError(f"dt must be positive, got {dt!r}")
         if route_interval is not None and route_interval <= 0:
             raise ValueError(f"route_interval must be positive, got {route_interval!r}")
+        if not 0.0 < route_update_weight <= 1.0:
+            raise ValueError(
+                f"route_update_weight must be in (0, 1], got {route_update_weight!r}"
+            )
         self.scenario = scenario
         self.index = NetworkIndex(scenario)
         self.router = Router(self.index)
@@ -250,6 +259,7 @@ class TrafficEngine:
         self.time = float(start_time)
         self.now = float(start_time)
         self.route_interval = route_interval
+        self.route_update_weight = route_update_weight
         self.record_link_states = record_link_states
         self.record_facility_states = record_facility_states
         self.on_node_arrival: list[Hook] = []
@@ -302,8 +312,12 @@ class TrafficEngine:
             if route_interval is not None
             else math.inf
         )
-        self._reroute_costs: dict[int, float] = {}
-        self._hop_tables: dict[str, dict[str, tuple[DirectedLink, ...]]] = {}
+        # cost snapshots by refresh number (0: free flow before the first refresh)
+        self._cost_history: dict[int, dict[int, float]] = {0: {}}
+        self._epoch = 0
+        self._hop_tables: dict[
+            tuple[int, str], dict[str, tuple[DirectedLink, ...]]
+        ] = {}
         self._awaiting_admission: dict[Hashable, Trip] = {}
         self._touched_facilities: set[str] = set()
         self._waiting_links: set[int] = set()
@@ -680,21 +694,24 @@ class TrafficEngine:
             self._event_pos += 1
 
     def _refresh_route_tables(self, t: float) -> None:
-        self._reroute_costs = {
+        self._epoch += 1
+        self._cost_history[self._epoch] = {
             i: self._flow_delay(s, t) if s.model == "flow" else self.link_wait(s.link)
             for i, s in self._road.items()
         }
-        self._hop_tables.clear()
+        oldest = self._epoch - ROUTE_HISTORY + 1
+        self._cost_history.pop(oldest - 1, None)
+        self._hop_tables = {k: v for k, v in self._hop_tables.items() if k[0] >= oldest}
         while self._next_reroute <= t + _EPS:
             self._next_reroute += self.route_interval
 
     def _next_hop(self, trip: Trip, node: str) -> DirectedLink:
-        table = self._hop_tables.get(trip.destination_node)
+        age = table_age(trip.order, self.route_update_weight, len(self._cost_history))
+        key = (self._epoch - age, trip.destination_node)
+        table = self._hop_tables.get(key)
         if table is None:
-            table = next_hop_table(
-                self.index, trip.destination_node, self._reroute_costs
-            )
-            self._hop_tables[trip.destination_node] = table
+            table = next_hop_table(self.index, key[1], self._cost_history[key[0]])
+            self._hop_tables[key] = table
         return choose_hop(table[node], trip.order, self.index.node_position[node])
 
     def _complete_traversals(self, t: float) -> list[tuple[float, int, int, Trip, str]]:

@@ -140,6 +140,10 @@ def test_demand_errors():
                 {"origin": "Node_1", "destination": "Node_2", "depart": "7:00"},
             ],
         )
+    with pytest.raises(
+        ValueError, match=r"route_update_weight must be in \(0, 1\], got 0"
+    ):
+        simulate_demand(town, [], routing="dynamic", route_update_weight=0)
     with pytest.raises(ValueError, match="unknown routing 'fastest'"):
         simulate_demand(town, [], routing="fastest")
     with pytest.raises(

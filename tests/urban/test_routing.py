@@ -6,6 +6,7 @@ from mesa_llm_mobility.urban.routing import (
     Router,
     choose_hop,
     next_hop_table,
+    table_age,
     validate_path,
 )
 from mesa_llm_mobility.urban.scenario import load_scenario, scenario_from_dict
@@ -158,3 +159,12 @@ def test_no_path(index):
     )
     with pytest.raises(PathError, match="no drive path from 'A' to 'B'"):
         Router(NetworkIndex(lonely)).path("A", "B", "drive")
+
+
+def test_table_age_shares():
+    ages = [table_age(r, 0.5, 8) for r in range(10_000)]
+    shares = [ages.count(j) / len(ages) for j in range(4)]
+    assert shares == pytest.approx([0.5, 0.25, 0.125, 0.0625], abs=0.01)
+    assert max(ages) == 7  # truncated to the oldest table kept
+    assert {table_age(r, 1.0, 8) for r in range(100)} == {0}
+    assert {table_age(r, 0.3, 1) for r in range(100)} == {0}
