@@ -131,7 +131,6 @@ class Trip:
     origin_node: str
     destination_node: str
     destination_facility: str | None
-    origin_facility: str | None
     mode: str
     planned_departure: float
     route: str
@@ -184,7 +183,6 @@ class _RoadLinkState:
 @dataclass(eq=False, slots=True)
 class _FacilityState:
     name: str
-    node: str
     capacity: int
     base_capacity: int
     average_stay: float
@@ -284,13 +282,12 @@ class TrafficEngine:
                     link.line
                 ].train_capacity
         self._facilities = {
-            f.name: _FacilityState(
-                f.name, f.node, f.capacity, f.capacity, f.average_stay
-            )
+            f.name: _FacilityState(f.name, f.capacity, f.capacity, f.average_stay)
             for f in scenario.facilities.values()
         }
         self._agents: dict[Hashable, _AgentState] = {}
         self._trips: dict[Hashable, Trip] = {}
+        self._n_arrived = 0
         self._departures: list[tuple[float, int, Trip]] = []
         self._walkers: list[tuple[float, int, Trip]] = []
         self._stop_queues: dict[tuple[str, int, int], deque[Trip]] = {}
@@ -447,7 +444,6 @@ class TrafficEngine:
             destination_facility=destination
             if destination in self._facilities
             else None,
-            origin_facility=origin if origin in self._facilities else None,
             mode=mode,
             planned_departure=float(depart),
             planned_arrival=math.nan
@@ -630,7 +626,7 @@ class TrafficEngine:
         state = self._road[link.index]
         if state.model == "occupancy":
             return link_wait_indicator(len(state.wait), state.capacity, link.free_time)
-        return self._flow_delay(state, self.time)
+        return self._flow_delay(state, self.now)
 
     def facility_wait(self, name: str) -> float:
         """Current wait indicator (minutes) at a facility (see :mod:`.congestion`)."""
@@ -653,9 +649,7 @@ class TrafficEngine:
 
     def run_until_done(self, max_time: float = math.inf) -> None:
         """Step until every trip has arrived or ``max_time`` is passed."""
-        while self.time <= max_time + _EPS and any(
-            math.isnan(t.arrival) for t in self._trips.values()
-        ):
+        while self.time <= max_time + _EPS and self._n_arrived < len(self._trips):
             self.step()
 
     def step(self) -> None:
@@ -816,6 +810,7 @@ class TrafficEngine:
 
     def _finish(self, trip: Trip, when: float) -> None:
         trip.arrival = when
+        self._n_arrived += 1
         trip.free_flow_time = self.router.free_flow_time(trip.links, trip.mode)
         state = self._agents[trip.agent]
         state.active = None
