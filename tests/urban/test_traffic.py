@@ -379,3 +379,25 @@ def test_conservation_and_capacity_every_step(town):
     metro = states[states.kind == "metro"]
     assert (metro.traversing <= 4).all()
     assert (trips.delay.dropna() >= -1e-9).all()
+
+
+def test_walking_has_no_queue(town):
+    engine = TrafficEngine(town)
+    for i in range(10):
+        engine.add_trip(
+            i, "Node_4", "Node_5", depart=100, mode="walk"
+        )  # Ave_2_link_1, 8 min
+    engine.run_until(130)
+    trips = engine.trips_frame()
+    assert set(trips.arrival) == {100 + 2 * 8}
+    assert set(trips.delay) == {0}
+
+
+def test_routes_are_cached_not_recomputed_per_step(town):
+    engine = TrafficEngine(town)
+    for k in range(3):
+        engine.add_trip(k, "Uptown apartment", "Office", depart=100 * k, agent=k)
+    engine.run_until(300)
+    # one search per origin-destination while the wait indicators do not change
+    assert engine.router.computations == 1
+    assert engine.router.cache_hits == 2
