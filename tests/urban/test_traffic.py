@@ -1,5 +1,7 @@
+import json
 import math
 import random
+from pathlib import Path
 
 import pytest
 
@@ -401,3 +403,32 @@ def test_routes_are_cached_not_recomputed_per_step(town):
     # one search per origin-destination while the wait indicators do not change
     assert engine.router.computations == 1
     assert engine.router.cache_hits == 2
+
+
+def test_facility_capacity_event():
+    path = (
+        Path(__file__).parents[2]
+        / "mesa_llm_mobility/urban/scenarios/nguyen_dupuis.json"
+    )
+    doc = json.loads(path.read_text())
+    doc["events"] = [
+        {
+            "place": "Supermarket",
+            "attribute": "capacity",
+            "old_value": 8,
+            "new_value": 3,
+            "start_time": "10:00",
+            "duration": 60,
+        }
+    ]
+    engine = TrafficEngine(scenario_from_dict(doc))
+    for i in range(6):
+        engine.add_trip(i, "School", "Supermarket", 600, "walk", ["Ave_2_link_2"])
+    engine.run_until(700)
+    facilities = engine.facility_states_frame().set_index(["time", "facility"])
+    assert facilities.loc[
+        (616, "Supermarket"), ["staying", "queue", "capacity"]
+    ].tolist() == [3, 3, 3]
+    assert facilities.loc[
+        (660, "Supermarket"), ["staying", "queue", "capacity"]
+    ].tolist() == [6, 0, 8]
