@@ -233,3 +233,34 @@ def test_grid_adapter():
     assert link.free_time == pytest.approx(50 / 60)
     assert link.capacity == pytest.approx(0.8 * 3600)
     assert len(windows) == 484
+
+
+def test_grid_adapter_inline_export():
+    export = {
+        "nodes": [{"name": "a", "x": 0, "y": 0}, {"name": "b", "x": 1, "y": 0}],
+        "links": [
+            {
+                "name": "ab",
+                "from": "a",
+                "to": "b",
+                "length": 1000.0,
+                "free_flow_speed": 20.0,
+                "number_of_lanes": 1,
+                "capacity": 0.8,
+            }
+        ],
+        "links_pq_variant": [
+            {"name": "ab", "jam_density": 1000.0, "capacity_out": 0.5}
+        ],
+        "demand": [{"orig": "a", "dest": "b", "t_start": 0, "t_end": 60, "flow": 0.1}],
+    }
+    scenario, windows = grid_scenario_from_uxsim(export)
+    link = scenario.road_links["ab"]
+    assert link.free_time == pytest.approx(50 / 60) and link.capacity == pytest.approx(
+        1800
+    )
+    base, _ = grid_scenario_from_uxsim(export, point_queue=False)
+    assert base.road_links["ab"].capacity == pytest.approx(2880)
+    assert windows == export["demand"]
+    with pytest.raises(ScenarioError, match="<dict>: missing top-level field 'demand'"):
+        grid_scenario_from_uxsim({"nodes": [], "links": []})
