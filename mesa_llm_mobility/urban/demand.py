@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 import sys
+from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -284,23 +285,27 @@ def _simulate_events(
     for r, i in enumerate(dep_order):
         rank[i] = r
     dep_times = [rows[i]["depart"] for i in dep_order]
-    heap: list[tuple[float, int, int, int]] = []
+    # The heap holds one entry per non-empty link, (exit time of its first vehicle, link), and
+    # the routing refreshes, (time, -1); each link is FIFO, its exit times strictly increase.
+    heap: list[tuple[float, int]] = []
+    fifo: list[deque[int]] = [deque() for _ in range(n_links)]
+    ready_of = [0.0] * n
     if routing == "dynamic" and any(p is None for p in paths):
         refresh_at = math.floor(dep_times[0] / route_interval) * route_interval
         while refresh_at <= horizon:
-            heap.append((refresh_at, -1, -1, -1))
+            heap.append((refresh_at, -1))
             refresh_at += route_interval
     # damped dynamic routing, as in TrafficEngine: cost snapshots by refresh number
     history: dict[int, dict[int, float]] = {0: {}}
     epoch = oldest_age = 0
     # each traveller's table age before truncation to the oldest table kept
     ages = [table_age(rank[i], route_update_weight, sys.maxsize) for i in range(n)]
-    tables: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+    n_nodes = len(node_names)
+    tables: dict[int, list[list[tuple[int, ...]] | None]] = {0: [None] * n_nodes}
     departure = [math.nan] * n
     arrival = [math.nan] * n
     taken: list[list[int]] = [[] for _ in range(n)]
     position = [0] * n
-    seq = 0
     dp = 0
     heappush, heappop = heapq.heappush, heapq.heappop
     while True:
@@ -316,7 +321,7 @@ def _simulate_events(
                 arrival[i] = time
                 continue
         elif heap:
-            time, prio, _, i = heappop(heap)
+            time, prio = heappop(heap)
             if time > horizon:
                 break
             if prio < 0:
@@ -326,9 +331,15 @@ def _simulate_events(
                     for k in range(n_links)
                     if (delay := (last_ready[k] + headway[k]) - (time + free[k])) > 0
                 }
+                tables[epoch] = [None] * n_nodes
                 history.pop(epoch - ROUTE_HISTORY, None)
+                tables.pop(epoch - ROUTE_HISTORY, None)
                 oldest_age = len(history) - 1
                 continue
+            queue = fifo[prio]
+            i = queue.popleft()
+            if queue:
+                heappush(heap, (ready_of[queue[0]], prio))
             node = head[prio]
         else:
             break
@@ -339,13 +350,13 @@ def _simulate_events(
             if age > oldest_age:
                 age = oldest_age
             used = epoch - age
-            table = tables.get((used, d))
+            table = tables[used][d]
             if table is None:
                 hops = next_hop_table(index, node_names[d], history[used])
-                table = [()] * len(node_names)
+                table = [()] * n_nodes
                 for name, options in hops.items():
                     table[node_ids[name]] = tuple(link.index for link in options)
-                tables[used, d] = table
+                tables[used][d] = table
             options = table[node]
             k = options[(rank[i] + node) % len(options)]
             ends = head[k] == d
@@ -369,8 +380,11 @@ def _simulate_events(
         if queue_ready > ready:
             ready = queue_ready
         last_ready[k] = ready
-        heappush(heap, (ready, k, seq, i))
-        seq += 1
+        ready_of[i] = ready
+        queue = fifo[k]
+        if not queue:
+            heappush(heap, (ready, k))
+        queue.append(i)
 
     names = [link.name for link in links]
     records = []
