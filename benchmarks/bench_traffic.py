@@ -197,7 +197,8 @@ def main() -> None:
     for key, r in results.items():
         print(
             f"{key:<16} {r['engine']}\n"
-            f"  wall_s: {r['wall_s']:.2f}   trips_per_wall_s: {r['trips_per_wall_s']:.0f}   "
+            f"  wall_s: {r['wall_s']:.2f} (runs: {', '.join(f'{x:.2f}' for x in r['wall_s_all'])})   "
+            f"trips_per_wall_s: {r['trips_per_wall_s']:.0f}   "
             f"completed_trips: {r['completed_trips']:.0f}/{r['total_trips']:.0f}   "
             f"mean_travel_time_s: {r['mean_travel_time_s']:.1f}   mean_delay_s: {r['mean_delay_s']:.1f}"
         )
