@@ -47,6 +47,7 @@ from enum import StrEnum
 import pandas as pd
 
 from mesa_llm_mobility.urban.congestion import (
+    congestion_label,
     facility_wait_indicator,
     link_wait_indicator,
 )
@@ -627,6 +628,29 @@ class TrafficEngine:
         if state.model == "occupancy":
             return link_wait_indicator(len(state.wait), state.capacity, link.free_time)
         return self._flow_delay(state, self.now)
+
+    def congestion(self) -> pd.DataFrame:
+        """Congested places now, as agents perceive them (GATSim's real-time traffic).
+
+        Returns:
+            One row per directed link or facility whose wait indicator earns a label: kind
+            (``"road"``, ``"metro"`` or ``"facility"``), place, direction (None for
+            facilities), wait_minutes, label (``"light"``, ``"moderate"`` or ``"severe"``).
+        """
+        rows = []
+        for link in self.index.links:
+            wait = self.link_wait(link)
+            label = congestion_label(wait)
+            if label is not None:
+                rows.append((link.kind, link.name, link.direction, wait, label))
+        for name in self._facilities:
+            wait = self.facility_wait(name)
+            label = congestion_label(wait)
+            if label is not None:
+                rows.append(("facility", name, None, wait, label))
+        return pd.DataFrame(
+            rows, columns=["kind", "place", "direction", "wait_minutes", "label"]
+        )
 
     def facility_wait(self, name: str) -> float:
         """Current wait indicator (minutes) at a facility (see :mod:`.congestion`)."""

@@ -194,6 +194,13 @@ def test_event_capacity_drop(town):
         return list(engine.trips_frame().arrival)
 
     assert arrivals(False) == [488, 488, 496, 496, 504, 504]
+    engine = TrafficEngine(town)
+    for i in range(6):
+        engine.add_trip(i, "School", "Supermarket", depart=480, path=["Ave_2_link_2"])
+    engine.run_until(480)
+    # capacity 1 during the road works: 1 traversing, 5 queued -> (5 / 1 + 0.5) x 8 capped at 40
+    report = engine.congestion()
+    assert report.values.tolist() == [["road", "Ave_2_link_2", 0, 40.0, "severe"]]
     assert arrivals(True) == [
         488,
         496,
