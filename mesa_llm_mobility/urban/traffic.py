@@ -117,12 +117,21 @@ class Trip:
         mode: ``"drive"``, ``"walk"`` or ``"transit"``.
         planned_departure: Planned departure minute.
         route: ``"explicit"``, ``"shortest"``, ``"free_flow"`` or ``"dynamic"``.
+        planned_arrival: Intended arrival minute (NaN if not given).
         remaining: Links still to take (explicit and pre-computed routes).
         path: Link names taken so far (the realised path).
+        links: The directed links taken so far.
         departure: Actual departure minute (NaN before).
         arrival: Arrival minute at the destination node (NaN before).
         admitted: Admission minute at the destination facility (NaN if none or not yet).
         free_flow_time: Travel time of the realised path without queues (set on arrival).
+        state: Current :class:`TravelState`.
+        link: Link the traveller is on or queues for, else None.
+        ready: End of the current walk or traversal (``flow``: the Vickrey exit time).
+        entered_at: When the current road link was entered.
+        train: Metro train ``(line, direction, day, n)`` while riding.
+        alight_stop: Stop index (in the direction's order) where a rider alights.
+        order: Traveller number (insertion order), used to share out tied routes.
     """
 
     trip_id: Hashable
