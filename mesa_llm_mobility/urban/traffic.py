@@ -84,6 +84,9 @@ class TravelState(StrEnum):
     FACILITY_QUEUE = "facility_queue"
     STAYING = "staying"
     ARRIVED = "arrived"  # at a destination node without a facility
+    CANCELLED = (
+        "cancelled"  # a trip withdrawn before departure (never an agent's state)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,7 +300,7 @@ class TrafficEngine:
         }
         self._agents: dict[Hashable, _AgentState] = {}
         self._trips: dict[Hashable, Trip] = {}
-        self._n_arrived = 0
+        self._n_settled = 0
         self._departures: list[tuple[float, int, Trip]] = []
         self._walkers: list[tuple[float, int, Trip]] = []
         self._stop_queues: dict[tuple[str, int, int], deque[Trip]] = {}
@@ -476,6 +479,44 @@ class TrafficEngine:
             return self._free_router.path(origin, destination, mode)
         except PathError as error:
             raise PathError(f"trip {trip_id!r}: {error}") from error
+
+    def cancel_trip(self, trip_id: Hashable) -> list[Hashable]:
+        """Withdraw a trip that has not departed, and the agent's later trips that follow it.
+
+        Later trips start where this one would have ended, so they go too; the agent's next
+        trip must then start where its remaining trips (or the agent) end. This is how a plan
+        revision replaces future activities: cancel, then :meth:`add_trip` the new ones.
+
+        Args:
+            trip_id: The trip to cancel.
+
+        Returns:
+            Ids of the cancelled trips, in order.
+
+        Raises:
+            ValueError: If the trip has departed or was cancelled already.
+        """
+        trip = self._trips[trip_id]
+        if not math.isnan(trip.departure) or trip.state is TravelState.CANCELLED:
+            raise ValueError(
+                f"trip {trip_id!r} has departed or is cancelled; cannot cancel it"
+            )
+        state = self._agents[trip.agent]
+        position = list(state.pending).index(trip)
+        cancelled = []
+        while len(state.pending) > position:
+            gone = state.pending.pop()
+            gone.state = TravelState.CANCELLED  # a queued departure is skipped lazily
+            self._n_settled += 1
+            cancelled.append(gone.trip_id)
+        cancelled.reverse()
+        if state.pending:
+            state.last_destination = state.pending[-1].destination
+        elif state.active is not None:
+            state.last_destination = state.active.destination
+        else:
+            state.last_destination = state.place
+        return cancelled
 
     def reroute(self, trip: Trip | Hashable, links: Sequence[str]) -> None:
         """Replace the rest of an en-route trip's path (e.g. from an ``on_node_arrival`` hook).
@@ -681,8 +722,8 @@ class TrafficEngine:
             self.step()
 
     def run_until_done(self, max_time: float = math.inf) -> None:
-        """Step until every trip has arrived or ``max_time`` is passed."""
-        while self.time <= max_time + _EPS and self._n_arrived < len(self._trips):
+        """Step until every trip has arrived (or was cancelled) or ``max_time`` is passed."""
+        while self.time <= max_time + _EPS and self._n_settled < len(self._trips):
             self.step()
 
     def step(self) -> None:
@@ -843,7 +884,7 @@ class TrafficEngine:
 
     def _finish(self, trip: Trip, when: float) -> None:
         trip.arrival = when
-        self._n_arrived += 1
+        self._n_settled += 1
         trip.free_flow_time = self.router.free_flow_time(trip.links, trip.mode)
         state = self._agents[trip.agent]
         state.active = None
@@ -869,6 +910,8 @@ class TrafficEngine:
         leaving: list[Trip] = []
         while self._departures and self._departures[0][0] <= t + _EPS:
             _, _, trip = heapq.heappop(self._departures)
+            if trip.state is TravelState.CANCELLED:
+                continue
             state = self._agents[trip.agent]
             if state.at_facility:
                 facility = self._facilities[state.place]

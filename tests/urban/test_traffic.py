@@ -439,3 +439,29 @@ def test_facility_capacity_event():
     assert facilities.loc[
         (660, "Supermarket"), ["staying", "queue", "capacity"]
     ].tolist() == [6, 0, 8]
+
+
+def test_cancel_and_replace_future_trips(town):
+    engine = TrafficEngine(town)
+    engine.add_trip("work", "Uptown apartment", "Office", 420, agent="ann")
+    engine.add_trip("lunch", "Office", "Food court", 720, agent="ann")
+    engine.add_trip("back", "Food court", "Office", 780, agent="ann")
+    engine.run_until(600)
+    assert engine.cancel_trip("lunch") == ["lunch", "back"]
+    with pytest.raises(
+        ValueError,
+        match="agent 'ann' will be at 'Office', not at the origin 'Food court'",
+    ):
+        engine.add_trip("x", "Food court", "Office", 800, agent="ann")
+    engine.add_trip("gym", "Office", "Gym", 1020, mode="walk", agent="ann")
+    with pytest.raises(ValueError, match="trip 'work' has departed"):
+        engine.cancel_trip("work")
+    engine.run_until_done(2000)
+    trips = engine.trips_frame().set_index("trip_id")
+    assert trips.loc[["lunch", "back"], "state"].tolist() == ["cancelled", "cancelled"]
+    assert trips.loc[["lunch", "back"], "departure"].isna().all()
+    assert (
+        trips.loc["gym", "departure"] == 1020 and trips.loc["gym", "state"] == "staying"
+    )
+    assert engine.location("ann").place == "Gym"
+    assert sum(engine.census().values()) == 1
