@@ -465,3 +465,26 @@ def test_cancel_and_replace_future_trips(town):
     )
     assert engine.location("ann").place == "Gym"
     assert sum(engine.census().values()) == 1
+
+
+@pytest.mark.parametrize(("dt", "day"), [(1.0, 1), (0.5, 0), (2.0, 0)])
+def test_metro_on_later_days_and_other_steps(town, dt, day):
+    start = day * 1440 + 423  # between trains: the next leaves Node_1 at 430
+    engine = TrafficEngine(town, dt=dt, start_time=start)
+    engine.add_trip(
+        "r",
+        "Node_1",
+        "Node_6",
+        start,
+        mode="transit",
+        path=["Metro_2_link_1", "Metro_2_link_2"],
+    )
+    engine.run_until(start + 60)
+    trip = engine.trip("r")
+    # leaves Node_1 at 430, rides through Node_12 (dwell 1), arrives at Node_6 at 430 + 8 + 1 + 8
+    assert trip.arrival == day * 1440 + 447
+    loads = engine.metro_loads_frame()
+    ride = loads[loads.boarded > 0]
+    assert ride.train.tolist() == [(day, 43)] and ride.departure.tolist() == [
+        day * 1440 + 430
+    ]
