@@ -1,0 +1,13 @@
+"""Urban daily-travel model (GATSim): multimodal network, point-queue traffic, travellers.
+
+Submodules are imported on demand so that ``import mesa_llm_mobility.urban`` stays light:
+
+- :mod:`.scenario`: scenario data classes and the validating loader.
+- :mod:`.network_space`: the Mesa ``Network`` space of nodes, facilities and links.
+- :mod:`.traffic`: the point-queue traffic engine (step-driven).
+- :mod:`.routing`: shortest paths, transit routing and path validation.
+- :mod:`.congestion`: wait indicators and congestion labels shown to agents.
+- :mod:`.demand`: :func:`~.demand.simulate_demand`, a plain dynamic network loader.
+"""
+
+from __future__ import annotations
