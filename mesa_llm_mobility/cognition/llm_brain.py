@@ -38,7 +38,12 @@ from mesa_llm_mobility.cognition.ledger import (
     messages_hash,
     request_key,
 )
-from mesa_llm_mobility.cognition.transport import RetryPolicy, TransportError, complete
+from mesa_llm_mobility.cognition.transport import (
+    RetryPolicy,
+    TransportError,
+    complete,
+    register_model_price,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +93,10 @@ class LLMBrain(Brain):
         replay: A :class:`ReplayIndex` or a ledger path whose identical requests are answered
             without a call.
         extra_params: Further sampling parameters passed to litellm and recorded (e.g. ``seed``).
+        cost_per_token: ``(input, output)`` USD per token for a model litellm's bundled cost
+            map does not know (a self-hosted or fine-tuned model); such models are registered
+            with this price, zero by default, so costs are recorded and litellm's cost lookup
+            does not search its whole map on every call.
     """
 
     def __init__(
@@ -108,6 +117,7 @@ class LLMBrain(Brain):
         ledger: Ledger | None = None,
         replay: ReplayIndex | str | Path | None = None,
         extra_params: Mapping[str, Any] | None = None,
+        cost_per_token: tuple[float, float] | None = None,
     ) -> None:
         super().__init__(rng=rng, ledger=ledger if ledger is not None else Ledger())
         if not model or not isinstance(model, str):
@@ -137,6 +147,7 @@ class LLMBrain(Brain):
             self._connection["api_base"] = api_base
         if api_key:
             self._connection["api_key"] = api_key
+        register_model_price(model, cost_per_token)
         self.replay = (
             ReplayIndex.from_ledger(replay)
             if isinstance(replay, str | Path)

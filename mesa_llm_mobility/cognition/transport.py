@@ -78,6 +78,35 @@ class Completion:
     latency_s: float
 
 
+def register_model_price(
+    model: str, cost_per_token: tuple[float, float] | None
+) -> None:
+    """Tell litellm the price of ``model`` when it is not in its bundled cost map.
+
+    A known model keeps litellm's price unless ``cost_per_token`` is given. An unknown one
+    (``openai/<self-hosted>``, ``hosted_vllm/...``) is registered at ``cost_per_token`` or zero:
+    without an entry, litellm searches its whole map for the name several times per call.
+    """
+    litellm = import_litellm()
+    if cost_per_token is None:
+        try:
+            litellm.get_model_info(model)
+        except Exception:  # litellm raises its own "not mapped" error types
+            cost_per_token = (0.0, 0.0)
+        else:
+            return
+    provider = model.split("/", 1)[0] if "/" in model else "openai"
+    entry = {
+        "input_cost_per_token": float(cost_per_token[0]),
+        "output_cost_per_token": float(cost_per_token[1]),
+        "cache_creation_input_token_cost": 0.0,
+        "cache_read_input_token_cost": 0.0,
+        "litellm_provider": provider,
+        "mode": "chat",
+    }
+    litellm.register_model({model: entry})
+
+
 def is_retryable(error: BaseException) -> bool:
     """Whether a failed call is worth retrying (429, 5xx, timeouts, connection errors)."""
     if isinstance(error, asyncio.TimeoutError | TimeoutError | ConnectionError):

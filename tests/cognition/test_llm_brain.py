@@ -304,3 +304,21 @@ def test_sync_api_works_while_a_loop_runs_in_this_thread(batch):
 def test_bad_options_are_named(options, message):
     with pytest.raises(ValueError, match=message):
         LLMBrain("openai/x", **options)
+
+
+def test_custom_model_price_is_recorded(request_for_ada):
+    with (
+        FakeLLMServer(VALID) as server,
+        LLMBrain(
+            "openai/self-hosted-priced",
+            api_base=server.api_base,
+            api_key=API_KEY,
+            rng=0,
+            cost_per_token=(1e-3, 2e-3),
+        ) as brain,
+    ):
+        brain.decide(request_for_ada)
+    row = brain.ledger.rows().iloc[0]
+    expected = row["prompt_tokens"] * 1e-3 + row["completion_tokens"] * 2e-3
+    assert row["cost_usd"] == pytest.approx(expected)
+    assert row["cost_usd"] > 0

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Creates .venv with Python 3.12 and installs the project with its test extras.
+# Used by .ci/run and by the README's test command; safe to run again (it reuses .venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+find_python() {
+    for candidate in "${PYTHON:-}" python3.12 "$HOME/.pyenv/versions/3.12.1/bin/python3" python3; do
+        [ -n "$candidate" ] || continue
+        if command -v "$candidate" >/dev/null 2>&1 &&
+            "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    echo "install-dev: Python >= 3.12 is required (set PYTHON=/path/to/python3.12)" >&2
+    return 1
+}
+
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+    rm -rf .venv
+    "$(find_python)" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e ".[dev]"

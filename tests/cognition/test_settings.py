@@ -1,0 +1,63 @@
+import pytest
+
+from mesa_llm_mobility.cognition.brain import RuleBrain
+from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.llm_brain import LLMBrain
+from mesa_llm_mobility.cognition.settings import make_brain, parse_brain_setting
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ("rules", ("rules", None)),
+        ("llm:openai/gpt-4o-mini", ("llm", "openai/gpt-4o-mini")),
+        (" llm:ollama/llama3.1 ", ("llm", "ollama/llama3.1")),
+    ],
+)
+def test_parse_brain_setting(setting, expected):
+    assert parse_brain_setting(setting) == expected
+
+
+@pytest.mark.parametrize("setting", ["", "llm:", "gpt-4o", "rule"])
+def test_unknown_settings_are_explained(setting):
+    with pytest.raises(ValueError, match="use 'rules' or 'llm:<litellm model>'"):
+        parse_brain_setting(setting)
+
+
+def test_default_is_the_rule_brain(monkeypatch):
+    monkeypatch.delenv("MLM_BRAIN", raising=False)
+    assert isinstance(make_brain(None), RuleBrain)
+
+
+def test_environment_configures_the_llm_brain(monkeypatch, tmp_path):
+    monkeypatch.setenv("MLM_BRAIN", "llm:openai/my-model")
+    monkeypatch.setenv("MLM_API_BASE", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("MLM_API_KEY", "sk-env")
+    monkeypatch.setenv("MLM_MAX_CONCURRENCY", "7")
+    brain = make_brain(None, ledger=tmp_path / "ledger.jsonl")
+    assert isinstance(brain, LLMBrain)
+    assert brain.model == "openai/my-model"
+    assert brain.max_concurrency == 7
+    assert isinstance(brain.ledger, Ledger)
+    assert brain.ledger.path == tmp_path / "ledger.jsonl"
+    assert "sk-env" not in repr(brain)
+    brain.close()
+
+
+def test_arguments_win_over_the_environment(monkeypatch):
+    monkeypatch.setenv("MLM_MAX_CONCURRENCY", "7")
+    brain = make_brain("llm:openai/m", max_concurrency=3)
+    assert brain.max_concurrency == 3
+
+
+def test_bad_concurrency_variable_is_named(monkeypatch):
+    monkeypatch.setenv("MLM_MAX_CONCURRENCY", "many")
+    with pytest.raises(
+        ValueError, match="MLM_MAX_CONCURRENCY must be an integer, got 'many'"
+    ):
+        make_brain("llm:openai/m")
+
+
+def test_an_existing_brain_is_returned_as_is():
+    brain = RuleBrain(rng=1)
+    assert make_brain(brain) is brain
