@@ -250,7 +250,9 @@ class EvacuationModel(mesa.Model):
             self._event("gate_state", None, None, f"{opening.opening_id}:open")
         self._initial_observation()
         self._observe()
-        requests = [self._request(agent, "initial") for agent in self.pedestrians]
+        requests = [
+            self.decision_request(agent, "initial") for agent in self.pedestrians
+        ]
         for result in self._decide(requests):
             self._apply(self._by_uid[result.agent_id], result)
         self._record_frame()
@@ -566,7 +568,7 @@ class EvacuationModel(mesa.Model):
         text = " ".join(parts)
         return text[:MEMORY_CHARS]
 
-    def _request(self, agent: Pedestrian, trigger: str) -> DecisionRequest:
+    def decision_request(self, agent: Pedestrian, trigger: str) -> DecisionRequest:
         """Build the decision request of one pedestrian from its current knowledge."""
         i = agent.index
         height, width = self.plaza.height, self.plaza.width
@@ -896,7 +898,7 @@ class EvacuationModel(mesa.Model):
                 elif agent.route_remaining <= 3:
                     trigger = "route_end"
             if trigger is not None:
-                requests.append(self._request(agent, trigger))
+                requests.append(self.decision_request(agent, trigger))
         return requests
 
     # ------------------------------------------------------------------ adversary
@@ -1010,6 +1012,13 @@ class EvacuationModel(mesa.Model):
         )
         self.pos = result.positions
         moved = np.flatnonzero(np.any(self.pos != old, axis=1))
+        movers = [
+            self.adversary if e == n else self.pedestrians[e] for e in moved.tolist()
+        ]
+        for agent in (
+            movers
+        ):  # vacate first: Mesa cells hold one agent (followers enter freed cells)
+            agent.cell = None
         for e in moved.tolist():
             dx, dy = int(self.pos[e, 0] - old[e, 0]), int(self.pos[e, 1] - old[e, 1])
             self.heading[e] = _heading_index(dx, dy)

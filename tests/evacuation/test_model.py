@@ -1,0 +1,142 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from mesa_llm_mobility.evacuation.layers import GateSchedule
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.plaza import Terrain, load_plaza
+
+
+@pytest.fixture(scope="module")
+def plaza():
+    return load_plaza()
+
+
+def check_invariants(model):
+    pos = model.positions_frame()
+    raw = model.plaza.raw
+    schedule = model.effective.schedule
+    previous = None
+    for step, frame in pos.groupby("step"):
+        cells = list(zip(frame["x"], frame["y"], strict=True))
+        assert len(cells) == len(set(cells)), f"two entities in one cell at step {step}"
+        codes = raw[frame["x"].to_numpy(), frame["y"].to_numpy()]
+        assert not np.isin(codes, (Terrain.WALL, Terrain.TREE)).any()
+        if (
+            codes == Terrain.GATE_OPEN
+        ).any():  # entered during step - 1: the gate was passable then
+            assert schedule.state_at((step - 1) / 3) != "closed"
+        current = {row.agent_id: (row.x, row.y) for row in frame.itertuples()}
+        if previous is not None:
+            for agent, (x, y) in current.items():
+                if agent in previous:
+                    px, py = previous[agent]
+                    assert max(abs(x - px), abs(y - py)) <= 1, (
+                        f"agent {agent} jumped at step {step}"
+                    )
+            moved = {
+                a: (previous[a], c)
+                for a, c in current.items()
+                if a in previous and previous[a] != c
+            }
+            for a, (src, dst) in moved.items():
+                for b, (src2, dst2) in moved.items():
+                    assert not (a != b and src == dst2 and dst == src2), (
+                        f"swap of {a} and {b} at step {step}"
+                    )
+        previous = current
+    # moves happen only on entities' own kind rules: the adversary never stands on an opening
+    adv = pos[pos["kind"] == "adversary"]
+    assert (
+        model.plaza.opening_index[adv["x"].to_numpy(), adv["y"].to_numpy()] < 0
+    ).all()
+
+
+@pytest.mark.parametrize(("composition", "block", "seed"), [("H", 3, 1), ("C", 5, 2)])
+def test_whole_run_invariants_and_resolution(plaza, composition, block, seed):
+    model = EvacuationModel(
+        plaza, composition=composition, block=block, rng=seed, time_limit_s=120
+    )
+    model.run()
+    assert not model.running
+    check_invariants(model)
+    peds = model.pedestrians_frame()
+    assert len(peds) == 11
+    if model.tick < model.limit_steps:
+        assert (peds["outcome"] != "unresolved").all()
+    assert set(peds["outcome"]) <= {"evacuated", "reached", "unresolved"}
+    evacuated = peds[peds["outcome"] == "evacuated"]
+    assert evacuated["exit_used"].notna().all()
+    decisions = model.decisions_frame()
+    assert set(decisions["revision_level"]) <= {"goal", "plan", "execution", "none"}
+    assert (decisions["cells_committed"] <= 20).all()
+    assert (
+        decisions.groupby("agent_id")["applied_step"].min() == 0
+    ).all()  # initial decisions at t = 0
+    assert (
+        decisions["applied_step"] % 3 == 0
+    ).all()  # decisions take effect at 1 s boundaries
+    later = decisions[decisions["applied_step"] > 0]
+    assert (
+        later["applied_step"] >= later["request_step"] + 3
+    ).all()  # ... at or after t + 1 s
+    events = model.events_frame()
+    assert {"gate_state"} <= set(events["event"])
+    gates = events[events["event"] == "gate_state"]
+    assert list(gates["detail"])[-2:] == ["gate1:closed", "gate2:closed"]
+
+
+def test_dense_crowd_invariants(plaza):
+    model = EvacuationModel(
+        plaza,
+        composition={"average": 150, "anxious_conformist": 150},
+        rng=4,
+        time_limit_s=20,
+    )
+    model.run()
+    check_invariants(model)
+    assert model.tick == 60
+
+
+def test_same_seed_same_run(plaza):
+    a = EvacuationModel(plaza, composition="F", block=2, rng=7, time_limit_s=30).run()
+    b = EvacuationModel(plaza, composition="F", block=2, rng=7, time_limit_s=30).run()
+    pd.testing.assert_frame_equal(a.positions_frame(), b.positions_frame())
+    pd.testing.assert_frame_equal(a.decisions_frame(), b.decisions_frame())
+
+
+def test_blocks_permute_start_cells_and_compositions_count(plaza):
+    one = EvacuationModel(plaza, composition="E", block=1, rng=0, time_limit_s=1)
+    two = EvacuationModel(plaza, composition="E", block=2, rng=0, time_limit_s=1)
+    starts_one = [a.start for a in one.pedestrians]
+    starts_two = [a.start for a in two.pedestrians]
+    assert sorted(starts_one) == sorted(starts_two) == sorted(plaza.spawn_cells)
+    assert starts_one != starts_two
+    assert [a.personality.archetype for a in one.pedestrians].count(
+        "anxious_conformist"
+    ) == 3
+    with pytest.raises(ValueError, match="start cells; use random_spawn=True"):
+        EvacuationModel(plaza, composition={"average": 12}, random_spawn=False)
+
+
+def test_gates_close_on_schedule_and_block_movement(plaza):
+    model = EvacuationModel(
+        plaza,
+        composition="A",
+        rng=0,
+        gate_schedule=GateSchedule(0.0, 1.0),
+        time_limit_s=3,
+    )
+    model.run()
+    gate = plaza.gates[0].cells[0]
+    assert model.effective.codes[gate] == Terrain.GATE_CLOSED
+    assert not model.effective.passable[gate]
+
+
+def test_time_limit_leaves_unresolved(plaza):
+    model = EvacuationModel(plaza, composition="A", rng=0, time_limit_s=2)
+    model.run()
+    assert model.tick == 6
+    assert "unresolved" in set(model.pedestrians_frame()["outcome"])
+    frame = model.datacollector.get_model_vars_dataframe()
+    assert len(frame) == 7 and frame["active"].iloc[0] == 11
