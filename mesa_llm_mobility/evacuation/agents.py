@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from mesa.discrete_space import CellAgent
 
 from mesa_llm_mobility.evacuation.adversary import AdversaryState
-from mesa_llm_mobility.evacuation.communication import ExitHint, HeardShout
+from mesa_llm_mobility.evacuation.communication import ExitHint
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.cognition.kinds import DecisionResult
@@ -40,7 +40,6 @@ class PendingDecision:
 class PedestrianMemory:
     """What a pedestrian carries between decisions (the rule-based memory of this issue)."""
 
-    heard: dict[int, tuple[int, HeardShout]] = field(default_factory=dict)
     hints: dict[str, ExitHint] = field(default_factory=dict)
     hint_steps: dict[str, int] = field(default_factory=dict)
     last_sighting: tuple[tuple[int, int], int] | None = None

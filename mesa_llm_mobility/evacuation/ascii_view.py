@@ -9,6 +9,8 @@ then entities are overlaid; every cell of the box outside the perception map is 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -51,3 +53,28 @@ def render_view(
     sx, sy = self_cell
     grid[y1 - sy, sx - x0] = "@"
     return "\n".join("".join(row) for row in grid), (x0, y1)
+
+
+@dataclass(frozen=True, eq=False)
+class SymbolicView:
+    """One viewer's perception snapshot; :attr:`text` renders it (once, on first use).
+
+    Rendering is deferred so that the rule brain, which reads the same facts from the context's
+    other fields, does not pay for text it never reads.
+    """
+
+    cells: np.ndarray
+    height: int
+    codes: np.ndarray
+    self_cell: tuple[int, int]
+    entities: Mapping[int, str] = field(default_factory=dict)
+
+    @cached_property
+    def text(self) -> str:
+        """The north-up ASCII matrix."""
+        return render_view(
+            self.cells, self.height, self.codes, self.self_cell, self.entities
+        )[0]
+
+    def __str__(self) -> str:
+        return self.text

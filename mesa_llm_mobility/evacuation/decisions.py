@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
+from mesa_llm_mobility.evacuation.ascii_view import SymbolicView
 from mesa_llm_mobility.evacuation.communication import ExitHint, HeardShout
 from mesa_llm_mobility.evacuation.personality import Personality
 from mesa_llm_mobility.evacuation.plaza import passable_mask
@@ -94,7 +95,7 @@ class EvacuationContext:
     trigger: str
     position: tuple[int, int]
     heading: str
-    view: str
+    view: SymbolicView
     personality: Personality
     fear: float
     fear_level: str
@@ -224,7 +225,7 @@ def render_evacuation_prompt(context: EvacuationContext) -> list[Message]:
     identity = f"IDENTITY: you are pedestrian {context.agent_id}, an adult.\n{context.personality.identity_text()}"
     lines = [
         f"Time {context.time_s:.2f} s. You face {context.heading}. Current view:",
-        context.view,
+        context.view.text,
         f"Fear: {context.fear:.2f} ({context.fear_level}); active stimuli: {', '.join(context.stimuli) or 'none'}.",
     ]
     if context.heard_shouts:
@@ -321,8 +322,10 @@ def score_options(
     for option in context.options:
         s = -(1.5 if evacuating else 0.2) * option.length_cells / 100.0
         is_opening = option.anchor_kind != "frontier"
-        if is_opening and evacuating:
-            s += 3.0 if situation == "danger" else 2.5
+        if (
+            is_opening
+        ):  # evacuating: head out; touring: an opening is no place to stroll to
+            s += (3.0 if situation == "danger" else 2.5) if evacuating else -1.0
         s += (0.3 + 0.15 * z_c) * option.familiarity
         prev = context.previous
         if prev is not None and prev.anchor is not None:

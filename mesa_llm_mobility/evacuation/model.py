@@ -47,7 +47,7 @@ from mesa_llm_mobility.evacuation.agents import (
     Pedestrian,
     PendingDecision,
 )
-from mesa_llm_mobility.evacuation.ascii_view import render_view
+from mesa_llm_mobility.evacuation.ascii_view import SymbolicView
 from mesa_llm_mobility.evacuation.communication import (
     EXIT_INFO_RADIUS_M,
     SHOUT_RADIUS_M,
@@ -212,7 +212,10 @@ class EvacuationModel(mesa.Model):
         self.pocket = self._pocket_cells(raw_pass)
         self.shortest_exit_m = self._shortest_exit_distances(starts)
         self.heard_pairs = np.zeros((n, n), dtype=bool)
-        self.info_pairs: set[tuple[int, int, str]] = set()
+        self.heard_step = np.full((n, n), -1, dtype=np.int32)
+        self.heard_from = np.zeros((n, n, 2), dtype=np.int16)
+        self.info_sent = np.zeros((n, n, len(plaza_.openings)), dtype=bool)
+        self._opening_number = {o.opening_id: k for k, o in enumerate(plaza_.openings)}
         self.seen_adversary_now = np.zeros(n, dtype=bool)
         self.seen_casualty_now = np.zeros(n, dtype=bool)
         self.hears_until = np.full(n, -1, dtype=np.int64)
@@ -427,19 +430,22 @@ class EvacuationModel(mesa.Model):
             keep = active[r] != shouters[s]
             listeners, speakers = active[r[keep]], shouters[s[keep]]
             self.hears_until[listeners] = self.tick + STEPS_PER_SECOND
-            for li, si in zip(listeners.tolist(), speakers.tolist(), strict=True):
+            self.heard_step[listeners, speakers] = self.tick
+            self.heard_from[listeners, speakers] = self.pos[speakers]
+            new = ~self.heard_pairs[listeners, speakers]
+            self.heard_pairs[listeners, speakers] = True
+            for li, si in zip(
+                listeners[new].tolist(), speakers[new].tolist(), strict=True
+            ):
                 heard = heard_shout(
                     tuple(self.pos[li]), tuple(self.pos[si]), self.cell_size_m
                 )
-                self.pedestrians[li].memory.heard[si] = (self.tick, heard)
-                if not self.heard_pairs[li, si]:
-                    self.heard_pairs[li, si] = True
-                    self._event(
-                        "shout_heard",
-                        li,
-                        si,
-                        f"{heard.direction} ~{heard.approx_distance_m} m",
-                    )
+                self._event(
+                    "shout_heard",
+                    li,
+                    si,
+                    f"{heard.direction} ~{heard.approx_distance_m} m",
+                )
         senders = [
             i
             for i in active
@@ -449,28 +455,36 @@ class EvacuationModel(mesa.Model):
         if not senders:
             return
         sender_arr = np.array(senders, dtype=np.int64)
+        opening_of = np.array(
+            [self._opening_number[self.pedestrians[i].route_opening] for i in senders],
+            dtype=np.int64,
+        )
         r, s, _ = pairs_within(
             self.pos[active],
             self.pos[sender_arr],
             EXIT_INFO_RADIUS_M / self.cell_size_m,
         )
-        for ri, si in zip(active[r].tolist(), sender_arr[s].tolist(), strict=True):
-            if ri == si:
-                continue
-            sender = self.pedestrians[si]
-            opening_id = sender.route_opening
-            key = (si, ri, opening_id)
-            if key in self.info_pairs:
-                continue
-            k = next(
-                k
-                for k, o in enumerate(self.plaza.openings)
-                if o.opening_id == opening_id
-            )
+        receivers, senders_, openings = active[r], sender_arr[s], opening_of[s]
+        keep = receivers != senders_
+        receivers, senders_, openings = receivers[keep], senders_[keep], openings[keep]
+        known = np.zeros(receivers.size, dtype=bool)
+        for k, cells in enumerate(
+            self.opening_cells
+        ):  # only news: the receiver never saw it
+            mine = openings == k
+            if mine.any():
+                known[mine] = np.any(
+                    self.belief.seen_step[np.ix_(receivers[mine], cells)] >= 0, axis=1
+                )
+        fresh = ~known & ~self.info_sent[senders_, receivers, openings]
+        for si, ri, k in zip(
+            senders_[fresh].tolist(),
+            receivers[fresh].tolist(),
+            openings[fresh].tolist(),
+            strict=True,
+        ):
+            self.info_sent[si, ri, k] = True
             opening = self.plaza.openings[k]
-            if np.any(self.belief.seen_step[ri, self.opening_cells[k]] >= 0):
-                continue
-            self.info_pairs.add(key)
             cx, cy = opening.center
             dx, dy = cx - int(self.pos[ri, 0]), cy - int(self.pos[ri, 1])
             hint = ExitHint(
@@ -559,8 +573,9 @@ class EvacuationModel(mesa.Model):
             parts.append(
                 f"I saw an armed person at {(self.tick - step) * DT_S:.0f} s ago."
             )
-        if memory.heard:
-            parts.append(f"I heard {len(memory.heard)} people shouting.")
+        shouters = int(self.heard_pairs[agent.index].sum())
+        if shouters:
+            parts.append(f"I heard {shouters} people shouting.")
         for hint in memory.hints.values():
             parts.append(
                 f"Pedestrian {hint.sender} told me about {hint.kind} {hint.opening_id}."
@@ -594,8 +609,8 @@ class EvacuationModel(mesa.Model):
             else:
                 entities[cell] = "p"
                 people.append((cx, cy))
-        view, _ = render_view(
-            cells, height, self.effective.codes.ravel(), (x, y), entities
+        view = SymbolicView(
+            cells, height, self.effective.codes.ravel().copy(), (x, y), entities
         )
         codes = self.belief.codes(i)
         known_mask = (codes != Terrain.UNKNOWN).reshape(width, height)
@@ -616,13 +631,20 @@ class EvacuationModel(mesa.Model):
         )
         self.timing["routing"] += _now() - start
         memory = agent.memory
+        heard = self.heard_step[i]
+        recent = np.flatnonzero(
+            (heard >= 0) & (heard >= self.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND)
+        )
+        recent = recent[np.argsort(-self.heard_step[i, recent], kind="stable")][:5]
         shouts = tuple(
-            h.__class__(
-                h.direction, h.approx_distance_m, round((self.tick - step) * DT_S, 2)
+            heard_shout(
+                (x, y),
+                (int(self.heard_from[i, s, 0]), int(self.heard_from[i, s, 1])),
+                self.cell_size_m,
+                round(float(self.tick - heard[s]) * DT_S, 2),
             )
-            for step, h in sorted(memory.heard.values(), key=lambda v: -v[0])
-            if (self.tick - step) * DT_S <= SHOUT_MEMORY_S
-        )[:5]
+            for s in recent.tolist()
+        )
         hints = tuple(
             ExitHint(
                 h.sender,
@@ -742,8 +764,7 @@ class EvacuationModel(mesa.Model):
                     context.position[1] + option.anchor_offset[1],
                 )
                 opening, kind = option.opening_id, option.anchor_kind
-                if (x, y) == context.position:
-                    route = list(option.path)
+                route = self._stitch(i, (x, y), context.position, option.path)
             else:
                 assert out.target_offset is not None
                 anchor = (
@@ -837,6 +858,42 @@ class EvacuationModel(mesa.Model):
                 "y": y,
             }
         )
+
+    def _stitch(
+        self,
+        i: int,
+        here: tuple[int, int],
+        decided_at: tuple[int, int],
+        path: tuple[int, ...],
+    ) -> list[int]:
+        """Join the option's path from the current cell without a new search, when possible.
+
+        The pedestrian walked its old route while the decision was pending; if a cell of the new
+        path (the farthest one) is one legal step away, the route continues from there.
+        """
+        if here == decided_at:
+            return list(path)
+        height = self.plaza.height
+        believed = self.belief
+        for j in range(min(len(path), 8) - 1, -1, -1):
+            tx, ty = divmod(path[j], height)
+            dx, dy = tx - here[0], ty - here[1]
+            if (dx, dy) == (0, 0):
+                return list(path[j + 1 :])
+            if max(abs(dx), abs(dy)) == 1:
+                if dx and dy:
+                    a = (
+                        believed.seen_step[i, (here[0] + dx) * height + here[1]] >= 0
+                        and self.plaza.raw[here[0] + dx, here[1]] == Terrain.FLOOR
+                    )
+                    b = (
+                        believed.seen_step[i, here[0] * height + here[1] + dy] >= 0
+                        and self.plaza.raw[here[0], here[1] + dy] == Terrain.FLOOR
+                    )
+                    if not (a or b):
+                        continue
+                return list(path[j:])
+        return []
 
     def _route_now(
         self,
@@ -1206,9 +1263,22 @@ class EvacuationModel(mesa.Model):
 _HEADING_BEARINGS = [round(bearing_deg(*MOORE_STEPS[h]), 1) for h in range(8)]
 
 
+_UNIT_HEADINGS = HEADING_VECTORS / np.linalg.norm(
+    HEADING_VECTORS, axis=1, keepdims=True
+)
+_STEP_HEADING = {(dx, dy): h for h, (dx, dy) in enumerate(MOORE_STEPS)}
+
+
 def _heading_index(dx: float, dy: float) -> int:
-    vectors = HEADING_VECTORS / np.linalg.norm(HEADING_VECTORS, axis=1, keepdims=True)
-    return int(np.argmax(vectors @ np.array([dx, dy], dtype=float)))
+    """Heading index (0 east, counter-clockwise) nearest to the direction ``(dx, dy)``."""
+    step = (
+        _STEP_HEADING.get((int(dx), int(dy)))
+        if float(dx).is_integer() and float(dy).is_integer()
+        else None
+    )
+    if step is not None:
+        return step
+    return int(np.argmax(_UNIT_HEADINGS @ np.array([dx, dy], dtype=float)))
 
 
 def _now() -> float:

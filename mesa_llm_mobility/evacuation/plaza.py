@@ -72,9 +72,13 @@ OPENING_KINDS = ("exit", "gate")
 SECTIONS = ("plaza", "openings", "map")
 
 
+_PASSABLE_LUT = np.zeros(256, dtype=bool)
+_PASSABLE_LUT[list(PASSABLE_CODES)] = True
+
+
 def passable_mask(codes: np.ndarray) -> np.ndarray:
     """Boolean mask of cells a pedestrian may stand on, for any array of terrain codes."""
-    return np.isin(codes, PASSABLE_CODES)
+    return _PASSABLE_LUT[np.asarray(codes, dtype=np.uint8)]
 
 
 class PlazaFormatError(ValueError):

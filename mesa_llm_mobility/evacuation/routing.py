@@ -117,14 +117,20 @@ class GridGraph:
         return np.where(allowed, self.weight, np.inf)
 
     def shortest_paths(
-        self, passable_flat: np.ndarray, source: int, weights: np.ndarray | None = None
+        self,
+        passable_flat: np.ndarray | None,
+        source: int,
+        weights: np.ndarray | None = None,
+        limit: float = np.inf,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Distances (cells, diagonal = sqrt 2) and predecessors from ``source`` (flat).
 
         Args:
-            passable_flat: Flat mask of cells that may be entered.
+            passable_flat: Flat mask of cells that may be entered (unused when ``weights``
+                is given).
             source: Flat start cell (need not be passable itself).
             weights: Precomputed :meth:`weights_for` result, to reuse across searches.
+            limit: Stop the search beyond this distance (farther cells stay at ``inf``).
         """
         if weights is None:
             weights = self.weights_for(passable_flat)
@@ -132,7 +138,11 @@ class GridGraph:
             (weights, self.indices, self.indptr), shape=(self.n_cells, self.n_cells)
         )
         dist, pred = dijkstra(
-            graph, directed=True, indices=int(source), return_predecessors=True
+            graph,
+            directed=True,
+            indices=int(source),
+            return_predecessors=True,
+            limit=limit,
         )
         return dist, pred
 
@@ -295,7 +305,8 @@ def route_options(
         for s in range(8):
             in_sector = frontier[sector == s]
             if in_sector.size:
-                k = in_sector[np.argmin(dist[in_sector])]
+                # the frontier cell closest to the 20-cell commitment horizon
+                k = in_sector[np.argmin(np.abs(dist[in_sector] - COMMIT_CELLS))]
                 best.append((float(dist[k]), int(k)))
         best.sort()
         angles = [
@@ -333,9 +344,7 @@ def route_options(
             )
     if options:
         nearest = min(options, key=lambda o: o.length_cells)
-        alternative = _alternative(
-            graph, flat_pass, src, nearest.path, height, flat_sinks
-        )
+        alternative = _alternative(graph, weights, src, nearest.path, height)
         if alternative:
             options.append(
                 _option(
@@ -357,26 +366,30 @@ def route_options(
 
 def _alternative(
     graph: GridGraph,
-    flat_pass: np.ndarray,
+    weights: np.ndarray,
     src: int,
     path: tuple[int, ...],
     height: int,
-    sinks: np.ndarray | None,
 ) -> list[int]:
-    """A path to the same anchor avoiding the corridor (Chebyshev 1) around the first path's middle."""
+    """A path to the same anchor avoiding the corridor (Chebyshev 1) around the first path's middle.
+
+    The search reuses the main search's edge weights, closing every edge into the corridor, and
+    stops beyond three times the first path's length.
+    """
     if len(path) < 6:
         return []
     middle = np.asarray(path[2:-2])
     mx, my = np.divmod(middle, height)
-    blocked = flat_pass.copy()
+    corridor = np.zeros(graph.n_cells, dtype=bool)
     for dx in (-1, 0, 1):
         for dy in (-1, 0, 1):
             cx, cy = mx + dx, my + dy
             ok = (cx >= 0) & (cx < graph.width) & (cy >= 0) & (cy < height)
-            blocked[cx[ok] * height + cy[ok]] = False
-    blocked[src] = True
-    blocked[path[-1]] = True
-    _, pred = graph.shortest_paths(blocked, src, graph.weights_for(blocked, sinks, src))
+            corridor[cx[ok] * height + cy[ok]] = True
+    corridor[src] = False
+    corridor[path[-1]] = False
+    closed = np.where(corridor[graph.dst], np.inf, weights)
+    _, pred = graph.shortest_paths(None, src, closed, limit=3.0 * len(path) + 10.0)
     alternative = path_to(pred, src, path[-1])
     if not alternative or len(set(alternative) & set(path)) > len(path) // 2:
         return []
