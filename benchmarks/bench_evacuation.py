@@ -19,21 +19,55 @@ def bench(n: int, steps: int, seed: int) -> dict[str, float]:
     plaza = load_plaza()
     start = time.perf_counter()
     if n == 11:
-        model = EvacuationModel(plaza, composition="A", block=1, rng=seed, time_limit_s=steps / 3, record_positions=True)
+        model = EvacuationModel(
+            plaza,
+            composition="A",
+            block=1,
+            rng=seed,
+            time_limit_s=steps / 3,
+            record_positions=True,
+        )
     else:
-        counts = {"average": n // 5, "calm_independent": n // 5, "rule_following": n // 5, "anxious_conformist": n // 5}
+        counts = {
+            "average": n // 5,
+            "calm_independent": n // 5,
+            "rule_following": n // 5,
+            "anxious_conformist": n // 5,
+        }
         counts["bold_solitary"] = n - sum(counts.values())
-        model = EvacuationModel(plaza, composition=counts, random_spawn=True, rng=seed, time_limit_s=steps / 3, record_positions=True)
+        model = EvacuationModel(
+            plaza,
+            composition=counts,
+            random_spawn=True,
+            rng=seed,
+            time_limit_s=steps / 3,
+            record_positions=True,
+        )
     setup = time.perf_counter() - start
     model.run()
     total = time.perf_counter() - start
     decisions = len(model.decisions_frame())
     peds = model.pedestrians_frame()["outcome"].value_counts().to_dict()
-    row = {"pedestrians": n, "steps": model.tick, "setup_s": setup, "total_s": total, "decisions": decisions}
-    row.update({f"{k}_ms_per_step": 1000 * v / max(model.tick, 1) for k, v in model.timing.items()})
+    row = {
+        "pedestrians": n,
+        "steps": model.tick,
+        "setup_s": setup,
+        "total_s": total,
+        "decisions": decisions,
+    }
+    row.update(
+        {
+            f"{k}_ms_per_step": 1000 * v / max(model.tick, 1)
+            for k, v in model.timing.items()
+        }
+    )
     print(
         f"n={n:5d} steps={model.tick:4d} total={total:7.2f} s (setup {setup:5.2f} s) decisions={decisions} outcomes={peds}\n"
-        "        per step: " + ", ".join(f"{k} {1000 * v / max(model.tick, 1):6.2f} ms" for k, v in model.timing.items())
+        "        per step: "
+        + ", ".join(
+            f"{k} {1000 * v / max(model.tick, 1):6.2f} ms"
+            for k, v in model.timing.items()
+        )
     )
     return row
 
