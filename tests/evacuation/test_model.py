@@ -2,6 +2,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mesa_llm_mobility.cognition.brain import Brain
+from mesa_llm_mobility.cognition.kinds import DecisionResult, Outcome
+from mesa_llm_mobility.evacuation.decisions import (
+    EvacuationDecision,
+    Offset,
+    validate_evacuation_move,
+)
 from mesa_llm_mobility.evacuation.layers import GateSchedule
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.plaza import Terrain, load_plaza
@@ -140,3 +147,80 @@ def test_time_limit_leaves_unresolved(plaza):
     assert "unresolved" in set(model.pedestrians_frame()["outcome"])
     frame = model.datacollector.get_model_vars_dataframe()
     assert len(frame) == 7 and frame["active"].iloc[0] == 11
+
+
+@pytest.mark.parametrize("composition", list("ABCDEFGH"))
+def test_every_composition_runs(plaza, composition):
+    model = EvacuationModel(
+        plaza, composition=composition, block=4, rng=11, time_limit_s=8
+    )
+    model.run()
+    assert model.tick == 24 or not np.any(model.status == 0)
+    assert len(model.outcomes_frame()) == 11
+
+
+class TargetBrain(Brain):
+    """Answers with a target offset (the first option's anchor, via a waypoint on its path)."""
+
+    name = "target"
+
+    def decide_all(self, requests, *, tags=None):
+        results = []
+        for request in requests:
+            ctx = request.context
+            option = ctx.options[0]
+            height = ctx.grid_size[1]
+            wx, wy = divmod(option.path[min(2, len(option.path) - 1)], height)
+            out = EvacuationDecision(
+                action="move",
+                situation="normal",
+                intent="tour",
+                urgency=0.1,
+                target_offset=Offset(
+                    dx=option.anchor_offset[0], dy=option.anchor_offset[1]
+                ),
+                waypoint_offset=Offset(
+                    dx=wx - ctx.position[0], dy=wy - ctx.position[1]
+                ),
+            )
+            assert validate_evacuation_move(ctx, out) == []
+            results.append(DecisionResult(request, out, Outcome.OK))
+        return results
+
+
+def test_target_offsets_and_waypoints_are_routed_on_the_belief_map(plaza):
+    model = EvacuationModel(
+        plaza, composition="A", rng=2, brain=TargetBrain(), time_limit_s=15
+    )
+    model.run()
+    check_invariants(model)
+    decisions = model.decisions_frame()
+    assert decisions["target_dx"].notna().all()
+    accepted = decisions[decisions["accepted"]]
+    assert len(accepted) > 11 and (accepted["cells_committed"] > 0).mean() > 0.9
+    assert set(decisions.loc[~decisions["accepted"], "reason"].dropna()) <= {
+        "target no longer reachable through observed cells from your current cell"
+    }
+
+
+def test_unreachable_target_is_rejected_with_a_reason(plaza):
+    model = EvacuationModel(plaza, composition={"average": 1}, rng=0, time_limit_s=1)
+    agent = model.pedestrians[0]
+    request = model.decision_request(agent, "test")
+    ctx = request.context
+    far = Offset(
+        dx=plaza.threat_cell[0] - ctx.position[0],
+        dy=plaza.threat_cell[1] - ctx.position[1],
+    )
+    out = EvacuationDecision(
+        action="move",
+        situation="unsure",
+        intent="explore",
+        urgency=0.4,
+        target_offset=far,
+    )
+    assert "not observed" in validate_evacuation_move(ctx, out)[0]
+    model._apply(agent, DecisionResult(request, out, Outcome.OK))
+    row = model.decisions_frame().iloc[-1]
+    assert not row["accepted"] and "no longer reachable" in row["reason"]
+    assert agent.previous.feedback.startswith("rejected:")
