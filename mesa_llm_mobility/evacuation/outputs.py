@@ -410,7 +410,10 @@ def write_run(model: EvacuationModel, out_dir: str | Path) -> dict[str, Path]:
         "events": model.events_frame(),
         "pedestrians": model.pedestrians_frame(),
         "outcomes": model.outcomes_frame(),
-        "model": model.datacollector.get_model_vars_dataframe(),
+        "model": model.datacollector.get_model_vars_dataframe()
+        .reset_index(drop=True)
+        .rename_axis("step")
+        .reset_index(),
     }
     for name, table in tables.items():
         paths[name] = out / f"{name}.parquet"
