@@ -321,11 +321,13 @@ class EvacuationModel(mesa.Model):
             (weights, self.graph.indices, self.graph.indptr),
             shape=(self.graph.n_cells,) * 2,
         )
+        kinds = {o.kind for o in self.plaza.openings}
+        wanted = "exit" if "exit" in kinds else "gate"  # a plaza without exits: gates
         exit_cells = np.concatenate(
             [
                 self.opening_cells[k]
                 for k, o in enumerate(self.plaza.openings)
-                if o.kind == "exit"
+                if o.kind == wanted
             ]
         )
         dist = dijkstra(graph, indices=exit_cells, min_only=True)
@@ -420,8 +422,14 @@ class EvacuationModel(mesa.Model):
     def _communicate(self) -> None:
         """Shouts heard within 15 m and exit information within 5 m (at 1 s boundaries)."""
         active = self._active()
-        shouters = np.array(
-            [i for i in active if self.pedestrians[i].shouting], dtype=np.int64
+        shouters = np.array(  # shouting while moving
+            [
+                i
+                for i in active
+                if self.pedestrians[i].shouting
+                and self.pedestrians[i].route_remaining > 0
+            ],
+            dtype=np.int64,
         )
         if shouters.size:
             r, s, _ = pairs_within(

@@ -224,3 +224,33 @@ def test_unreachable_target_is_rejected_with_a_reason(plaza):
     row = model.decisions_frame().iloc[-1]
     assert not row["accepted"] and "no longer reachable" in row["reason"]
     assert agent.previous.feedback.startswith("rejected:")
+
+
+def test_runs_on_a_user_map_file(tmp_path):
+    rows = [
+        "#####4####",
+        "#s.......#",
+        "#..TT....#",
+        "#........1",
+        "#.a....s.1",
+        "#........#",
+        "##########",
+    ]
+    text = (
+        "[plaza]\nname: tiny\ncell_size_m: 0.4\n[openings]\n1 exit1 exit 0.8\n4 gate1 gate 0.4\n[map]\n"
+        + "\n".join(rows)
+        + "\n"
+    )
+    path = tmp_path / "tiny.txt"
+    path.write_text(text)
+    model = EvacuationModel(
+        str(path), composition={"bold_solitary": 2}, rng=5, time_limit_s=30
+    ).run()
+    check_invariants(model)
+    assert model.plaza.name == "tiny"
+    assert set(model.pedestrians_frame()["outcome"]) <= {
+        "evacuated",
+        "reached",
+        "unresolved",
+    }
+    assert model.pedestrians_frame()["shortest_exit_m"].notna().all()
