@@ -108,7 +108,8 @@ CONE_DEG = 120.0
 INITIAL_CHEBYSHEV = 3
 MEMORY_CHARS = 1200
 SHOUT_MEMORY_S = 10.0
-HERDING_RADIUS_M = 5.0
+BLOCKED_STEPS_REDECIDE = 6
+"""Steps (2 s) a pedestrian stands blocked before it asks for a new decision (our choice)."""
 
 
 class EvacuationModel(mesa.Model):
@@ -229,6 +230,8 @@ class EvacuationModel(mesa.Model):
         self.exit_used: dict[int, str] = {}
         self.resolved_step = np.full(n, -1, dtype=np.int64)
         self.tick = 0
+        # wall time per phase: perception, routing (all route searches), decisions (contexts and
+        # brain, routing excluded), movement (proposals, adversary planning, resolution), other
         self.timing = {
             "perception": 0.0,
             "decisions": 0.0,
@@ -720,10 +723,7 @@ class EvacuationModel(mesa.Model):
     def _decide(self, requests: list[DecisionRequest]) -> list[DecisionResult]:
         if not requests:
             return []
-        start = _now()
-        results = self.brain.decide_all(requests, tags={"step": self.tick})
-        self.timing["decisions"] += _now() - start
-        return results
+        return self.brain.decide_all(requests, tags={"step": self.tick})
 
     def _revision_level(
         self,
@@ -958,7 +958,7 @@ class EvacuationModel(mesa.Model):
             ):
                 if self.seen_adversary_now[i]:
                     trigger = "threat_visible"
-                elif agent.blocked_steps >= 3:
+                elif agent.blocked_steps >= BLOCKED_STEPS_REDECIDE:
                     trigger = "blocked"
                 elif agent.route_remaining <= 3:
                     trigger = "route_end"
@@ -1033,6 +1033,7 @@ class EvacuationModel(mesa.Model):
         t1 = _now()
         self.timing["perception"] += t1 - t0
         boundary = self.tick % STEPS_PER_SECOND == 0
+        routing_before = self.timing["routing"]
         if boundary:
             self._communicate()
         self._update_fear()
@@ -1046,13 +1047,15 @@ class EvacuationModel(mesa.Model):
                     pending, agent.pending = agent.pending, None
                     self._apply(agent, pending.result)
         t2 = _now()
-        self.timing["other"] += t2 - t1
+        self.timing["other"] += t2 - t1 - (self.timing["routing"] - routing_before)
+        routing_before = self.timing["routing"]
         requests = self._triggers()
         due = -(-(self.tick + STEPS_PER_SECOND) // STEPS_PER_SECOND) * STEPS_PER_SECOND
         for result in self._decide(requests):
             agent = self._by_uid[result.agent_id]
             agent.pending = PendingDecision(self.tick, due, result)
         t3 = _now()
+        self.timing["decisions"] += t3 - t2 - (self.timing["routing"] - routing_before)
         proposals = self.pos.copy()
         height = self.plaza.height
         for i in self._active().tolist():
@@ -1080,9 +1083,8 @@ class EvacuationModel(mesa.Model):
         movers = [
             self.adversary if e == n else self.pedestrians[e] for e in moved.tolist()
         ]
-        for agent in (
-            movers
-        ):  # vacate first: Mesa cells hold one agent (followers enter freed cells)
+        # vacate first: Mesa cells hold one agent, and followers enter freed cells
+        for agent in movers:
             agent.cell = None
         for e in moved.tolist():
             dx, dy = int(self.pos[e, 0] - old[e, 0]), int(self.pos[e, 1] - old[e, 1])
@@ -1124,6 +1126,13 @@ class EvacuationModel(mesa.Model):
         self.datacollector.collect(self)
         if not np.any(self.status == ACTIVE) or self.tick >= self.limit_steps:
             self.running = False
+            logger.info(
+                "run ended at %.2f s: %d evacuated, %d reached, %d unresolved",
+                self.time_s,
+                np.count_nonzero(self.status == EVACUATED),
+                np.count_nonzero(self.status == REACHED),
+                np.count_nonzero(self.status == ACTIVE),
+            )
         self.timing["other"] += _now() - t4
 
     def _attack(self) -> None:

@@ -57,7 +57,7 @@ def resolve_moves(
     """
     n = positions.shape[0]
     pos = positions.copy()
-    status = np.zeros(n, dtype=np.int8)
+    status = np.full(n, STAY, dtype=np.int8)
     width, height = passable.shape
     movers = [
         int(i)

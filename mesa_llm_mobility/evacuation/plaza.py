@@ -25,7 +25,7 @@ Grid coordinates follow Mesa: ``(x, y)`` with ``x`` east and ``y`` north, so the
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from importlib import resources
 from pathlib import Path
@@ -150,7 +150,6 @@ class Plaza:
     threat_cell: tuple[int, int]
     openings: tuple[Opening, ...]
     description: str = ""
-    _tree_groups: int = field(default=-1, repr=False)
 
     @property
     def width(self) -> int:

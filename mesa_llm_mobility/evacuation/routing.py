@@ -50,6 +50,7 @@ class GridGraph:
         weight: 1 for orthogonal, sqrt 2 for diagonal edges.
         orth_a: For diagonal edges, the first orthogonal cell (``dst`` for orthogonal edges).
         orth_b: For diagonal edges, the second orthogonal cell (``dst`` for orthogonal edges).
+        diagonal: Indices of the diagonal edges.
     """
 
     def __init__(self, raw_codes: np.ndarray) -> None:
@@ -80,6 +81,9 @@ class GridGraph:
         self.weight = np.concatenate(weights)[order]
         self.orth_a = np.concatenate(orth_a)[order]
         self.orth_b = np.concatenate(orth_b)[order]
+        self.diagonal = np.flatnonzero(self.orth_a != self.dst)
+        self.diag_orth_a = self.orth_a[self.diagonal]
+        self.diag_orth_b = self.orth_b[self.diagonal]
         self.indptr = np.searchsorted(self.src, np.arange(width * height + 1)).astype(
             np.int32
         )
@@ -104,10 +108,11 @@ class GridGraph:
                 on one leaves the plaza).
             source: Start cell, exempt from ``sinks``.
         """
-        allowed = (
-            passable_flat[self.src]
-            & passable_flat[self.dst]
-            & (passable_flat[self.orth_a] | passable_flat[self.orth_b])
+        # an impassable cell is never entered, so its out-edges need no check (the source is
+        # made passable by callers); only diagonals need the corner rule
+        allowed = passable_flat[self.dst]
+        allowed[self.diagonal] &= (
+            passable_flat[self.diag_orth_a] | passable_flat[self.diag_orth_b]
         )
         if sinks is not None:
             through = sinks[self.src]
