@@ -254,3 +254,37 @@ def test_runs_on_a_user_map_file(tmp_path):
         "unresolved",
     }
     assert model.pedestrians_frame()["shortest_exit_m"].notna().all()
+
+
+def test_first_sighting_triggers_reassessment_and_raises_fear(plaza):
+    model = EvacuationModel(
+        plaza, composition="H", block=3, rng=1, time_limit_s=120
+    ).run()
+    events = model.events_frame()
+    decisions = model.decisions_frame()
+    positions = model.positions_frame().set_index(["step", "agent_id"])
+    first = (
+        events[events["event"] == "sighting_adversary"]
+        .groupby("agent_id")["step"]
+        .min()
+    )
+    assert len(first) > 0
+    kappa = 1 + (72 - 50) / 100  # anxious-conformist
+    for agent_id, step in first.items():
+        requested = decisions[
+            (decisions["agent_id"] == agent_id) & (decisions["request_step"] == step)
+        ]
+        resolved = (
+            model.pedestrians_frame()
+            .set_index("agent_id")
+            .loc[agent_id, "resolved_step"]
+        )
+        still_active_when_due = (
+            resolved is None or pd.isna(resolved) or resolved > step + 5
+        )
+        if still_active_when_due:
+            assert (requested["trigger"] == "first_sighting").any()
+            assert (requested["situation"] == "danger").all()
+        assert (
+            positions.loc[(step + 1, agent_id), "fear"] >= min(1.0, kappa * 0.8) - 1e-9
+        )
