@@ -290,17 +290,16 @@ def summary_table(outcomes: pd.DataFrame, pedestrians: pd.DataFrame) -> pd.DataF
 
 def plot_trajectories(model: EvacuationModel, path: str | Path) -> Path:
     """Draw the plaza, openings, start cells and every trajectory to a PNG."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    # a bare Figure renders off-screen without touching pyplot's global backend
     from matplotlib.colors import ListedColormap  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415
 
     plaza = model.plaza
     colors = ListedColormap(
         ["#3a3a3a", "#f4f1e8", "#3f8f3f", "#d62728", "#1f77b4", "#ff7f0e", "#7f7f7f"]
     )
-    fig, ax = plt.subplots(figsize=(8, 8.5))
+    fig = Figure(figsize=(8, 8.5))
+    ax = fig.subplots()
     ax.imshow(
         model.effective.codes.T,
         origin="lower",
@@ -377,7 +376,6 @@ def plot_trajectories(model: EvacuationModel, path: str | Path) -> Path:
     ax.set_ylabel("y (cells, north)")
     out = Path(path)
     fig.savefig(out, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return out
 
 
