@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--show", type=int, default=5, help="decisions to print (default 5)"
     )
     cognition.set_defaults(handler=_demo_cognition)
+    from mesa_llm_mobility.evacuation.cli import add_evac_commands  # noqa: PLC0415
+
+    add_evac_commands(commands)
     return parser
 
 

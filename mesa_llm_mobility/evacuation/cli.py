@@ -1,0 +1,109 @@
+"""``mlm evac ...`` commands: run one evacuation and print its summary.
+
+The lead's ``mesa_llm_mobility/cli.py`` calls :func:`add_evac_commands` on its subparsers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pandas as pd
+
+
+def _composition(text: str) -> str | dict[str, int]:
+    """``H`` or ``rule_following=6,anxious_conformist=5``."""
+    if "=" not in text:
+        return text.strip().upper()
+    counts: dict[str, int] = {}
+    for part in text.split(","):
+        name, _, count = part.partition("=")
+        try:
+            counts[name.strip()] = int(count)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"bad archetype count {part!r}: use name=count"
+            ) from None
+    return counts
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm evac run``: run, write the run directory, print the summary table."""
+    from mesa_llm_mobility.evacuation.layers import GateSchedule  # noqa: PLC0415  (fast --help)
+    from mesa_llm_mobility.evacuation.model import EvacuationModel  # noqa: PLC0415
+    from mesa_llm_mobility.evacuation.outputs import summary_table, write_run  # noqa: PLC0415
+
+    model = EvacuationModel(
+        plaza=args.plaza,
+        composition=args.composition,
+        block=args.block,
+        brain=args.brain,
+        rng=args.seed,
+        time_limit_s=args.time_limit,
+        gate_schedule=GateSchedule(args.gates_closing_at, args.gates_closed_at),
+    )
+    model.run()
+    paths = write_run(model, args.out)
+    outcomes = model.outcomes_frame()
+    table = summary_table(outcomes, model.pedestrians_frame())
+    print(
+        f"plaza {model.plaza.name}, composition {json.dumps(model.composition)}, block {model.block}, "
+        f"brain {model.brain.name}, seed {args.seed}: ended at {model.time_s:.1f} s ({model.tick} steps)"
+    )
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print(table.to_string())
+    print(f"\nrun written to {args.out} (trajectory plot: {paths['plot']})")
+    return 0
+
+
+def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``evac run`` on the ``mlm`` subparsers."""
+    evac = subparsers.add_parser(
+        "evac", help="crowd evacuation under a moving threat (plaza)"
+    )
+    commands = evac.add_subparsers(
+        dest="evac_command", required=True, metavar="COMMAND"
+    )
+    run = commands.add_parser(
+        "run",
+        help="run one evacuation offline and write its run directory",
+        description="Run the plaza evacuation with the rule brain (or an LLM brain) and write positions, decisions, events, outcomes (Parquet) and a trajectory plot.",
+    )
+    run.add_argument(
+        "--composition",
+        type=_composition,
+        default="A",
+        help="A-H, or archetype counts like rule_following=6,anxious_conformist=5 (default A)",
+    )
+    run.add_argument(
+        "--block",
+        type=int,
+        default=None,
+        help="matched block 1-8: start-cell permutation (default: none)",
+    )
+    run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    run.add_argument(
+        "--brain", default="rules", help="'rules' (default) or 'llm:<litellm model>'"
+    )
+    run.add_argument(
+        "--plaza",
+        default=None,
+        help="plaza map file (default: the shipped reference plaza)",
+    )
+    run.add_argument(
+        "--time-limit", type=float, default=240.0, help="seconds (default 240)"
+    )
+    run.add_argument(
+        "--gates-closing-at",
+        type=float,
+        default=5.0,
+        help="seconds until gates start closing (default 5)",
+    )
+    run.add_argument(
+        "--gates-closed-at",
+        type=float,
+        default=35.0 / 3.0,
+        help="seconds until gates are closed (default 11.67)",
+    )
+    run.add_argument("--out", required=True, help="run directory to write")
+    run.set_defaults(handler=run_command)

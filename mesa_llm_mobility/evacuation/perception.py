@@ -1,0 +1,226 @@
+"""Private perception: view cone, sight radius and line of sight, vectorised over all viewers.
+
+The visible set (paper Eq. 1) is
+
+    F_i = { q : ||x_q - x_i|| <= R_i,  angle(x_q - x_i, h_i) <= phi_i / 2,  LOS(x_i, x_q; G_t) },
+
+and the perception map (Eq. 2) is ``P_i = F_i | N_i`` with ``N_i`` the Moore neighbourhood (plus the
+viewer's own cell). At initialisation a pedestrian also sees every cell within Chebyshev radius 3,
+subject to line of sight.
+
+Line of sight is a ray trace on the effective grid: the cells between viewer and target are the
+chain obtained by stepping back one Chebyshev unit toward the viewer, ``parent(d) = round(d (n-1)/n)``
+with ``n = max(|dx|, |dy|)`` and rounding half away from zero. ``q`` is visible when no cell of its
+chain (the viewer's cell and ``q`` itself excluded) is opaque, so a wall is seen but hides what lies
+behind it. Because every offset's chain runs through its parent, visibility is one boolean
+propagation per Chebyshev ring, done for all viewers of one heading at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS
+
+HEADING_VECTORS = np.array(MOORE_STEPS, dtype=float)
+"""Unit-grid vectors of the eight headings (index 0 = east, counter-clockwise, 45 degrees apart)."""
+
+
+def round_half_away(values: np.ndarray) -> np.ndarray:
+    """Round to the nearest integer, halves away from zero (symmetric, unlike ``np.round``)."""
+    return (np.sign(values) * np.floor(np.abs(values) + 0.5)).astype(np.int64)
+
+
+def parent_offset(dx: int, dy: int) -> tuple[int, int]:
+    """The next cell toward the viewer on the line-of-sight chain of offset ``(dx, dy)``."""
+    n = max(abs(dx), abs(dy))
+    if n <= 1:
+        return 0, 0
+    p = round_half_away(np.array([dx * (n - 1) / n, dy * (n - 1) / n]))
+    return int(p[0]), int(p[1])
+
+
+@dataclass(frozen=True, eq=False)
+class _HeadingGroup:
+    dx: np.ndarray
+    dy: np.ndarray
+    parent: np.ndarray  # local index of the parent, -1 for the viewer's own cell
+    in_view: (
+        np.ndarray
+    )  # offsets that belong to P (the rest are ancestors needed for LOS)
+    rings: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, eq=False)
+class ViewGeometry:
+    """Precomputed offsets for one perception rule (sight radius, cone, or a Chebyshev square).
+
+    Attributes:
+        radius_cells: The largest Chebyshev distance involved.
+        groups: One offset group per heading index (0..7).
+    """
+
+    radius_cells: int
+    groups: tuple[_HeadingGroup, ...]
+
+    @classmethod
+    def cone(cls, radius_cells: float, cone_deg: float) -> ViewGeometry:
+        """Sight radius ``radius_cells`` (Euclidean, cell centres) and a ``cone_deg`` view cone.
+
+        The Moore neighbourhood is always included (Eq. 2).
+        """
+        return _cone_geometry(float(radius_cells), float(cone_deg))
+
+    @classmethod
+    def square(cls, chebyshev_radius: int) -> ViewGeometry:
+        """All cells within a Chebyshev radius, any heading (the initial observation)."""
+        return _square_geometry(int(chebyshev_radius))
+
+
+def _build(offsets: np.ndarray, in_view_per_heading: np.ndarray) -> ViewGeometry:
+    cheb = np.max(np.abs(offsets), axis=1)
+    order = np.lexsort((offsets[:, 1], offsets[:, 0], cheb))
+    offsets, cheb, in_view_per_heading = (
+        offsets[order],
+        cheb[order],
+        in_view_per_heading[:, order],
+    )
+    index = {(int(x), int(y)): i for i, (x, y) in enumerate(offsets)}
+    parent = np.array(
+        [index.get(parent_offset(int(x), int(y)), -1) for x, y in offsets],
+        dtype=np.int64,
+    )
+    if np.any((parent < 0) & (cheb > 1)):
+        raise ValueError("line-of-sight chain leaves the offset set")
+    groups = []
+    for h in range(8):
+        needed = in_view_per_heading[h].copy()
+        for k in range(len(offsets) - 1, -1, -1):
+            if needed[k] and parent[k] >= 0:
+                needed[parent[k]] = True
+        keep = np.flatnonzero(needed)
+        local = np.full(len(offsets), -1, dtype=np.int64)
+        local[keep] = np.arange(keep.size)
+        local_parent = np.where(
+            parent[keep] >= 0, local[np.maximum(parent[keep], 0)], -1
+        )
+        kept_cheb = cheb[keep]
+        rings = tuple(
+            (
+                int(np.searchsorted(kept_cheb, r, "left")),
+                int(np.searchsorted(kept_cheb, r, "right")),
+            )
+            for r in range(1, int(cheb.max()) + 1)
+        )
+        groups.append(
+            _HeadingGroup(
+                dx=offsets[keep, 0].copy(),
+                dy=offsets[keep, 1].copy(),
+                parent=local_parent,
+                in_view=in_view_per_heading[h, keep].copy(),
+                rings=tuple(r for r in rings if r[1] > r[0]),
+            )
+        )
+    return ViewGeometry(int(cheb.max()), tuple(groups))
+
+
+@lru_cache(maxsize=8)
+def _cone_geometry(radius: float, cone_deg: float) -> ViewGeometry:
+    r = int(np.floor(radius))
+    xs, ys = np.meshgrid(np.arange(-r, r + 1), np.arange(-r, r + 1), indexing="ij")
+    offsets = np.stack([xs.ravel(), ys.ravel()], axis=1)
+    dist2 = (offsets**2).sum(axis=1)
+    offsets = offsets[(dist2 > 0) & (dist2 <= radius * radius + 1e-9)]
+    unit = offsets / np.linalg.norm(offsets, axis=1, keepdims=True)
+    headings = HEADING_VECTORS / np.linalg.norm(HEADING_VECTORS, axis=1, keepdims=True)
+    cos_half = np.cos(np.radians(cone_deg) / 2)
+    in_cone = headings @ unit.T >= cos_half - 1e-9
+    moore = np.max(np.abs(offsets), axis=1) == 1
+    return _build(offsets, in_cone | moore[None, :])
+
+
+@lru_cache(maxsize=8)
+def _square_geometry(radius: int) -> ViewGeometry:
+    xs, ys = np.meshgrid(
+        np.arange(-radius, radius + 1), np.arange(-radius, radius + 1), indexing="ij"
+    )
+    offsets = np.stack([xs.ravel(), ys.ravel()], axis=1)
+    offsets = offsets[np.any(offsets != 0, axis=1)]
+    return _build(offsets, np.ones((8, len(offsets)), dtype=bool))
+
+
+@dataclass(frozen=True, eq=False)
+class Perception:
+    """Perceived cells of a batch of viewers, as ``(viewer, flat cell)`` pairs sorted by viewer.
+
+    ``flat = x * height + y``. Each viewer's own cell is included.
+    """
+
+    viewer: np.ndarray
+    cell: np.ndarray
+    n_viewers: int
+
+    def cells_of(self, viewer: int) -> np.ndarray:
+        """Flat cells perceived by one viewer (index in the batch)."""
+        lo, hi = np.searchsorted(self.viewer, [viewer, viewer + 1])
+        return self.cell[lo:hi]
+
+
+def perceive(
+    geometry: ViewGeometry,
+    opaque: np.ndarray,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    headings: np.ndarray,
+) -> Perception:
+    """Perception maps of all viewers at ``(xs[i], ys[i])`` facing ``headings[i]`` (0..7).
+
+    Args:
+        geometry: The perception rule.
+        opaque: ``[x, y]`` line-of-sight blockers of the effective grid.
+        xs: Viewer x coordinates.
+        ys: Viewer y coordinates.
+        headings: Heading indices (see :data:`HEADING_VECTORS`).
+    """
+    width, height = opaque.shape
+    r = geometry.radius_cells
+    padded = np.ones((width + 2 * r, height + 2 * r), dtype=bool)
+    padded[r : r + width, r : r + height] = opaque
+    xs = np.asarray(xs, dtype=np.int64)
+    ys = np.asarray(ys, dtype=np.int64)
+    headings = np.asarray(headings, dtype=np.int64)
+    viewers = [np.arange(xs.size)]
+    cells = [xs * height + ys]
+    for h in range(8):
+        sel = np.flatnonzero(headings == h)
+        if sel.size == 0:
+            continue
+        group = geometry.groups[h]
+        gx = xs[sel, None] + group.dx[None, :]
+        gy = ys[sel, None] + group.dy[None, :]
+        blocked = padded[gx + r, gy + r]
+        los = np.empty(blocked.shape, dtype=bool)
+        for start, stop in group.rings:
+            parents = group.parent[start:stop]
+            if parents[0] < 0:
+                los[:, start:stop] = True
+            else:
+                los[:, start:stop] = los[:, parents] & ~blocked[:, parents]
+        visible = (
+            los
+            & group.in_view[None, :]
+            & (gx >= 0)
+            & (gx < width)
+            & (gy >= 0)
+            & (gy < height)
+        )
+        a, k = np.nonzero(visible)
+        viewers.append(sel[a])
+        cells.append(gx[a, k] * height + gy[a, k])
+    viewer = np.concatenate(viewers)
+    cell = np.concatenate(cells)
+    order = np.argsort(viewer, kind="stable")
+    return Perception(viewer[order], cell[order], int(xs.size))

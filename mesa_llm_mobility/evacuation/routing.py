@@ -1,0 +1,448 @@
+"""Routes on a passability mask: 8-neighbour shortest paths and the engine's route options.
+
+Paths are optimal 8-neighbour paths (orthogonal step 1, diagonal step sqrt 2) with the paper's
+corner rule (no diagonal between two blocked orthogonal cells). They are computed with a
+single-source Dijkstra (``scipy.sparse.csgraph``, compiled) over a precomputed grid graph whose
+edge weights are switched to infinity where the mask forbids them; one search serves every anchor
+of a decision, which is what A* would answer anchor by anchor with an admissible heuristic.
+
+Pedestrians route on their private belief (only observed, passable cells); the adversary routes on
+the effective (physical) grid.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
+
+from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, PASSABLE_CODES, Terrain
+
+SQRT2 = math.sqrt(2.0)
+COMMIT_CELLS = 20
+"""At most this many cells of a route are committed per decision (spec)."""
+
+COMPASS = ("E", "NE", "N", "NW", "W", "SW", "S", "SE")
+
+
+def compass(dx: float, dy: float) -> str:
+    """8-point compass name of the direction ``(dx, dy)`` (x east, y north)."""
+    angle = math.degrees(math.atan2(dy, dx)) % 360.0
+    return COMPASS[int(((angle + 22.5) % 360.0) // 45.0)]
+
+
+def bearing_deg(dx: float, dy: float) -> float:
+    """Compass bearing in degrees (0 = north, 90 = east) of the direction ``(dx, dy)``."""
+    return (math.degrees(math.atan2(dx, dy)) + 360.0) % 360.0
+
+
+class GridGraph:
+    """The static 8-neighbour graph of all cells that can ever be passable.
+
+    Attributes:
+        width: Grid width.
+        height: Grid height.
+        src: Edge sources (flat cells), sorted.
+        dst: Edge targets (flat cells).
+        weight: 1 for orthogonal, sqrt 2 for diagonal edges.
+        orth_a: For diagonal edges, the first orthogonal cell (``dst`` for orthogonal edges).
+        orth_b: For diagonal edges, the second orthogonal cell (``dst`` for orthogonal edges).
+        diagonal: Indices of the diagonal edges.
+    """
+
+    def __init__(self, raw_codes: np.ndarray) -> None:
+        self.width, self.height = raw_codes.shape
+        width, height = self.width, self.height
+        candidate = np.isin(raw_codes, (*PASSABLE_CODES, Terrain.GATE_CLOSED))
+        xs, ys = np.nonzero(candidate)
+        sources, targets, weights, orth_a, orth_b = [], [], [], [], []
+        for dx, dy in MOORE_STEPS:
+            nx, ny = xs + dx, ys + dy
+            ok = (nx >= 0) & (nx < width) & (ny >= 0) & (ny < height)
+            ok[ok] &= candidate[nx[ok], ny[ok]]
+            s = xs[ok] * height + ys[ok]
+            t = nx[ok] * height + ny[ok]
+            sources.append(s)
+            targets.append(t)
+            weights.append(np.full(s.size, SQRT2 if dx and dy else 1.0))
+            if dx and dy:
+                orth_a.append((xs[ok] + dx) * height + ys[ok])
+                orth_b.append(xs[ok] * height + ys[ok] + dy)
+            else:
+                orth_a.append(t)
+                orth_b.append(t)
+        src = np.concatenate(sources)
+        order = np.argsort(src, kind="stable")
+        self.src = src[order]
+        self.dst = np.concatenate(targets)[order]
+        self.weight = np.concatenate(weights)[order]
+        self.orth_a = np.concatenate(orth_a)[order]
+        self.orth_b = np.concatenate(orth_b)[order]
+        self.diagonal = np.flatnonzero(self.orth_a != self.dst)
+        self.diag_orth_a = self.orth_a[self.diagonal]
+        self.diag_orth_b = self.orth_b[self.diagonal]
+        self.indptr = np.searchsorted(self.src, np.arange(width * height + 1)).astype(
+            np.int32
+        )
+        self.indices = self.dst.astype(np.int32)
+
+    @property
+    def n_cells(self) -> int:
+        """Number of flat cells."""
+        return self.width * self.height
+
+    def weights_for(
+        self,
+        passable_flat: np.ndarray,
+        sinks: np.ndarray | None = None,
+        source: int | None = None,
+    ) -> np.ndarray:
+        """Edge weights under a passability mask (``inf`` for forbidden edges).
+
+        Args:
+            passable_flat: Flat mask of cells that may be entered.
+            sinks: Flat mask of cells a path may end in but not pass through (openings: stepping
+                on one leaves the plaza).
+            source: Start cell, exempt from ``sinks``.
+        """
+        # an impassable cell is never entered, so its out-edges need no check (the source is
+        # made passable by callers); only diagonals need the corner rule
+        allowed = passable_flat[self.dst]
+        allowed[self.diagonal] &= (
+            passable_flat[self.diag_orth_a] | passable_flat[self.diag_orth_b]
+        )
+        if sinks is not None:
+            through = sinks[self.src]
+            if source is not None:
+                through &= self.src != source
+            allowed &= ~through
+        return np.where(allowed, self.weight, np.inf)
+
+    def shortest_paths(
+        self,
+        passable_flat: np.ndarray | None,
+        source: int,
+        weights: np.ndarray | None = None,
+        limit: float = np.inf,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Distances (cells, diagonal = sqrt 2) and predecessors from ``source`` (flat).
+
+        Args:
+            passable_flat: Flat mask of cells that may be entered (unused when ``weights``
+                is given).
+            source: Flat start cell (need not be passable itself).
+            weights: Precomputed :meth:`weights_for` result, to reuse across searches.
+            limit: Stop the search beyond this distance (farther cells stay at ``inf``).
+        """
+        if weights is None:
+            weights = self.weights_for(passable_flat)
+        graph = csr_matrix(
+            (weights, self.indices, self.indptr), shape=(self.n_cells, self.n_cells)
+        )
+        dist, pred = dijkstra(
+            graph,
+            directed=True,
+            indices=int(source),
+            return_predecessors=True,
+            limit=limit,
+        )
+        return dist, pred
+
+
+def path_to(pred: np.ndarray, source: int, target: int) -> list[int]:
+    """Flat cells from ``source`` (excluded) to ``target`` (included); empty when unreachable."""
+    if target == source:
+        return []
+    path = []
+    node = int(target)
+    while node != source:
+        if node < 0:
+            return []
+        path.append(node)
+        node = int(pred[node])
+    path.reverse()
+    return path
+
+
+def frontier_mask(known: np.ndarray, passable: np.ndarray) -> np.ndarray:
+    """Known passable cells with at least one unknown Moore neighbour (``[x, y]`` masks)."""
+    unknown = np.pad(~known, 1, constant_values=False)
+    near_unknown = np.zeros_like(known)
+    width, height = known.shape
+    for dx, dy in MOORE_STEPS:
+        near_unknown |= unknown[1 + dx : 1 + dx + width, 1 + dy : 1 + dy + height]
+    return known & passable & near_unknown
+
+
+@dataclass(frozen=True)
+class RouteOption:
+    """One engine-computed route option (paper Sec. 2.3.2).
+
+    Attributes:
+        route_id: ``"R1"``, ``"R2"``...
+        anchor_kind: ``"exit"``, ``"gate"`` or ``"frontier"`` (edge of explored space).
+        opening_id: The opening the route leads to, for exit and gate anchors.
+        anchor_offset: Anchor relative to the pedestrian, ``(dx east, dy north)`` in cells.
+        direction: 8-point compass direction of the anchor.
+        length_cells: Cells (steps) of the whole route to the anchor.
+        familiarity: Fraction of route cells the pedestrian already walked.
+        visible_people: Visible pedestrians within one cell of the route.
+        threat_clearance_m: Closest approach of the route to any visible A or D (``None``: none visible).
+        reaches_anchor: Whether the 20-cell horizon reaches the anchor.
+        alternative: The corridor-distinct alternative to the nearest anchor.
+        path: The route's flat cells (engine use; not shown to the decision maker).
+    """
+
+    route_id: str
+    anchor_kind: str
+    opening_id: str | None
+    anchor_offset: tuple[int, int]
+    direction: str
+    length_cells: int
+    familiarity: float
+    visible_people: int
+    threat_clearance_m: float | None
+    reaches_anchor: bool
+    alternative: bool = False
+    path: tuple[int, ...] = field(default=(), repr=False)
+
+    def describe(self) -> str:
+        """One prompt line with every attribute."""
+        target = (
+            f"{self.anchor_kind} {self.opening_id}"
+            if self.opening_id
+            else "frontier (edge of what you know)"
+        )
+        clearance = (
+            "no A or D visible"
+            if self.threat_clearance_m is None
+            else f"passes {self.threat_clearance_m:.1f} m from A/D"
+        )
+        reach = (
+            "reaches it within 20 cells"
+            if self.reaches_anchor
+            else "only advances toward it (20-cell horizon)"
+        )
+        alt = ", corridor-distinct alternative" if self.alternative else ""
+        return (
+            f"{self.route_id}: to {target} at offset ({self.anchor_offset[0]:+d}, {self.anchor_offset[1]:+d}) {self.direction}, "
+            f"{self.length_cells} cells, familiarity {self.familiarity:.0%}, {self.visible_people} people along it, {clearance}, {reach}{alt}"
+        )
+
+
+@dataclass(frozen=True)
+class OpeningAnchor:
+    """A known opening offered as an anchor: id, kind and the flat cell to aim for."""
+
+    opening_id: str
+    kind: str
+    cell: int
+
+
+def route_options(
+    graph: GridGraph,
+    passable: np.ndarray,
+    known: np.ndarray,
+    source: tuple[int, int],
+    openings: list[OpeningAnchor],
+    visited: set[int],
+    people: np.ndarray,
+    threats: np.ndarray,
+    cell_size_m: float,
+    max_options: int = 4,
+    sinks: np.ndarray | None = None,
+) -> tuple[list[RouteOption], np.ndarray]:
+    """Up to ``max_options`` routes to known openings and frontier cells, plus an alternative.
+
+    Args:
+        graph: The static grid graph.
+        passable: ``[x, y]`` believed passable cells (observed and passable when seen).
+        known: ``[x, y]`` observed cells.
+        source: The pedestrian's cell.
+        openings: Known, believed-usable openings with the cell to aim for.
+        visited: Flat cells the pedestrian already walked (familiarity).
+        people: ``(k, 2)`` visible pedestrians' cells.
+        threats: ``(m, 2)`` visible A and D cells.
+        cell_size_m: Cell size for clearances.
+        max_options: Options before the corridor-distinct alternative.
+        sinks: ``[x, y]`` cells routes may end in but not cross (openings); never frontier anchors.
+
+    Returns:
+        The options and the distance array from ``source`` (flat, ``inf`` when unreachable),
+        which the validator reuses for target offsets.
+    """
+    height = graph.height
+    flat_pass = passable.ravel().copy()
+    src = source[0] * height + source[1]
+    flat_pass[src] = True
+    flat_sinks = None if sinks is None else sinks.ravel()
+    weights = graph.weights_for(flat_pass, flat_sinks, src)
+    dist, pred = graph.shortest_paths(flat_pass, src, weights)
+    candidates: list[tuple[float, str, str | None, int]] = []
+    for anchor in openings:
+        if np.isfinite(dist[anchor.cell]):
+            candidates.append(
+                (float(dist[anchor.cell]), anchor.kind, anchor.opening_id, anchor.cell)
+            )
+    candidates.sort(key=lambda c: c[0])
+    chosen = (
+        candidates[: max(0, max_options - 1)]
+        if len(candidates) >= max_options
+        else candidates
+    )
+    frontier_cells = (
+        frontier_mask(known, passable).ravel() & np.isfinite(dist) & (dist >= 6.0)
+    )
+    if flat_sinks is not None:
+        frontier_cells &= ~flat_sinks
+    frontier = np.flatnonzero(frontier_cells)
+    if frontier.size:
+        fx, fy = np.divmod(frontier, height)
+        sector = (
+            np.round(np.arctan2(fy - source[1], fx - source[0]) / (np.pi / 4)).astype(
+                int
+            )
+        ) % 8
+        best: list[tuple[float, int]] = []
+        for s in range(8):
+            in_sector = frontier[sector == s]
+            if in_sector.size:
+                # the frontier cell closest to the 20-cell commitment horizon
+                k = in_sector[np.argmin(np.abs(dist[in_sector] - COMMIT_CELLS))]
+                best.append((float(dist[k]), int(k)))
+        best.sort()
+        angles = [
+            math.atan2(c[3] % height - source[1], c[3] // height - source[0])
+            for c in chosen
+        ]
+        for d, k in best:
+            if len(chosen) >= max_options:
+                break
+            angle = math.atan2(k % height - source[1], k // height - source[0])
+            if any(
+                abs((angle - a + math.pi) % (2 * math.pi) - math.pi) < math.pi / 3
+                for a in angles
+            ):
+                continue
+            chosen.append((d, "frontier", None, k))
+            angles.append(angle)
+    options: list[RouteOption] = []
+    for _d, kind, opening_id, cell in chosen:
+        path = path_to(pred, src, cell)
+        if path:
+            options.append(
+                _option(
+                    f"R{len(options) + 1}",
+                    kind,
+                    opening_id,
+                    path,
+                    source,
+                    height,
+                    visited,
+                    people,
+                    threats,
+                    cell_size_m,
+                )
+            )
+    if options:
+        nearest = min(options, key=lambda o: o.length_cells)
+        alternative = _alternative(graph, weights, src, nearest.path, height)
+        if alternative:
+            options.append(
+                _option(
+                    f"R{len(options) + 1}",
+                    nearest.anchor_kind,
+                    nearest.opening_id,
+                    alternative,
+                    source,
+                    height,
+                    visited,
+                    people,
+                    threats,
+                    cell_size_m,
+                    alternative=True,
+                )
+            )
+    return options, dist
+
+
+def _alternative(
+    graph: GridGraph,
+    weights: np.ndarray,
+    src: int,
+    path: tuple[int, ...],
+    height: int,
+) -> list[int]:
+    """A path to the same anchor avoiding the corridor (Chebyshev 1) around the first path's middle.
+
+    The search reuses the main search's edge weights, closing every edge into the corridor, and
+    stops beyond three times the first path's length.
+    """
+    if len(path) < 6:
+        return []
+    middle = np.asarray(path[2:-2])
+    mx, my = np.divmod(middle, height)
+    corridor = np.zeros(graph.n_cells, dtype=bool)
+    for dx in (-1, 0, 1):
+        for dy in (-1, 0, 1):
+            cx, cy = mx + dx, my + dy
+            ok = (cx >= 0) & (cx < graph.width) & (cy >= 0) & (cy < height)
+            corridor[cx[ok] * height + cy[ok]] = True
+    corridor[src] = False
+    corridor[path[-1]] = False
+    closed = np.where(corridor[graph.dst], np.inf, weights)
+    _, pred = graph.shortest_paths(None, src, closed, limit=3.0 * len(path) + 10.0)
+    alternative = path_to(pred, src, path[-1])
+    if not alternative or len(set(alternative) & set(path)) > len(path) // 2:
+        return []
+    return alternative
+
+
+def _option(
+    route_id: str,
+    kind: str,
+    opening_id: str | None,
+    path: list[int],
+    source: tuple[int, int],
+    height: int,
+    visited: set[int],
+    people: np.ndarray,
+    threats: np.ndarray,
+    cell_size_m: float,
+    *,
+    alternative: bool = False,
+) -> RouteOption:
+    cells = np.asarray(path)
+    px, py = np.divmod(cells, height)
+    ax, ay = int(px[-1]), int(py[-1])
+    dx, dy = ax - source[0], ay - source[1]
+    along = 0
+    if len(people):
+        cheb = np.maximum(
+            np.abs(people[:, 0, None] - px[None, :]),
+            np.abs(people[:, 1, None] - py[None, :]),
+        )
+        along = int(np.count_nonzero(cheb.min(axis=1) <= 1))
+    clearance = None
+    if len(threats):
+        d2 = (threats[:, 0, None] - px[None, :]) ** 2 + (
+            threats[:, 1, None] - py[None, :]
+        ) ** 2
+        clearance = round(float(np.sqrt(d2.min())) * cell_size_m, 2)
+    return RouteOption(
+        route_id=route_id,
+        anchor_kind=kind,
+        opening_id=opening_id,
+        anchor_offset=(dx, dy),
+        direction=compass(dx, dy),
+        length_cells=len(path),
+        familiarity=round(sum(1 for c in path if c in visited) / len(path), 3),
+        visible_people=along,
+        threat_clearance_m=clearance,
+        reaches_anchor=len(path) <= COMMIT_CELLS,
+        alternative=alternative,
+        path=tuple(int(c) for c in path),
+    )

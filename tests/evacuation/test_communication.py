@@ -1,0 +1,43 @@
+import numpy as np
+
+from mesa_llm_mobility.evacuation.communication import (
+    approximate_distance_m,
+    heard_shout,
+    pairs_within,
+)
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+
+
+def test_pairs_within_radius_inclusive():
+    r, s, d = pairs_within(
+        np.array([[0, 0], [10, 0]]), np.array([[0, 3], [40, 0]]), 37.5
+    )
+    assert sorted(zip(r.tolist(), s.tolist(), strict=True)) == [(0, 0), (1, 0), (1, 1)]
+    assert d[(r == 0) & (s == 0)][0] == 3.0
+
+
+def test_heard_shout_gives_direction_and_rough_distance_only():
+    heard = heard_shout((10, 10), (10, 40), 0.4)  # 12 m north
+    assert heard.direction == "N" and heard.approx_distance_m == 10
+    assert approximate_distance_m(1.0) == 5 and approximate_distance_m(13.0) == 15
+    assert "no" not in heard.describe() or "threat" not in heard.describe()
+
+
+def test_shouts_and_exit_information_are_recorded_sender_to_receiver():
+    model = EvacuationModel(composition="H", block=3, rng=1, time_limit_s=120).run()
+    events = model.events_frame()
+    heard = events[events["event"] == "shout_heard"]
+    assert len(heard) > 0
+    pos = model.positions_frame().set_index(["step", "agent_id"])
+    for row in heard.itertuples():
+        a = pos.loc[(row.step, row.agent_id)]
+        b = pos.loc[(row.step, row.other_id)]
+        assert (
+            np.hypot(a.x - b.x, a.y - b.y) * 0.4 <= 15.0 + 1e-9
+        )  # heard within 15 m, any line of sight
+    sent = events[events["event"] == "exit_info_sent"]
+    received = events[events["event"] == "exit_info_received"]
+    assert len(sent) == len(received)
+    assert list(zip(sent["agent_id"], sent["other_id"], strict=True)) == list(
+        zip(received["other_id"], received["agent_id"], strict=True)
+    )

@@ -1,0 +1,53 @@
+"""The EvacuationMove kind through the real LLM brain (litellm's offline ``mock_response``)."""
+
+import json
+
+import pytest
+
+from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.llm_brain import LLMBrain
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+
+
+@pytest.mark.parametrize(("route_id", "outcome"), [("R1", "ok"), ("R9", "fallback")])
+def test_llm_answers_are_validated_and_fall_back_to_the_rule_policy(
+    tmp_path, route_id, outcome
+):
+    answer = {
+        "action": "move",
+        "situation": "unsure",
+        "intent": "seek_exit",
+        "urgency": 0.5,
+        "route_id": route_id,
+    }
+    ledger_path = tmp_path / "ledger.jsonl"
+    brain = LLMBrain(
+        "openai/fake-model",
+        api_key="sk-local-fake",
+        extra_params={"mock_response": json.dumps(answer)},
+        max_concurrency=8,
+        timeout_s=10,
+        max_attempts=1,
+        max_repairs=1,
+        ledger=Ledger(ledger_path),
+    )
+    model = EvacuationModel(
+        composition={"average": 3}, rng=0, brain=brain, time_limit_s=1
+    )
+    model.run()
+    decisions = model.decisions_frame()
+    assert (decisions["brain_outcome"] == outcome).all()
+    assert decisions["accepted"].all()
+    if outcome == "ok":
+        assert (decisions["intent"] == "seek_exit").all() and (
+            decisions["route_id"] == "R1"
+        ).all()
+    else:  # the offered ids were R1..R5 at most: the rule policy answered, and says why
+        assert (
+            decisions["brain_reason"].notna().all()
+            and (decisions["route_id"] != "R9").all()
+        )
+    records = Ledger.read(ledger_path)
+    assert len(records) == len(decisions)
+    prompt = records[0]["messages"][-1]["content"]
+    assert "Current view:" in prompt and "@" in prompt and "R1:" in prompt

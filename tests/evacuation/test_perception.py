@@ -1,0 +1,96 @@
+import math
+
+import numpy as np
+import pytest
+
+from mesa_llm_mobility.evacuation.ascii_view import render_view
+from mesa_llm_mobility.evacuation.perception import ViewGeometry, perceive
+from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, Terrain
+
+
+def reference_visible(opaque, x0, y0, heading, radius, cone_deg):
+    """Brute force: every cell tested one by one against Eq. (1) and Eq. (2)."""
+    width, height = opaque.shape
+    hx, hy = MOORE_STEPS[heading]
+    out = {(x0, y0)}
+    for x in range(width):
+        for y in range(height):
+            dx, dy = x - x0, y - y0
+            if (dx, dy) == (0, 0):
+                continue
+            if max(abs(dx), abs(dy)) == 1:
+                out.add((x, y))
+                continue
+            if dx * dx + dy * dy > radius * radius:
+                continue
+            cos = (dx * hx + dy * hy) / (math.hypot(dx, dy) * math.hypot(hx, hy))
+            if cos < math.cos(math.radians(cone_deg / 2)) - 1e-9:
+                continue
+            if los(opaque, x0, y0, dx, dy):
+                out.add((x, y))
+    return out
+
+
+def los(opaque, x0, y0, dx, dy):
+    """Walk the chain toward the viewer: round(d (n-1)/n), halves away from zero."""
+    while max(abs(dx), abs(dy)) > 1:
+        n = max(abs(dx), abs(dy))
+        px = int(math.copysign(math.floor(abs(dx * (n - 1) / n) + 0.5), dx))
+        py = int(math.copysign(math.floor(abs(dy * (n - 1) / n) + 0.5), dy))
+        x, y = x0 + px, y0 + py
+        if not (0 <= x < opaque.shape[0] and 0 <= y < opaque.shape[1]) or opaque[x, y]:
+            return False
+        dx, dy = px, py
+    return True
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fov_and_los_match_brute_force_on_random_maps(seed):
+    rng = np.random.default_rng(seed)
+    opaque = rng.random((23, 19)) < 0.18
+    radius, cone = 9.0, 120.0
+    geometry = ViewGeometry.cone(radius, cone)
+    xs = rng.integers(0, 23, size=12)
+    ys = rng.integers(0, 19, size=12)
+    headings = rng.integers(0, 8, size=12)
+    perception = perceive(geometry, opaque, xs, ys, headings)
+    for k in range(12):
+        got = {divmod(int(c), 19) for c in perception.cells_of(k)}
+        assert got == reference_visible(
+            opaque, int(xs[k]), int(ys[k]), int(headings[k]), radius, cone
+        )
+
+
+def test_square_initial_observation_ignores_heading_but_not_walls():
+    opaque = np.zeros((9, 9), dtype=bool)
+    opaque[4, 2:7] = True  # wall east of the viewer at x = 4
+    perception = perceive(
+        ViewGeometry.square(3), opaque, np.array([2]), np.array([4]), np.array([4])
+    )
+    got = {divmod(int(c), 9) for c in perception.cells_of(0)}
+    assert (4, 4) in got  # the wall is seen
+    assert (5, 4) not in got  # but hides what is behind it
+    assert (0, 4) in got and (
+        2,
+        1,
+    ) in got  # behind and beside: no cone in the initial observation
+    assert all(max(abs(x - 2), abs(y - 4)) <= 3 for x, y in got)
+
+
+def test_ascii_view_glyphs_north_up_and_unknown():
+    width, height = 5, 4
+    codes = np.full((width, height), Terrain.FLOOR, dtype=np.uint8)
+    codes[0, :] = Terrain.WALL
+    codes[4, 1] = Terrain.EXIT
+    codes[2, 3] = Terrain.GATE_CLOSED
+    codes[3, 2] = Terrain.TREE
+    cells = [x * height + y for x in range(5) for y in range(4) if (x, y) != (4, 3)]
+    view, origin = render_view(
+        np.array(cells),
+        height,
+        codes.ravel(),
+        (1, 1),
+        {3 * height + 1: "p", 2 * height + 2: "A", 2 * height: "D"},
+    )
+    assert origin == (0, 3)
+    assert view.split("\n") == ["#.X.?", "#.AT.", "#@.pE", "#.D.."]

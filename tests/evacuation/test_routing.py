@@ -1,0 +1,141 @@
+import itertools
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from mesa_llm_mobility.evacuation.plaza import Terrain
+from mesa_llm_mobility.evacuation.routing import (
+    GridGraph,
+    OpeningAnchor,
+    frontier_mask,
+    path_to,
+    route_options,
+)
+
+
+def grid_graph_nx(passable):
+    width, height = passable.shape
+    g = nx.DiGraph()
+    g.add_nodes_from(
+        (x, y) for x in range(width) for y in range(height) if passable[x, y]
+    )
+    for x in range(width):
+        for y in range(height):
+            if not passable[x, y]:
+                continue
+            for dx in (-1, 0, 1):
+                for dy in (-1, 0, 1):
+                    nx_, ny = x + dx, y + dy
+                    if (
+                        (dx, dy) == (0, 0)
+                        or not (0 <= nx_ < width and 0 <= ny < height)
+                        or not passable[nx_, ny]
+                    ):
+                        continue
+                    if dx and dy and not (passable[x + dx, y] or passable[x, y + dy]):
+                        continue
+                    g.add_edge(
+                        (x, y), (nx_, ny), weight=math.sqrt(2) if dx and dy else 1.0
+                    )
+    return g
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_shortest_paths_are_optimal_against_networkx(seed):
+    rng = np.random.default_rng(seed)
+    width, height = 17, 13
+    raw = np.where(
+        rng.random((width, height)) < 0.28, Terrain.TREE, Terrain.FLOOR
+    ).astype(np.uint8)
+    raw[0, 0] = Terrain.FLOOR
+    graph = GridGraph(raw)
+    passable = raw == Terrain.FLOOR
+    dist, pred = graph.shortest_paths(passable.ravel(), 0)
+    reference = nx.single_source_dijkstra_path_length(grid_graph_nx(passable), (0, 0))
+    for x in range(width):
+        for y in range(height):
+            flat = x * height + y
+            if (x, y) in reference:
+                assert dist[flat] == pytest.approx(reference[(x, y)])
+                path = path_to(pred, 0, flat)
+                steps = [divmod(c, height) for c in [0, *path]]
+                length = sum(math.dist(a, b) for a, b in itertools.pairwise(steps))
+                assert length == pytest.approx(reference[(x, y)])
+                assert all(
+                    max(abs(a[0] - b[0]), abs(a[1] - b[1])) == 1
+                    for a, b in itertools.pairwise(steps)
+                )
+            else:
+                assert not np.isfinite(dist[flat])
+
+
+def test_belief_mask_and_sinks_restrict_paths():
+    raw = np.full((5, 3), Terrain.FLOOR, dtype=np.uint8)
+    raw[2, 1] = Terrain.EXIT
+    graph = GridGraph(raw)
+    passable = np.ones(15, dtype=bool)
+    sinks = np.zeros(15, dtype=bool)
+    sinks[2 * 3 + 1] = True
+    dist, pred = graph.shortest_paths(
+        passable, 0 * 3 + 1, graph.weights_for(passable, sinks, 1)
+    )
+    path = path_to(pred, 1, 4 * 3 + 1)
+    assert 2 * 3 + 1 not in path  # never crosses the opening
+    assert path_to(pred, 1, 2 * 3 + 1)[-1] == 7  # but may end in it
+    passable[[3 * 3 + 0, 3 * 3 + 1, 3 * 3 + 2]] = False  # unknown column
+    dist, _ = graph.shortest_paths(passable, 1)
+    assert not np.isfinite(dist[4 * 3 + 1])
+
+
+def test_route_options_attributes():
+    width, height = 30, 12
+    raw = np.full((width, height), Terrain.FLOOR, dtype=np.uint8)
+    raw[:, 0] = raw[:, -1] = Terrain.WALL
+    raw[-1, 5:7] = Terrain.EXIT
+    known = np.zeros((width, height), dtype=bool)
+    known[:, :] = True
+    known[:8, :] = False  # unknown west part -> frontier at x = 8
+    passable = known & np.isin(raw, (Terrain.FLOOR, Terrain.EXIT))
+    graph = GridGraph(raw)
+    source = (15, 5)
+    sinks = raw == Terrain.EXIT
+    anchors = [OpeningAnchor("exit1", "exit", (width - 1) * height + 5)]
+    visited = {16 * height + 5, 17 * height + 5}
+    people = np.array([[20, 5]])
+    threats = np.array([[15, 9]])
+    options, dist = route_options(
+        graph,
+        passable,
+        known,
+        source,
+        anchors,
+        visited,
+        people,
+        threats,
+        0.4,
+        sinks=sinks,
+    )
+    exit_option = next(o for o in options if o.anchor_kind == "exit")
+    assert exit_option.length_cells == 14
+    assert exit_option.anchor_offset == (14, 0)
+    assert exit_option.direction == "E"
+    assert exit_option.reaches_anchor
+    assert exit_option.familiarity == pytest.approx(2 / 14, abs=1e-3)
+    assert exit_option.visible_people == 1
+    assert exit_option.threat_clearance_m == pytest.approx(
+        round(math.sqrt(17) * 0.4, 2)
+    )  # from (16, 5)
+    frontier = [o for o in options if o.anchor_kind == "frontier"]
+    assert frontier and all(o.anchor_offset[0] == 8 - 15 for o in frontier)
+    assert len([o for o in options if not o.alternative]) <= 4
+    alternatives = [o for o in options if o.alternative]
+    assert len(alternatives) <= 1
+    for option in options:
+        assert np.isfinite(dist[option.path[-1]])
+        assert "cells" in option.describe()
+    assert (
+        frontier_mask(known, passable)[8, 5]
+        and not frontier_mask(known, passable)[9, 5]
+    )
