@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from mesa_llm_mobility.cognition import DecisionKind, DecisionRequest, Ledger, LLMBrain  # noqa: E402
+from mesa_llm_mobility.cognition import DecisionKind, DecisionRequest, Ledger, LLMBrain
 
 
 class Situation(BaseModel):
@@ -52,8 +52,17 @@ CHOICE = DecisionKind(
 
 def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "mesa_llm_mobility.cognition.testing", "--port", "0", "--latency", str(latency),
-         "--content", '{"choice": "b"}'],
+        [
+            sys.executable,
+            "-m",
+            "mesa_llm_mobility.cognition.testing",
+            "--port",
+            "0",
+            "--latency",
+            str(latency),
+            "--content",
+            '{"choice": "b"}',
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -83,13 +92,30 @@ def main() -> None:
                 rng=np.random.default_rng(0),
                 ledger=Ledger(ledger_path),
             )
-            warm = [DecisionRequest(CHOICE, f"warm{i}", Situation(agent_name=f"W{i}", options=["a", "b"])) for i in range(args.concurrency)]
-            brain.decide_all(warm)  # connection pool and litellm caches, as after a model's first step
-            requests = [DecisionRequest(CHOICE, i, Situation(agent_name=f"A{i}", options=["a", "b"])) for i in range(args.n)]
+            warm = [
+                DecisionRequest(
+                    CHOICE,
+                    f"warm{i}",
+                    Situation(agent_name=f"W{i}", options=["a", "b"]),
+                )
+                for i in range(args.concurrency)
+            ]
+            brain.decide_all(
+                warm
+            )  # connection pool and litellm caches, as after a model's first step
+            requests = [
+                DecisionRequest(
+                    CHOICE, i, Situation(agent_name=f"A{i}", options=["a", "b"])
+                )
+                for i in range(args.n)
+            ]
             started = time.perf_counter()
             results = brain.decide_all(requests)
             wall = time.perf_counter() - started
-            outcomes = {str(o): sum(r.outcome == o for r in results) for o in {r.outcome for r in results}}
+            outcomes = {
+                str(o): sum(r.outcome == o for r in results)
+                for o in {r.outcome for r in results}
+            }
 
             records = Ledger.read(ledger_path)[-args.n :]
             replay_ledger = Ledger(Path(folder) / "again.jsonl")
@@ -103,7 +129,9 @@ def main() -> None:
         process.wait(timeout=10)
 
     ideal = args.n * args.latency / args.concurrency
-    print(f"decisions: {args.n}  concurrency: {args.concurrency}  latency: {args.latency * 1000:.0f} ms")
+    print(
+        f"decisions: {args.n}  concurrency: {args.concurrency}  latency: {args.latency * 1000:.0f} ms"
+    )
     print(f"outcomes: {outcomes}")
     print(f"wall_s: {wall:.3f}")
     print(f"ideal_s: {ideal:.3f}")
