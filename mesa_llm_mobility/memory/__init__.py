@@ -22,6 +22,8 @@ from mesa_llm_mobility.memory.embedding import (
 )
 from mesa_llm_mobility.memory.formulas import RECENCY_HABITS, RECENCY_RECENT
 from mesa_llm_mobility.memory.node import ConceptNode, NodeType
+from mesa_llm_mobility.memory.store import MemoryStore, MemoryStoreError
+from mesa_llm_mobility.memory.stream import MemoryStream, RetrievedMemory
 
 __all__ = [
     "PAPER_LIFESPANS",
@@ -32,8 +34,12 @@ __all__ = [
     "HashEmbedding",
     "LifespanParams",
     "MemoryConfig",
+    "MemoryStore",
+    "MemoryStoreError",
+    "MemoryStream",
     "MiniLMEmbedding",
     "NodeType",
+    "RetrievedMemory",
     "register_embedding_functions",
     "resolve_embedding",
 ]

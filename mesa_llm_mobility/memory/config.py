@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mesa_llm_mobility.memory.formulas import (
     COSINE_DISTANCE_MAX,
@@ -168,7 +168,35 @@ class MemoryConfig:
                 f"extension_cap: expected a number >= 1, got {self.extension_cap!r}"
             )
 
-    def to_dict(self) -> dict[str, object]:
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryConfig:
+        """Rebuild settings from :meth:`to_dict` output.
+
+        Args:
+            data: The recorded settings.
+
+        Returns:
+            The settings.
+
+        Raises:
+            KeyError: If a setting is missing.
+            ValueError: If a setting is invalid.
+        """
+        lifespans = {
+            key: LifespanParams(**value) for key, value in data["lifespans"].items()
+        }
+        return cls(
+            decay=data["decay"],
+            weights=data["weights"],
+            gamma=data["gamma"],
+            delta=data["delta"],
+            top_k=data["top_k"],
+            d_max=data["d_max"],
+            lifespans=lifespans,
+            extension_cap=data["extension_cap"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
         """Return the settings as plain JSON-ready data, for run metadata.
 
         Returns:

@@ -17,8 +17,13 @@ RECENCY_RECENT = 0.90
 RECENCY_HABITS = 0.95
 """Recency decay preset that preserves medium-term habits (paper, Table 1)."""
 
-COSINE_DISTANCE_MAX = 2.0
-"""Largest possible cosine distance, the default ``d_max`` of the semantic score."""
+COSINE_DISTANCE_MAX = 1.0
+"""Default ``d_max`` of the semantic score: the cosine distance of unrelated (orthogonal) texts.
+
+With ``d_max = 1`` the semantic score is the cosine similarity clipped at 0, so unrelated texts
+score 0 like a non-match in the other modes; ``d_max = 2`` (the largest cosine distance) maps
+the whole range but gives unrelated texts 0.5.
+"""
 
 
 def jaccard(query: Set[str], memory: Set[str]) -> float:
@@ -119,7 +124,7 @@ def semantic_match(distance: float, d_max: float = COSINE_DISTANCE_MAX) -> float
 
     Args:
         distance: Cosine distance between query and memory embeddings, in [0, d_max].
-        d_max: Largest distance; 2.0 for cosine distance.
+        d_max: Distance that scores 0; 1.0 (orthogonal) by default, 2.0 for the full range.
 
     Returns:
         The score, clipped to [0, 1] against rounding.

@@ -98,10 +98,13 @@ def test_spatiotemporal_is_product_of_overlaps():
 
 def test_semantic_match():
     assert semantic_match(0.0) == 1.0
-    assert semantic_match(1.0) == 0.5
-    assert semantic_match(2.0) == 0.0
-    assert semantic_match(2.0000001) == 0.0
-    assert semantic_match(0.5, d_max=1.0) == 0.5
+    assert (
+        semantic_match(0.25) == 0.75
+    )  # default d_max = 1: cosine similarity clipped at 0
+    assert semantic_match(1.0) == 0.0
+    assert semantic_match(1.7) == 0.0
+    assert semantic_match(1.0, d_max=2.0) == 0.5
+    assert semantic_match(2.0000001, d_max=2.0) == 0.0
     with pytest.raises(ValueError, match="d_max"):
         semantic_match(0.5, d_max=0.0)
 
