@@ -11,9 +11,11 @@ version. Chroma telemetry is off.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
+import resource
 import uuid
 from importlib.metadata import version
 from pathlib import Path
@@ -31,6 +33,8 @@ from mesa_llm_mobility.memory.embedding import (
 from mesa_llm_mobility.memory.stream import MemoryStream
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
     from chromadb.api.types import Documents, EmbeddingFunction
@@ -47,6 +51,39 @@ CHROMA_FILE = "chroma.sqlite3"
 
 _AGENT_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?$")
 _PERSISTENT_PREFIX = "agent-"
+
+
+DEFAULT_HNSW_CACHE_SIZE = 200
+"""Vector indexes a persistent store keeps in memory: about 0.5 GB at most."""
+
+MIN_HNSW_CACHE_SIZE = 16
+"""Smallest cache bound: Chroma needs some open files of its own while it starts."""
+
+
+@contextlib.contextmanager
+def _bounded_hnsw_cache(size: int | None) -> Iterator[None]:
+    """Make the Chroma client created inside keep at most ``size`` vector indexes in memory.
+
+    Chroma's local (Rust) backend keeps loaded HNSW indexes in an LRU cache whose size it
+    derives from the open-file limit (``RLIMIT_NOFILE // 5``); an index costs about 2.6 MB
+    however few vectors it holds, so with one collection per agent the cache, not the data,
+    sets memory use. The settings ``chroma_memory_limit_bytes`` and
+    ``chroma_segment_cache_policy`` do not reach this backend. So the soft limit is lowered
+    while the client starts and restored at once; evicted indexes reload from disk.
+    """
+    if size is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 5 * size + 4
+    if soft != resource.RLIM_INFINITY and soft <= wanted:
+        yield
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 class MemoryStoreError(RuntimeError):
@@ -135,6 +172,7 @@ class MemoryStore:
         path: str | Path,
         embedding: str | EmbeddingFunction[Documents] = "auto",
         config: MemoryConfig | None = None,
+        hnsw_cache_size: int | None = DEFAULT_HNSW_CACHE_SIZE,
     ) -> MemoryStore:
         """Make a new store, or reopen an existing one, in the folder ``path``.
 
@@ -144,6 +182,8 @@ class MemoryStore:
                 reopening, ``"auto"`` means the embedding recorded in ``memory.json``.
             config: Settings; defaults to the recorded ones on reopening, else
                 :class:`MemoryConfig`.
+            hnsw_cache_size: Vector indexes Chroma keeps in memory (about 2.6 MB each, whatever
+                their size); others are reloaded from disk on use. None keeps Chroma's default.
 
         Returns:
             The store.
@@ -153,7 +193,12 @@ class MemoryStore:
         """
         folder = Path(path)
         if (folder / METADATA_FILE).exists():
-            return cls.open(folder, embedding=embedding, config=config)
+            return cls.open(
+                folder,
+                embedding=embedding,
+                config=config,
+                hnsw_cache_size=hnsw_cache_size,
+            )
         if folder.exists() and any(folder.iterdir()):
             raise MemoryStoreError(
                 f"{folder}: folder is not empty and holds no {METADATA_FILE}"
@@ -162,7 +207,7 @@ class MemoryStore:
         choice = resolve_embedding(embedding)
         config = config or MemoryConfig()
         folder.mkdir(parents=True, exist_ok=True)
-        client = cls._client_at(folder)
+        client = cls._client_at(folder, hnsw_cache_size)
         store = cls(client, choice, config, folder, _PERSISTENT_PREFIX)
         store._write_metadata()
         logger.info(
@@ -176,6 +221,7 @@ class MemoryStore:
         path: str | Path,
         embedding: str | EmbeddingFunction[Documents] = "auto",
         config: MemoryConfig | None = None,
+        hnsw_cache_size: int | None = DEFAULT_HNSW_CACHE_SIZE,
     ) -> MemoryStore:
         """Reopen a persisted store; every agent's stream is restored.
 
@@ -184,6 +230,7 @@ class MemoryStore:
             embedding: ``"auto"`` (the recorded embedding), or a setting that must resolve to
                 the recorded embedding.
             config: Settings; by default the recorded ones.
+            hnsw_cache_size: See :meth:`persistent`.
 
         Returns:
             The store.
@@ -223,7 +270,7 @@ class MemoryStore:
                 raise MemoryStoreError(
                     f"{metadata_file}: corrupt memory settings ({error})"
                 ) from None
-        client = cls._client_at(folder)
+        client = cls._client_at(folder, hnsw_cache_size)
         store = cls(client, choice, config, folder, _PERSISTENT_PREFIX)
         try:
             names = store._collection_names()
@@ -262,11 +309,21 @@ class MemoryStore:
         )
 
     @staticmethod
-    def _client_at(folder: Path) -> ClientAPI:
-        try:
-            return chromadb.PersistentClient(
-                path=str(folder), settings=chroma_settings()
+    def _client_at(folder: Path, hnsw_cache_size: int | None) -> ClientAPI:
+        if hnsw_cache_size is not None and (
+            isinstance(hnsw_cache_size, bool)
+            or not isinstance(hnsw_cache_size, int)
+            or hnsw_cache_size < MIN_HNSW_CACHE_SIZE
+        ):
+            raise ValueError(
+                f"hnsw_cache_size: expected an integer >= {MIN_HNSW_CACHE_SIZE} or None, "
+                f"got {hnsw_cache_size!r}"
             )
+        try:
+            with _bounded_hnsw_cache(hnsw_cache_size):
+                return chromadb.PersistentClient(
+                    path=str(folder), settings=chroma_settings()
+                )
         except Exception as error:
             raise MemoryStoreError(
                 f"{folder / CHROMA_FILE}: cannot open Chroma database ({error})"
@@ -371,9 +428,19 @@ class MemoryStore:
             len(self.stream(agent_id).prune(now)) for agent_id in self.agent_ids()
         )
 
+    def flush(self) -> int:
+        """Write every stream's pending access updates to Chroma (call before a checkpoint).
+
+        Returns:
+            Number of nodes written.
+        """
+        return sum(stream.flush() for stream in self._streams.values())
+
     def close(self) -> None:
-        """Release the store; an ephemeral store deletes its collections."""
-        if self.path is None:
+        """Write pending updates and release the store; an ephemeral store deletes its collections."""
+        if self.path is not None:
+            self.flush()
+        else:
             for name in self._collection_names():
                 self._client.delete_collection(name)
         self._streams.clear()

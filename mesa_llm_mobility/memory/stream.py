@@ -21,14 +21,16 @@ expiration grows by the initial lifespan, capped at ``created + extension_cap x 
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from mesa_llm_mobility.memory.codec import node_from_record, node_to_metadata
+from mesa_llm_mobility.memory.config import RETRIEVAL_MODES
 from mesa_llm_mobility.memory.formulas import (
     extended_expiration,
     jaccard,
@@ -86,6 +88,8 @@ class MemoryStream:
             the collection does not exist yet.
         embedding: Embeds node contents and queries.
         config: Retrieval and forgetting settings.
+        flush_every: Write access updates to Chroma once this many are pending (see
+            :meth:`flush`); None writes only on :meth:`flush` and :meth:`prune`.
     """
 
     def __init__(
@@ -94,6 +98,7 @@ class MemoryStream:
         collection: Callable[[bool], Collection | None],
         embedding: EmbeddingFunction[Documents],
         config: MemoryConfig,
+        flush_every: int | None = 512,
     ) -> None:
         self._agent_id = agent_id
         self._collection_factory = collection
@@ -102,6 +107,8 @@ class MemoryStream:
         self.config = config
         self._nodes: dict[str, ConceptNode] | None = None
         self._next_sequence = 0
+        self._dirty: set[str] = set()
+        self.flush_every = flush_every
 
     @property
     def agent_id(self) -> str:
@@ -314,6 +321,8 @@ class MemoryStream:
     def prune(self, now: float) -> list[str]:
         """Forget the nodes that expired by ``now`` (models call this at day boundaries).
 
+        Pending access updates of the remaining nodes are written too (see :meth:`flush`).
+
         Args:
             now: Simulation minute.
 
@@ -334,6 +343,7 @@ class MemoryStream:
                 len(expired),
                 now,
             )
+        self.flush()
         return expired
 
     def retrieve(
@@ -399,16 +409,15 @@ class MemoryStream:
             + config.delta * recency(now - node.last_accessed, config.decay)
             for node in live
         }
-        matches: dict[str, dict[str, float]] = {node.id: {} for node in live}
+        mode_matches: dict[str, dict[str, float]] = {}
         candidates: dict[str, list[str]] = {}
 
-        def top(mode: str, scored: Mapping[str, float]) -> None:
-            for node_id, match in scored.items():
-                matches[node_id][mode] = match
-            ranked = sorted(
-                scored, key=lambda i: (-(weights[mode] * scored[i] + base[i]), i)
-            )
-            for node_id in ranked[:k]:
+        def top(mode: str, scored: dict[str, float]) -> None:
+            mode_matches[mode] = scored
+            weight = weights[mode]
+            for node_id in heapq.nlargest(
+                k, scored, key=lambda i: weight * scored[i] + base[i]
+            ):
                 candidates.setdefault(node_id, []).append(mode)
 
         if weights["keyword"] > 0 and query_keywords:
@@ -420,7 +429,7 @@ class MemoryStream:
         query_embedding = None
         if semantic:
             query_embedding = self._embedding([text])[0]
-            top("semantic", self._semantic_matches(query_embedding, now, wanted, k))
+            top("semantic", self._semantic_top(query_embedding, live, k))
         if (
             weights["spatiotemporal"] > 0
             and query_places
@@ -439,70 +448,88 @@ class MemoryStream:
                 },
             )
         if not candidates:
-            ranked = sorted(base, key=lambda i: (-base[i], i))
-            candidates = {node_id: [] for node_id in ranked[:k]}
+            candidates = {
+                node_id: [] for node_id in heapq.nlargest(k, base, key=base.__getitem__)
+            }
         if semantic:
+            known_semantic = mode_matches["semantic"]
             missing = [
-                node_id for node_id in candidates if "semantic" not in matches[node_id]
+                node_id for node_id in candidates if node_id not in known_semantic
             ]
             if missing:
-                matches_missing = self._semantic_matches(
-                    query_embedding, now, wanted, len(missing), ids=missing
-                )
-                for node_id in missing:
-                    matches[node_id]["semantic"] = matches_missing.get(node_id, 0.0)
+                known_semantic.update(self._semantic_of(query_embedding, missing))
 
         known = self._loaded()
         scored = []
         for node_id, modes in candidates.items():
-            node_matches = matches[node_id]
+            node_matches = {
+                mode: values.get(node_id, 0.0) for mode, values in mode_matches.items()
+            }
             fused = base[node_id] + sum(
                 weights[mode] * value for mode, value in node_matches.items()
             )
-            scored.append((fused, node_id, modes))
+            scored.append((fused, node_id, modes, node_matches))
         scored.sort(key=lambda item: (-item[0], -known[item[1]].created, item[1]))
         results = []
-        for fused, node_id, modes in scored[:k]:
+        for fused, node_id, modes, node_matches in scored[:k]:
             node = known[node_id]
             results.append(
                 RetrievedMemory(
                     node=node,
                     score=fused,
-                    matches=dict(matches[node_id]),
+                    matches=node_matches,
                     recency=recency(now - node.last_accessed, config.decay),
-                    modes=tuple(
-                        m
-                        for m in ("keyword", "semantic", "spatiotemporal")
-                        if m in modes
-                    ),
+                    modes=tuple(m for m in RETRIEVAL_MODES if m in modes),
                 )
             )
         if touch:
             results = self._touch(results, now)
         return results
 
-    def _semantic_matches(
-        self,
-        query_embedding: Any,
-        now: float,
-        wanted: set[NodeType] | None,
-        n_results: int,
-        ids: Sequence[str] | None = None,
+    def _semantic_top(
+        self, query_embedding: Any, live: list[ConceptNode], k: int
     ) -> dict[str, float]:
+        """Semantic matches of the k nearest live nodes, from Chroma's vector query."""
         collection = self._get_collection(False)
         if collection is None:
             return {}
-        clauses: list[dict[str, Any]] = [{"expiration": {"$gte": float(now)}}]
-        if wanted is not None:
-            clauses.append({"type": {"$in": sorted(t.value for t in wanted)}})
-        where = clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        live_ids = {node.id for node in live}
+        excluded = len(self._loaded()) - len(live_ids)
+        # A metadata filter makes Chroma's query several times slower; when few nodes are
+        # excluded (expired, other types) asking for a few more neighbours is cheaper.
+        if excluded <= 4 * k + 32:
+            result = collection.query(
+                query_embeddings=[query_embedding],
+                n_results=min(len(self._loaded()), k + excluded),
+                include=["distances"],
+            )
+        else:
+            result = collection.query(
+                query_embeddings=[query_embedding],
+                n_results=min(len(live_ids), k),
+                ids=sorted(live_ids),
+                include=["distances"],
+            )
+        matches = self._matches(result)
+        return {
+            node_id: value for node_id, value in matches.items() if node_id in live_ids
+        }
+
+    def _semantic_of(
+        self, query_embedding: Any, node_ids: list[str]
+    ) -> dict[str, float]:
+        """Semantic matches of given nodes (fusion candidates from other modes)."""
+        collection = self._get_collection(False)
+        assert collection is not None
         result = collection.query(
             query_embeddings=[query_embedding],
-            ids=list(ids) if ids is not None else None,
-            n_results=n_results,
-            where=where,
+            ids=node_ids,
+            n_results=len(node_ids),
             include=["distances"],
         )
+        return self._matches(result)
+
+    def _matches(self, result: Any) -> dict[str, float]:
         distances = result["distances"][0] if result["distances"] else []
         return {
             node_id: semantic_match(distance, self.config.d_max)
@@ -512,6 +539,7 @@ class MemoryStream:
     def _touch(
         self, results: list[RetrievedMemory], now: float
     ) -> list[RetrievedMemory]:
+        """Spacing effect: update access time and expiration in memory; write them later."""
         known = self._loaded()
         touched = []
         for result in results:
@@ -530,11 +558,37 @@ class MemoryStream:
                 ),
             )
             known[node.id] = updated
+            self._dirty.add(node.id)
             touched.append(replace(result, node=updated))
-        collection = self._get_collection(False)
-        assert collection is not None
-        collection.update(
-            ids=[r.node.id for r in touched],
-            metadatas=[node_to_metadata(r.node) for r in touched],
-        )
+        if self.flush_every is not None and len(self._dirty) >= self.flush_every:
+            self.flush()
         return touched
+
+    @property
+    def pending_writes(self) -> int:
+        """Number of nodes whose access update is not yet written to Chroma."""
+        return len(self._dirty)
+
+    def flush(self) -> int:
+        """Write pending access updates (last accessed, expiration) to Chroma.
+
+        Retrieval updates nodes in memory at once and writes them in batches, because a Chroma
+        metadata update costs about a millisecond per node. Writes happen when
+        ``flush_every`` updates are pending, at :meth:`prune` (day boundaries) and at
+        :meth:`MemoryStore.flush` / :meth:`MemoryStore.close`.
+
+        Returns:
+            Number of nodes written.
+        """
+        if not self._dirty:
+            return 0
+        known = self._loaded()
+        ids = sorted(node_id for node_id in self._dirty if node_id in known)
+        self._dirty.clear()
+        if ids:
+            collection = self._get_collection(False)
+            assert collection is not None
+            collection.update(
+                ids=ids, metadatas=[node_to_metadata(known[node_id]) for node_id in ids]
+            )
+        return len(ids)

@@ -1,5 +1,6 @@
 import json
 import os
+import resource
 import subprocess
 import sys
 import textwrap
@@ -71,7 +72,7 @@ def test_persisted_run_reopens_with_every_stream_and_field(tmp_path):
     assert metadata["embedding"]["name"] == "hash"
     assert metadata["embedding"]["chroma_function"] == "mesa_llm_mobility_hash"
     assert metadata["config"]["decay"] == 0.95
-    del store
+    store.close()  # writes the pending access updates
 
     reopened = MemoryStore.open(path)
     assert reopened.agent_ids() == ["1", "agent_b"]
@@ -202,3 +203,20 @@ class HashEmbeddingNamedOther(HashEmbedding):
     @staticmethod
     def build_from_config(config):
         return HashEmbeddingNamedOther()
+
+
+def test_hnsw_cache_bound_restores_the_open_file_limit(tmp_path):
+    before = resource.getrlimit(resource.RLIMIT_NOFILE)
+    store = MemoryStore.persistent(tmp_path / "m", embedding="hash", hnsw_cache_size=20)
+    assert resource.getrlimit(resource.RLIMIT_NOFILE) == before
+    # More agents than cached indexes: evicted indexes reload from disk and stay searchable.
+    for agent in range(24):
+        store.stream(agent).remember(
+            f"queue at link {agent}", node_type="event", importance=0.9, now=0
+        )
+    for agent in range(24):
+        result = store.stream(agent).retrieve(10, text=f"queue at link {agent}", k=1)
+        assert result[0].node.content == f"queue at link {agent}"
+        assert result[0].matches["semantic"] == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(ValueError, match=r"^hnsw_cache_size"):
+        MemoryStore.persistent(tmp_path / "other", embedding="hash", hnsw_cache_size=0)

@@ -206,12 +206,36 @@ def test_retrieval_touches_and_extends_expiration_up_to_cap(store):
     assert stream.get("n0").expiration == pytest.approx(
         node.created + 3 * node.lifespan
     )
-    # The update reached Chroma, not just the in-memory copy.
+    # Access updates are written to Chroma in batches: on flush, prune, close.
+    collection = store._client.get_collection(store._prefix + "1")
+    assert collection.get(ids=["n0"])["metadatas"][0]["last_accessed"] == 460
+    assert stream.pending_writes == 1
+    assert stream.flush() == 1
+    assert stream.pending_writes == 0
     stored = store._client.get_collection(store._prefix + "1").get(ids=["n0"])[
         "metadatas"
     ][0]
     assert stored["last_accessed"] == 960
     assert stored["expiration"] == pytest.approx(node.created + 3 * node.lifespan)
+
+
+def test_access_updates_are_written_at_prune_and_when_many_are_pending():
+    store = MemoryStore.ephemeral("hash")
+    stream = store.stream(1)
+    fill(stream)
+    stream.retrieve(900, keywords=["queue"], k=2)
+    assert stream.pending_writes == 2
+    stream.prune(900)
+    assert stream.pending_writes == 0
+    collection = store._client.get_collection(store._prefix + "1")
+    assert collection.get(ids=["n0"])["metadatas"][0]["last_accessed"] == 900
+    stream.flush_every = 2
+    stream.retrieve(950, keywords=["queue"], k=1)
+    assert stream.pending_writes == 1
+    stream.retrieve(960, keywords=["metro"], k=1)
+    assert stream.pending_writes == 0
+    assert collection.get(ids=["n1"])["metadatas"][0]["last_accessed"] == 960
+    store.close()
 
 
 def test_recency_counts_from_last_access(store):
@@ -252,3 +276,20 @@ def test_bad_queries_name_the_field(store):
         stream.retrieve(0, temporal_scope=(5, 1))
     with pytest.raises(ValueError, match=r"^node_types"):
         stream.retrieve(0, node_types=["dream"])
+
+
+def test_semantic_mode_with_many_excluded_nodes_restricts_the_vector_query(store):
+    stream = store.stream(1)
+    fill(stream)
+    stream.add(
+        stream.new_node(
+            f"queue on the bridge, chat {i}", node_type="chat", importance=1.0, now=500
+        )
+        for i in range(60)
+    )
+    # 61 chats excluded by the type filter: more than 4 k + 32, so Chroma gets the live ids.
+    results = stream.retrieve(
+        1100, text="queue on the bridge", node_types=["event"], k=1
+    )
+    assert [r.node.id for r in results] == ["n0"]
+    assert results[0].matches["semantic"] > 0.5
