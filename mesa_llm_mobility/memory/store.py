@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
 import resource
 import uuid
@@ -75,7 +76,9 @@ def _bounded_hnsw_cache(size: int | None) -> Iterator[None]:
         yield
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = 5 * size + 4
+    # Files already open, plus room for Chroma's own start-up, must stay below the limit, so the
+    # cache may come out somewhat larger than asked in a process with many open files.
+    wanted = max(5 * size + 4, _open_file_count() + 128)
     if soft != resource.RLIM_INFINITY and soft <= wanted:
         yield
         return
@@ -84,6 +87,13 @@ def _bounded_hnsw_cache(size: int | None) -> Iterator[None]:
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _open_file_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 1024
 
 
 class MemoryStoreError(RuntimeError):
