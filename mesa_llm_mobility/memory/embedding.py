@@ -366,8 +366,8 @@ def _minilm_choice(setting: str) -> EmbeddingChoice:
             return EmbeddingChoice(
                 setting, "minilm", f"sentence-transformers:{path}", function
             )
-        except (ImportError, OSError) as error:
-            errors.append(f"{MINILM_PACKAGE}: {error}")
+        except Exception as error:  # any failure to load means unavailable
+            errors.append(f"{MINILM_PACKAGE}: {type(error).__name__}: {error}")
     else:
         errors.append(f"{MINILM_PACKAGE}: not installed")
     if chroma_onnx_cached():

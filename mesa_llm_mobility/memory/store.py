@@ -409,19 +409,20 @@ class MemoryStore:
         name = self._prefix + key
 
         def collection(create: bool) -> Collection | None:
-            if create:
-                return self._client.get_or_create_collection(
-                    name,
-                    embedding_function=self.embedding.function,
-                    configuration={"hnsw": {"space": "cosine"}},
-                    metadata={"agent_id": key},
-                )
+            # Streams embed texts themselves, so an existing collection is opened without an
+            # embedding function: Chroma would refuse one whose name differs from the recorded
+            # one (e.g. MiniLM through sentence-transformers vs Chroma's ONNX MiniLM).
             try:
-                return self._client.get_collection(
-                    name, embedding_function=self.embedding.function
-                )
+                return self._client.get_collection(name)
             except chromadb.errors.NotFoundError:
-                return None
+                if not create:
+                    return None
+            return self._client.create_collection(
+                name,
+                embedding_function=self.embedding.function,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"agent_id": key},
+            )
 
         return collection
 
