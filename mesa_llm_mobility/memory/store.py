@@ -399,8 +399,13 @@ class MemoryStore:
         key = _agent_key(agent_id)
         stream = self._streams.get(key)
         if stream is None:
+            where = str(self.path) if self.path is not None else "ephemeral store"
             stream = MemoryStream(
-                key, self._collection_factory(key), self.embedding.function, self.config
+                key,
+                self._collection_factory(key),
+                self.embedding.function,
+                self.config,
+                location=f"{where}: collection {self._prefix + key}",
             )
             self._streams[key] = stream
         return stream

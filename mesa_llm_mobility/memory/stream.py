@@ -90,6 +90,7 @@ class MemoryStream:
         config: Retrieval and forgetting settings.
         flush_every: Write access updates to Chroma once this many are pending (see
             :meth:`flush`); None writes only on :meth:`flush` and :meth:`prune`.
+        location: Where the collection lives (store path and collection name), for errors.
     """
 
     def __init__(
@@ -99,8 +100,10 @@ class MemoryStream:
         embedding: EmbeddingFunction[Documents],
         config: MemoryConfig,
         flush_every: int | None = 512,
+        location: str = "",
     ) -> None:
         self._agent_id = agent_id
+        self._location = location or f"agent {agent_id}"
         self._collection_factory = collection
         self._collection: Collection | None = None
         self._embedding = embedding
@@ -132,7 +135,10 @@ class MemoryStream:
                     records["metadatas"] or [],
                     strict=True,
                 ):
-                    nodes[node_id] = node_from_record(node_id, document, metadata)
+                    try:
+                        nodes[node_id] = node_from_record(node_id, document, metadata)
+                    except ValueError as error:
+                        raise ValueError(f"{self._location}: {error}") from None
             self._nodes = nodes
             self._next_sequence = 1 + max(
                 (

@@ -220,3 +220,16 @@ def test_hnsw_cache_bound_restores_the_open_file_limit(tmp_path):
         assert result[0].matches["semantic"] == pytest.approx(1.0, abs=1e-5)
     with pytest.raises(ValueError, match=r"^hnsw_cache_size"):
         MemoryStore.persistent(tmp_path / "other", embedding="hash", hnsw_cache_size=0)
+
+
+def test_corrupt_node_record_names_store_collection_node_and_field(tmp_path):
+    path = tmp_path / "m"
+    store = MemoryStore.persistent(path, embedding="hash")
+    remember_two(store)
+    collection = store._client.get_collection("agent-1")
+    collection.update(ids=["n0"], metadatas=[{"importance": 7.0}])
+    with pytest.raises(
+        ValueError, match=r"collection agent-1: node 'n0': importance"
+    ) as info:
+        MemoryStore.open(path).stream(1).nodes()
+    assert str(path) in str(info.value)
