@@ -109,6 +109,9 @@ class MemoryStream:
         self._embedding = embedding
         self.config = config
         self._nodes: dict[str, ConceptNode] | None = None
+        # Inverted indexes: only nodes sharing a keyword or a place can match those modes.
+        self._by_keyword: dict[str, set[str]] = {}
+        self._by_place: dict[str, set[str]] = {}
         self._next_sequence = 0
         self._dirty: set[str] = set()
         self.flush_every = flush_every
@@ -140,6 +143,8 @@ class MemoryStream:
                     except ValueError as error:
                         raise ValueError(f"{self._location}: {error}") from None
             self._nodes = nodes
+            for node in nodes.values():
+                self._index(node)
             self._next_sequence = 1 + max(
                 (
                     int(m.group(1))
@@ -295,7 +300,20 @@ class MemoryStream:
         )
         for node in batch:
             known[node.id] = node
+            self._index(node)
         return batch
+
+    def _index(self, node: ConceptNode) -> None:
+        for keyword in node.keywords:
+            self._by_keyword.setdefault(keyword, set()).add(node.id)
+        for place in node.spatial_scope:
+            self._by_place.setdefault(place, set()).add(node.id)
+
+    def _unindex(self, node: ConceptNode) -> None:
+        for keyword in node.keywords:
+            self._by_keyword[keyword].discard(node.id)
+        for place in node.spatial_scope:
+            self._by_place[place].discard(node.id)
 
     def remember(
         self,
@@ -342,7 +360,7 @@ class MemoryStream:
             assert collection is not None
             collection.delete(ids=expired)
             for node_id in expired:
-                del known[node_id]
+                self._unindex(known.pop(node_id))
             logger.debug(
                 "agent %s forgot %d memories at minute %s",
                 self._agent_id,
@@ -417,46 +435,66 @@ class MemoryStream:
         }
         mode_matches: dict[str, dict[str, float]] = {}
         candidates: dict[str, list[str]] = {}
+        base_top: list[str] = heapq.nlargest(k, base, key=lambda i: (base[i], i))
+        known = self._loaded()
 
-        def top(mode: str, scored: dict[str, float]) -> None:
+        def top(mode: str, scored: dict[str, float], *, exhaustive: bool) -> None:
+            # ``exhaustive``: nodes missing from ``scored`` match 0, so the best of them by
+            # importance and recency alone may still make this mode's top k.
             mode_matches[mode] = scored
             weight = weights[mode]
+            pool = set(scored).union(base_top) if exhaustive else scored
             for node_id in heapq.nlargest(
-                k, scored, key=lambda i: weight * scored[i] + base[i]
+                k, pool, key=lambda i: (weight * scored.get(i, 0.0) + base[i], i)
             ):
                 candidates.setdefault(node_id, []).append(mode)
 
         if weights["keyword"] > 0 and query_keywords:
+            sharing = set().union(
+                *(self._by_keyword.get(word, ()) for word in query_keywords)
+            )
             top(
                 "keyword",
-                {node.id: jaccard(query_keywords, node.keywords) for node in live},
+                {
+                    node_id: jaccard(query_keywords, known[node_id].keywords)
+                    for node_id in sharing
+                    if node_id in base
+                },
+                exhaustive=True,
             )
         semantic = weights["semantic"] > 0 and bool(text.strip())
         query_embedding = None
         if semantic:
             query_embedding = self._embedding([text])[0]
-            top("semantic", self._semantic_top(query_embedding, live, k))
+            top(
+                "semantic",
+                self._semantic_top(query_embedding, live, k),
+                exhaustive=False,
+            )
         if (
             weights["spatiotemporal"] > 0
             and query_places
             and query_interval is not None
         ):
+            sharing = set().union(
+                *(self._by_place.get(place, ()) for place in query_places)
+            )
             top(
                 "spatiotemporal",
                 {
-                    node.id: spatiotemporal_match(
+                    node_id: spatiotemporal_match(
                         query_places,
-                        node.spatial_scope,
+                        known[node_id].spatial_scope,
                         query_interval,
-                        node.temporal_scope,
+                        known[node_id].temporal_scope,
                     )
-                    for node in live
+                    for node_id in sharing
+                    if node_id in base
                 },
+                exhaustive=True,
             )
         if not candidates:
-            candidates = {
-                node_id: [] for node_id in heapq.nlargest(k, base, key=base.__getitem__)
-            }
+            candidates = {node_id: [] for node_id in base_top}
         if semantic:
             known_semantic = mode_matches["semantic"]
             missing = [
@@ -465,7 +503,6 @@ class MemoryStream:
             if missing:
                 known_semantic.update(self._semantic_of(query_embedding, missing))
 
-        known = self._loaded()
         scored = []
         for node_id, modes in candidates.items():
             node_matches = {

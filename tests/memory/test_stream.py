@@ -1,7 +1,9 @@
+import random
+
 import pytest
 
 from mesa_llm_mobility.memory.config import PAPER_LIFESPANS, MemoryConfig
-from mesa_llm_mobility.memory.formulas import recency
+from mesa_llm_mobility.memory.formulas import jaccard, recency, spatiotemporal_match
 from mesa_llm_mobility.memory.node import NodeType
 from mesa_llm_mobility.memory.store import MemoryStore
 
@@ -293,3 +295,77 @@ def test_semantic_mode_with_many_excluded_nodes_restricts_the_vector_query(store
     )
     assert [r.node.id for r in results] == ["n0"]
     assert results[0].matches["semantic"] > 0.5
+
+
+def brute_force(nodes, now, config, keywords, places, interval, k):
+    live = [n for n in nodes if not n.is_expired(now)]
+    base = {
+        n.id: config.gamma * n.importance
+        + config.delta * recency(now - n.last_accessed, config.decay)
+        for n in live
+    }
+    matches = {
+        "keyword": {n.id: jaccard(frozenset(keywords), n.keywords) for n in live},
+        "spatiotemporal": {
+            n.id: spatiotemporal_match(
+                frozenset(places), n.spatial_scope, interval, n.temporal_scope
+            )
+            for n in live
+        },
+    }
+    candidates = set()
+    for mode, values in matches.items():
+        ranked = sorted(
+            values,
+            key=lambda i: config.weights[mode] * values[i] + base[i],
+            reverse=True,
+        )
+        candidates.update(ranked[:k])
+    fused = {
+        i: base[i] + sum(config.weights[m] * matches[m][i] for m in matches)
+        for i in candidates
+    }
+    return sorted(fused.items(), key=lambda item: -item[1])[:k]
+
+
+def test_retrieval_equals_brute_force_over_all_nodes():
+    rng = random.Random(7)
+    config = MemoryConfig(
+        weights={"keyword": 1.0, "spatiotemporal": 2.0}, gamma=0.7, delta=0.4
+    )
+    store = MemoryStore.ephemeral("hash", config)
+    stream = store.stream(1)
+    words = [f"w{i}" for i in range(12)]
+    places = [f"p{i}" for i in range(8)]
+    for _ in range(300):
+        start = rng.uniform(0, 1400)
+        stream.remember(
+            "x",
+            node_type=rng.choice(list(NodeType)),
+            importance=rng.random(),
+            now=rng.uniform(0, 2000),
+            keywords=rng.sample(words, rng.randint(0, 3)),
+            spatial_scope=rng.sample(places, rng.randint(0, 3)),
+            temporal_scope=(start, start + rng.uniform(0, 90)),
+        )
+    for _ in range(25):
+        now = rng.uniform(2000, 4000)
+        keywords = rng.sample(words, rng.randint(1, 3))
+        query_places = rng.sample(places, rng.randint(1, 2))
+        start = rng.uniform(0, 1400)
+        interval = (start, start + 60)
+        k = rng.randint(1, 12)
+        expected = brute_force(
+            stream.nodes(), now, config, keywords, query_places, interval, k
+        )
+        got = stream.retrieve(
+            now,
+            keywords=keywords,
+            spatial_scope=query_places,
+            temporal_scope=interval,
+            k=k,
+            touch=False,
+        )
+        assert [r.node.id for r in got] == [i for i, _ in expected]
+        assert [r.score for r in got] == pytest.approx([score for _, score in expected])
+    store.close()
