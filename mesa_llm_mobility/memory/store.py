@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import re
-import resource
+import sys
 import uuid
 from importlib.metadata import version
 from pathlib import Path
@@ -72,9 +72,11 @@ def _bounded_hnsw_cache(size: int | None) -> Iterator[None]:
     ``chroma_segment_cache_policy`` do not reach this backend. So the soft limit is lowered
     while the client starts and restored at once; evicted indexes reload from disk.
     """
-    if size is None:
+    if size is None or sys.platform == "win32":  # no RLIMIT_NOFILE on Windows
         yield
         return
+    import resource  # noqa: PLC0415 - POSIX only
+
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     # Files already open, plus room for Chroma's own start-up, must stay below the limit, so the
     # cache may come out somewhat larger than asked in a process with many open files.
