@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mesa_llm_mobility import __version__
+from mesa_llm_mobility.urban.cli import add_urban_commands
 
 
 def _demo_cognition(args: argparse.Namespace) -> int:
@@ -105,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--show", type=int, default=5, help="decisions to print (default 5)"
     )
     cognition.set_defaults(handler=_demo_cognition)
+
+    add_urban_commands(commands)
     return parser
 
 

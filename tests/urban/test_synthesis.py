@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mesa_llm_mobility.cli import main
 from mesa_llm_mobility.cognition.kinds import DecisionRequest, Outcome
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, json_content
 from mesa_llm_mobility.urban.population import load_population
@@ -307,3 +308,52 @@ def test_unrepairable_llm_answer_falls_back_to_the_rule_synthesizer(scenario):
 def test_population_batch_request_needs_a_brief():
     with pytest.raises(TypeError, match="context must be PopulationBrief"):
         DecisionRequest(POPULATION_BATCH, "population", {"n": 3})
+
+
+# ---------------------------------------------------------------------------- CLI
+
+
+def test_cli_synthesize_prints_statistics_and_writes_the_population(
+    capsys, tmp_path, scenario
+):
+    out = tmp_path / "people.json"
+    assert main(["urban", "synthesize", "--seed", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "brain: rules  outcome: ok" in printed
+    assert "targets: GATSim Table 2\n" in printed
+    assert "Factory" in printed and "all statistics match their targets" in printed
+    population = load_population(out, scenario)
+    assert population.people == synthesize_population(70, 1, scenario).people
+
+
+def test_cli_synthesize_through_an_llm_falls_back_and_says_why(capsys, monkeypatch):
+    with FakeLLMServer(lambda body: json_content({"people": []})) as server:
+        monkeypatch.setenv("MLM_API_BASE", server.api_base)
+        monkeypatch.setenv("MLM_API_KEY", "sk-local-fake")
+        code = main(
+            [
+                "urban",
+                "synthesize",
+                "--n",
+                "20",
+                "--brain",
+                "llm:openai/fake-model",
+                "--max-repairs",
+                "0",
+            ]
+        )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "brain: openai/fake-model  outcome: fallback" in printed
+    assert "answer has 0 people, expected 20" in printed
+    assert "scaled to 20 people" in printed
+    assert server.request_count == 1
+
+
+def test_cli_synthesize_errors(capsys):
+    assert main(["urban", "synthesize", "--n", "0"]) == 2
+    assert "--n must be >= 1" in capsys.readouterr().err
+    assert main(["urban", "synthesize", "--brain", "gpt"]) == 2
+    assert "use 'rules' or 'llm:<litellm model>'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["urban"])
