@@ -212,6 +212,12 @@ class Population:
     name: str = "population"
     source: str = "<population>"
     description: str = ""
+    _by_name: dict[str, Person] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "_by_name", {person.name: person for person in self.people}
+        )
 
     @classmethod
     def from_people(
@@ -250,10 +256,10 @@ class Population:
         Raises:
             KeyError: If nobody has that name.
         """
-        for person in self.people:
-            if person.name == name:
-                return person
-        raise KeyError(f"{self.source}: no person named {name!r}")
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"{self.source}: no person named {name!r}") from None
 
     def household_of(self, person: Person) -> Household:
         """The household ``person`` belongs to."""
@@ -452,9 +458,10 @@ def _household_errors(
     return errors
 
 
-def _facility_names(scenario: Scenario | Collection[str]) -> Collection[str]:
+def facility_names(scenario: Scenario | Collection[str]) -> list[str]:
+    """The facility names of a scenario (or the given names, when not a scenario)."""
     facilities = getattr(scenario, "facilities", None)
-    return list(facilities) if facilities is not None else scenario
+    return list(facilities if facilities is not None else scenario)
 
 
 def validate_population(
@@ -478,7 +485,7 @@ def validate_population(
     """
     errors = population_errors(
         population,
-        _facility_names(scenario),
+        facility_names(scenario),
         require_driver_per_vehicle=require_driver_per_vehicle,
     )
     if errors:

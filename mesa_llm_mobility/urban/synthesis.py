@@ -63,7 +63,8 @@ from mesa_llm_mobility.urban.population import (
     MAX_FRIENDS,
     Person,
     Population,
-    _facility_names,
+    facility_names,
+    parse_work_time,
     population_errors,
     validate_population,
 )
@@ -503,10 +504,14 @@ def _pack(
 ) -> list[str]:
     """Put every item (of ``sizes``) into a bin so that each bin is filled exactly.
 
-    Depth-first search over items in decreasing size, trying bins in a random order weighted by
-    their room. Falls back to filling the roomiest bin when no exact packing is found.
+    Items larger than one are placed by depth-first search in decreasing size, trying bins in a
+    random order weighted by their room; items of size one then fill the room left (exactly,
+    when the sizes and capacities have the same sum). Falls back to the roomiest bin per item
+    when no exact packing exists.
     """
     order = sorted(rng.permutation(len(sizes)).tolist(), key=lambda i: -sizes[i])
+    large = [item for item in order if sizes[item] > 1]
+    ones = [item for item in order if sizes[item] <= 1]
     bins = list(capacities)
     room = [capacities[b] for b in bins]
     assignment: list[int] = [-1] * len(sizes)
@@ -514,12 +519,12 @@ def _pack(
 
     def search(position: int) -> bool:
         nonlocal nodes
-        if position == len(order):
-            return all(r == 0 for r in room)
+        if position == len(large):
+            return True
         nodes += 1
         if nodes > max_nodes:
             return False
-        item = order[position]
+        item = large[position]
         fitting = [b for b in range(len(bins)) if room[b] >= sizes[item]]
         if not fitting:
             return False
@@ -535,7 +540,12 @@ def _pack(
             room[b] += sizes[item]
         return False
 
-    if not search(0):
+    exact = sum(sizes) == sum(room) and search(0)
+    if exact:
+        slots = [b for b in range(len(bins)) for _ in range(room[b])]
+        for item, slot in zip(ones, rng.permutation(slots).tolist(), strict=True):
+            assignment[item] = slot
+    else:
         logger.warning(
             "no exact packing of %s into %s; using the closest", sizes, dict(capacities)
         )
@@ -612,7 +622,7 @@ def synthesize_population(
         ValueError: If ``n < 1`` or a target facility is missing from the scenario.
     """
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    facilities = _facility_names(scenario)
+    facilities = facility_names(scenario)
     targets = proportional_targets(n)
     missing = [
         facility
@@ -862,9 +872,7 @@ def _profile(
             f"{_pick(rng, _CHILD_HOBBIES)}."
         )
     else:
-        start = int(d.work_time.split("-")[0].split(":")[0]) * 60 + int(
-            d.work_time.split("-")[0].split(":")[1]
-        )
+        start = parse_work_time(d.work_time)[0]
         wake = start - 60 - 15 * int(rng.integers(0, 5))
         bed = wake - 450 - 30 * int(rng.integers(0, 3))
         lifestyle = f"goes to bed around {_clock(bed)}, wakes up around {_clock(wake)}"
@@ -1106,7 +1114,7 @@ def synthesize_with_brain(
         **brain_options: Passed to :func:`~mesa_llm_mobility.cognition.settings.make_brain`
             (``api_base``, ``max_repairs``, ``ledger``, ...).
     """
-    facilities = list(_facility_names(scenario))
+    facilities = facility_names(scenario)
     brief = PopulationBrief(
         n=n,
         targets=proportional_targets(n),
