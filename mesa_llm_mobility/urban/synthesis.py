@@ -236,13 +236,11 @@ class _Structure:
 def _structure(n: int) -> _Structure:
     family = TARGET_STATISTICS["family_structure"]
     people_by_size = largest_remainder(
-        n, {size: size * family[f"{size}-member"] for size in (1, 2, 3, 4)}
+        n, {size: int(size) * family[f"{size}-member"] for size in "1234"}
     )
-    couples = tuple(people_by_size[size] // size for size in (2, 3, 4))
-    singles = n - sum(
-        size * count for size, count in zip((2, 3, 4), couples, strict=True)
-    )
-    return _Structure(singles, couples)  # type: ignore[arg-type]
+    with_no, with_one, with_two = (people_by_size[size] // int(size) for size in "234")
+    singles = n - 2 * with_no - 3 * with_one - 4 * with_two
+    return _Structure(singles, (with_no, with_one, with_two))
 
 
 def proportional_targets(n: int) -> Statistics:
@@ -1107,8 +1105,8 @@ def synthesize_with_brain(
         n: Population size.
         scenario: The scenario (or its facility names).
         brain: Brain setting or a :class:`~mesa_llm_mobility.cognition.brain.Brain` (not closed
-            here when passed in).
-        rng: Generator or seed for the rule policy.
+            here when passed in; its own generator then serves the rule policy).
+        rng: Generator or seed for the rule policy of a brain built from a setting.
         match_statistics: Ask the LLM to meet every target exactly (mismatches are repaired).
         name: Population name (default ``"synthetic_<n>"``).
         **brain_options: Passed to :func:`~mesa_llm_mobility.cognition.settings.make_brain`
