@@ -250,3 +250,17 @@ def test_ids_of_pruned_memories_are_not_reused_after_reopening(tmp_path):
         .id
         == "n2"
     )
+
+
+def test_hash_store_reopens_with_its_recorded_dimension(tmp_path):
+    path = tmp_path / "m"
+    store = MemoryStore.persistent(path, embedding=HashEmbedding(dim=32))
+    assert store.embedding.name == "hash"
+    remember_two(store)
+    store.close()
+    reopened = MemoryStore.open(path)
+    assert reopened.embedding.function.dim == 32
+    assert (
+        reopened.stream(1).retrieve(600, text="queue on the bridge", k=1)[0].node.id
+        == "n0"
+    )
