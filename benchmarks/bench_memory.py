@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from mesa_llm_mobility.memory import MemoryStore
-from mesa_llm_mobility.memory.embedding import resolve_embedding
+from mesa_llm_mobility.memory.embedding import MiniLMEmbedding, resolve_embedding
 
 FACILITIES = [
     "Uptown apartment",
@@ -126,11 +126,22 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+MINILM_THREADS: int | None = None
+
+
+def embedding_setting(name: str) -> str | MiniLMEmbedding:
+    if name == "minilm" and MINILM_THREADS is not None:
+        return MiniLMEmbedding(num_threads=MINILM_THREADS)
+    return name
+
+
 def bench_retrieval(
     embedding: str, nodes: int, queries: int, rounds: int, root: Path
 ) -> dict:
     rng = random.Random(1)
-    store = MemoryStore.persistent(root / f"retrieval-{embedding}", embedding=embedding)
+    store = MemoryStore.persistent(
+        root / f"retrieval-{embedding}", embedding=embedding_setting(embedding)
+    )
     stream = store.stream(0)
     started = time.perf_counter()
     fill(stream, make_items(rng, nodes), now=0.0)
@@ -188,7 +199,7 @@ def bench_population(embedding: str, agents: int, nodes: int, root: Path) -> dic
     path = root / f"population-{embedding}"
     rss_before = rss_bytes()
     started = time.perf_counter()
-    store = MemoryStore.persistent(path, embedding=embedding)
+    store = MemoryStore.persistent(path, embedding=embedding_setting(embedding))
     for agent in range(agents):
         fill(store.stream(agent), items[agent], now=0.0)
     build = time.perf_counter() - started
@@ -212,7 +223,7 @@ def bench_population(embedding: str, agents: int, nodes: int, root: Path) -> dic
 
 
 def bench_throughput(embedding: str, sentences: int) -> dict:
-    choice = resolve_embedding(embedding)
+    choice = resolve_embedding(embedding_setting(embedding))
     texts = [item["content"] for item in make_items(random.Random(4), sentences)]
     choice.function(texts[:32])  # warm-up, model load
     started = time.perf_counter()
@@ -244,8 +255,13 @@ def main() -> None:
         "--population-embeddings", default="hash", help="embeddings for part (b)"
     )
     parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument(
+        "--minilm-threads", type=int, help="torch threads for MiniLM (default: torch's)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    global MINILM_THREADS  # noqa: PLW0603 - a benchmark script's option
+    MINILM_THREADS = args.minilm_threads
     logging.basicConfig(level=logging.WARNING)
     report: dict[str, list] = {"retrieval": [], "population": [], "throughput": []}
     with tempfile.TemporaryDirectory() as tmp:
