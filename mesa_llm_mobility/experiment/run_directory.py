@@ -414,6 +414,7 @@ class RunDirectory:
 
         A per-day part stores the frame with a ``day`` column (added if missing); writing the
         same day again replaces that part only. A table is either whole or per-day, not both.
+        The index is not stored: ``reset_index()`` first to keep a meaningful one.
 
         Args:
             name: Table name (letters, digits, ``_``, ``.``, ``-``).
