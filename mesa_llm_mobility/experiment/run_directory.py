@@ -515,6 +515,17 @@ class RunDirectory:
             raise CheckpointError(
                 f"{self.checkpoint_index_path}: expected an object with a 'checkpoints' list"
             )
+        for k, entry in enumerate(entries):
+            if not (
+                isinstance(entry, dict)
+                and isinstance(entry.get("day"), int)
+                and isinstance(entry.get("file"), str)
+                and isinstance(entry.get("sha256"), str)
+            ):
+                raise CheckpointError(
+                    f"{self.checkpoint_index_path}: checkpoints[{k}] needs an integer 'day' "
+                    f"and string 'file' and 'sha256', got {entry!r}"
+                )
         return sorted(entries, key=lambda entry: entry["day"])
 
     def checkpoint_days(self) -> list[int]:

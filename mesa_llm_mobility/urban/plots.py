@@ -462,7 +462,7 @@ def traffic_snapshot(
         figure = _new_figure((6.4, 5.4))
         ax = figure.subplots()
     else:
-        figure = ax.get_figure(root=True)
+        figure = ax.figure.figure  # the root figure, also for axes in a subfigure
     positions = {
         n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()
     }

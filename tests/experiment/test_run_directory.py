@@ -289,6 +289,9 @@ def test_checkpoint_errors(run):
     run.checkpoint_index_path.write_text("{")
     with pytest.raises(RunDirectoryError, match=r"index.json: not valid JSON \(line 1"):
         run.latest_checkpoint()
+    run.checkpoint_index_path.write_text('{"checkpoints": [{"day": 1}]}')
+    with pytest.raises(CheckpointError, match=r"index.json: checkpoints\[0\] needs"):
+        run.latest_checkpoint()
 
 
 # ---------------------------------------------------------------------------- fork

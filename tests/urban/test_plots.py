@@ -259,6 +259,10 @@ def test_traffic_snapshot_on_given_axes_and_synthetic_frame(town):
     assert set(colours[2:]) == {to_rgba(CONGESTION_COLOURS["free"])}
     assert len(colours) == 2 * 19
     assert not [c for c in ax.collections if str(c.get_gid()).startswith("metro:")]
+    # axes inside a subfigure: the root figure is returned (it is what can be saved)
+    root = Figure()
+    sub_ax = root.subfigures(1, 2)[1].subplots()
+    assert traffic_snapshot(town, states, 480, ax=sub_ax) is root
 
 
 def test_traffic_snapshots_grid(town, frames, tmp_path):
