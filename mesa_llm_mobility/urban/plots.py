@@ -134,6 +134,12 @@ def _days_and_clock(minutes: pd.Series) -> tuple[pd.Series, pd.Series]:
     return day, minutes - (day - 1) * MINUTES_PER_DAY
 
 
+def _day_clock(minute: float, sep: str = " ") -> str:
+    """``"day 2 07:30"`` for an absolute minute."""
+    day = int(minute // MINUTES_PER_DAY) + 1
+    return f"day {day}{sep}{format_clock(minute - (day - 1) * MINUTES_PER_DAY)}"
+
+
 def _absolute_minute(time: float | str, day: int | None) -> float:
     """Absolute minute of ``time`` (``"HH:MM"`` or minutes) on ``day`` (default: day 1)."""
     if isinstance(time, str) or day is not None:
@@ -363,9 +369,8 @@ def link_congestion_at(
         span = (
             "no steps"
             if times.size == 0
-            else f"steps {times.min():g}-{times.max():g} (day {int(times.min() // 1440) + 1} "
-            f"{format_clock(times.min() % 1440)} to day {int(times.max() // 1440) + 1} "
-            f"{format_clock(times.max() % 1440)})"
+            else f"steps {times.min():g}-{times.max():g} ({_day_clock(times.min())} to "
+            f"{_day_clock(times.max())})"
         )
         raise ValueError(
             f"link_states: minute {target:g} is outside the recorded {span}"
@@ -541,10 +546,7 @@ def traffic_snapshot(
     ax.set_xticks([])
     ax.set_yticks([])
     ax.spines[:].set_visible(False)
-    day_number = int(minute // MINUTES_PER_DAY) + 1
-    ax.set_title(
-        f"Day {day_number}, {format_clock(minute % MINUTES_PER_DAY)}", fontsize=9
-    )
+    ax.set_title(_day_clock(minute, sep=", ").capitalize(), fontsize=9)
     if legend:
         ax.legend(
             handles=_congestion_handles() + handles,
