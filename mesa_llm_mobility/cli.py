@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mesa_llm_mobility import __version__
+from mesa_llm_mobility.urban.cli import add_urban_commands
 
 
 def _demo_cognition(args: argparse.Namespace) -> int:
@@ -108,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     from mesa_llm_mobility.evacuation.cli import add_evac_commands  # noqa: PLC0415
 
     add_evac_commands(commands)
+    add_urban_commands(commands)
     return parser
 
 

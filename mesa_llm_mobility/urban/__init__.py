@@ -8,6 +8,8 @@ Submodules are imported on demand so that ``import mesa_llm_mobility.urban`` sta
 - :mod:`.routing`: shortest paths, transit routing and path validation.
 - :mod:`.congestion`: wait indicators and congestion labels shown to agents.
 - :mod:`.demand`: :func:`~.demand.simulate_demand`, a plain dynamic network loader.
+- :mod:`.population`: narrative person profiles, households and the validating loader.
+- :mod:`.synthesis`: Table 2 statistics, the rule and LLM population synthesisers.
 """
 
 from __future__ import annotations
