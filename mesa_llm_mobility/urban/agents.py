@@ -71,6 +71,7 @@ class PlanRevisionRecord:
 
     minute: float
     situation: str
+    place: str
     action: str
     reason: str
 

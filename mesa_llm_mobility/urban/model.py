@@ -778,7 +778,9 @@ class UrbanMobilityModel(mesa.Model):
         self, agent: TravelerAgent, context: RevisionContext, out: Any, t: int, now: int
     ) -> None:
         agent.revisions.append(
-            PlanRevisionRecord(t, context.situation, out.action, out.reason)
+            PlanRevisionRecord(
+                t, context.situation, context.place, out.action, out.reason
+            )
         )
         if out.concept is not None:
             agent.memory.remember(

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -214,3 +215,35 @@ def test_three_days_reproduce_the_macro_pattern():
     assert elapsed < 30
     assert math.isfinite(model.summary()["mean_delay"])
     json.dumps(model.summary()["plan_errors"])
+
+
+def test_default_population_and_events_off():
+    model = UrbanMobilityModel(n_agents=20, days=1, rng=4, events=False)
+    assert len(model.travellers) == 20 and model.town.events == ()
+    model.run()
+    trips = model.trips_frame()
+    assert trips["arrival"].notna().all()
+    assert set(trips["agent"]) <= set(model.travellers)
+    parents = [
+        a for a in model.travellers.values() if a.persona.children and a.today.workday
+    ]
+    for parent in parents:  # school runs are shared out among working parents
+        assert parent.today.school_duty in ("drop_off", "pick_up", "both")
+
+
+def test_work_is_reconsidered_every_150_minutes():
+    model = small_model(n=6, seed=1)
+    model.run()
+    decisions = model.decisions_frame()
+    assert (decisions["kind"] == "PlanRevision").any()
+    checked = 0
+    for agent in model.travellers.values():
+        at_work = [
+            r.minute
+            for r in agent.revisions
+            if r.situation == "during_activity"
+            and r.place == agent.persona.work_facility
+        ]
+        checked += len(at_work)
+        assert all(b - a == 150 for a, b in itertools.pairwise(at_work))
+    assert checked > 0
