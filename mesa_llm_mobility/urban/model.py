@@ -591,6 +591,8 @@ class UrbanMobilityModel(mesa.Model):
     def _node_request(
         self, agent: TravelerAgent, t: int, now: int
     ) -> DecisionRequest | None:
+        if agent.state != "driving":
+            return None
         record = agent.current_trip()
         if (
             record is None
@@ -873,12 +875,11 @@ class UrbanMobilityModel(mesa.Model):
         in_progress = 0
         for name in sorted(self._active):
             agent = self.travellers[name]
-            record = agent.current_trip()
-            for pending in agent.trips[-4:]:
-                if math.isnan(pending.departure) and not pending.cancelled:
-                    trip = self.engine.trip(pending.trip_id)
-                    if not math.isnan(trip.departure):
-                        pending.departure = trip.departure
+            for pending in agent.pending_trips()[:2]:  # departures happen in order
+                departure = self.engine.trip(pending.trip_id).departure
+                if math.isnan(departure):
+                    break
+                pending.departure = departure
             record = agent.current_trip()
             location = self.engine.location(name)
             agent.mirror(
