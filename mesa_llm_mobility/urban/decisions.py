@@ -554,6 +554,7 @@ class RevisionContext:
         congestion: Current congestion, one line per place.
         events: Announcements.
         memories: Recalled memories (text).
+        social: Family members' and friends' current states.
         issue_log: Validation messages met; not shown to the model.
     """
 
@@ -571,6 +572,7 @@ class RevisionContext:
     congestion: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
+    social: list[str] = field(default_factory=list)
     issue_log: list[str] = field(default_factory=list, repr=False)
 
 
@@ -616,6 +618,7 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
             _section("Rest of today's plan", future),
             _section("Traffic now", ctx.congestion[:12], "no congestion"),
             _section("Announcements", ctx.events),
+            _section("Family and friends now", ctx.social),
             _section("Memories", ctx.memories[:6]),
             (
                 "Choose action: keep; new_path (only when driving at a node: links from there to the "

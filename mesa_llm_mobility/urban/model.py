@@ -537,6 +537,15 @@ class UrbanMobilityModel(mesa.Model):
             self._congestion_cache = (t, lines)
         return self._congestion_cache[1]
 
+    def _social(self, agent: TravelerAgent) -> list[str]:
+        """Family members' and friends' states (perceived by LLM travellers only)."""
+        if not self._llm:
+            return []
+        return [
+            f"{name} ({relation}): {self.travellers[name].state} at {self.travellers[name].place}"
+            for name, relation in self._contacts(agent).items()
+        ]
+
     def _future(self, agent: TravelerAgent) -> list[Activity]:
         return [r.activity for r in agent.pending_trips()]
 
@@ -574,6 +583,7 @@ class UrbanMobilityModel(mesa.Model):
             context = RevisionContext(
                 persona=agent.persona,
                 situation=situation,
+                social=self._social(agent),
                 place=agent.place,
                 facts=self._plan_facts(agent, now, agent.end_place()),
                 future=[r.activity for r in pending],
@@ -621,6 +631,7 @@ class UrbanMobilityModel(mesa.Model):
         context = RevisionContext(
             persona=agent.persona,
             situation="at_node",
+            social=self._social(agent),
             place=node,
             facts=self._plan_facts(agent, now, record.destination),
             future=self._future(agent),
@@ -744,11 +755,22 @@ class UrbanMobilityModel(mesa.Model):
                 planned_arrival = float(day_start + persona.work_start)
                 work_seen = True
             trip_id = f"{agent.name}|d{day}|{len(agent.trips)}"
-            self.engine.add_trip(
-                trip_id, place, activity.facility, depart, mode=activity.mode,
-                path=activity.path if isinstance(activity.path, list) else "shortest",
-                agent=agent.name, planned_arrival=planned_arrival,
-            )  # fmt: skip
+            try:
+                self.engine.add_trip(
+                    trip_id, place, activity.facility, depart, mode=activity.mode,
+                    path=activity.path if isinstance(activity.path, list) else "shortest",
+                    agent=agent.name, planned_arrival=planned_arrival,
+                )  # fmt: skip
+            except (PathError, ValueError) as error:
+                # a plan the validator let through must not stop the run: skip the activity
+                logger.warning(
+                    "%s: activity at %s skipped: %s",
+                    agent.name,
+                    activity.facility,
+                    error,
+                )
+                self._issues["unschedulable"] += 1
+                continue
             record = TripRecord(
                 trip_id,
                 day,

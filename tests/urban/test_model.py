@@ -247,3 +247,11 @@ def test_work_is_reconsidered_every_150_minutes():
         checked += len(at_work)
         assert all(b - a == 150 for a, b in itertools.pairwise(at_work))
     assert checked > 0
+
+
+def test_persistent_memory_under_run_dir(tmp_path):
+    model = small_model(n=3, seed=0, run_dir=tmp_path)
+    model.run()
+    stored = len(model.memories_frame())
+    model.close()
+    assert stored > 0 and (tmp_path / "memory" / "memory.json").exists()
