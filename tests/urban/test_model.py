@@ -10,10 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mesa_llm_mobility.cognition import DecisionResult, RuleBrain
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_content
-from mesa_llm_mobility.urban.decisions import PersonaFacts
+from mesa_llm_mobility.urban.decisions import PersonaFacts, PlanRevisionOutput
 from mesa_llm_mobility.urban.model import UrbanMobilityModel, scale_personas
 from mesa_llm_mobility.urban.network_space import cell_of
+from mesa_llm_mobility.urban.plans import Activity, format_hhmm
 
 from .conftest import town_personas
 
@@ -213,6 +215,15 @@ def test_three_days_reproduce_the_macro_pattern():
     assert day3["mean_departure"] < day1["mean_departure"] - 5  # peak spreading earlier
     assert day3["late_share"] < day1["late_share"]  # punctuality rises
     assert elapsed < 30
+    rerouted = [  # en-route path decisions at nodes were applied by the engine
+        record
+        for agent in model.travellers.values()
+        for record in agent.trips
+        if record.activity.path == "shortest"
+        and model.engine.trip(record.trip_id).route == "explicit"
+    ]
+    new_paths = model.decisions_frame().query("action == 'new_path'")
+    assert 0 < len(rerouted) <= len(new_paths)
     assert math.isfinite(model.summary()["mean_delay"])
     json.dumps(model.summary()["plan_errors"])
 
@@ -255,3 +266,82 @@ def test_persistent_memory_under_run_dir(tmp_path):
     stored = len(model.memories_frame())
     model.close()
     assert stored > 0 and (tmp_path / "memory" / "memory.json").exists()
+
+
+class ScriptedRevisions(RuleBrain):
+    """Rule answers, except: leave home 20 min later, then go to the Gym after work."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.delayed: dict[str, int] = {}
+        self.replaced: set[str] = set()
+
+    def _script(self, agent, ctx):
+        if (
+            ctx.situation == "end_of_activity"
+            and agent not in self.delayed
+            and ctx.place == ctx.persona.home
+        ):
+            self.delayed[agent] = ctx.facts.now + 20
+            return PlanRevisionOutput(
+                action="new_departure_time",
+                new_departure_time=format_hhmm(ctx.facts.now + 20),
+            )
+        if (
+            ctx.situation == "during_activity"
+            and agent not in self.replaced
+            and ctx.place == ctx.persona.work_facility
+        ):
+            self.replaced.add(agent)
+            mode = ctx.facts.day_mode
+            return PlanRevisionOutput(
+                action="replace_activities",
+                activities=[
+                    Activity(facility="Gym", departure_time="17:00", mode=mode),
+                    Activity(
+                        facility=ctx.persona.home, departure_time="18:30", mode=mode
+                    ),
+                ],
+            )
+        return None
+
+    def decide_all(self, requests, *, tags=None):
+        results = []
+        for result in super().decide_all(requests, tags=tags):
+            ctx = result.request.context
+            out = (
+                self._script(result.agent_id, ctx)
+                if result.kind == "PlanRevision"
+                else None
+            )
+            if out is not None:
+                assert result.request.kind.validate(ctx, out) == []
+                result = DecisionResult(result.request, out, result.outcome)
+            results.append(result)
+        return results
+
+
+def test_revisions_change_departures_and_replace_activities():
+    brain = ScriptedRevisions()
+    model = UrbanMobilityModel(
+        population=town_personas(), n_agents=5, days=1, rng=3, brain=brain
+    )
+    model.run()
+    trips = model.trips_frame()
+    assert brain.delayed and brain.replaced
+    for name, minute in brain.delayed.items():
+        first = trips[trips["agent"] == name].iloc[0]
+        assert first["planned_departure"] == minute and first["departure"] == minute
+    for name in brain.replaced:
+        visits = list(trips[trips["agent"] == name]["destination"])
+        home = model.travellers[name].persona.home
+        assert visits[-2:] == ["Gym", home]
+        assert [a.facility for a in model.travellers[name].activities][-2:] == [
+            "Gym",
+            home,
+        ]
+    assert set(model.decisions_frame()["action"]) >= {
+        "new_departure_time",
+        "replace_activities",
+    }
+    assert (model.plans_frame()["source"] == "revision").any()
