@@ -37,12 +37,12 @@ import pandas as pd
 from mesa_llm_mobility.cognition import (
     Brain,
     DecisionRequest,
-    Ledger,
     RuleBrain,
     make_brain,
 )
 from mesa_llm_mobility.memory import MemoryStore
 from mesa_llm_mobility.urban.agents import (
+    DayState,
     PlanRevisionRecord,
     TravelerAgent,
     TripRecord,
@@ -71,7 +71,7 @@ from mesa_llm_mobility.urban.plans import (
     format_hhmm,
     issue_rule,
 )
-from mesa_llm_mobility.urban.routing import MODES, PathError
+from mesa_llm_mobility.urban.routing import MODES, PathError, Router
 from mesa_llm_mobility.urban.scenario import Event, Scenario, load_scenario
 from mesa_llm_mobility.urban.traffic import TrafficEngine, TravelState
 
@@ -213,11 +213,9 @@ class UrbanMobilityModel(mesa.Model):
             if run_dir is None
             else MemoryStore.persistent(Path(run_dir) / "memory", embedding=embedding)
         )
-        self.brain = make_brain(
-            brain, rng=self.rng, ledger=None, **(brain_options or {})
-        )
-        if not isinstance(self.brain, RuleBrain) and self.brain.ledger is None:
-            self.brain.ledger = Ledger()
+        # rule decisions are many and cheap: the model's decisions table records them; LLM
+        # brains keep their own ledger (calls, outcomes, tokens)
+        self.brain = make_brain(brain, rng=self.rng, **(brain_options or {}))
         self._llm = not isinstance(self.brain, RuleBrain)
         self.facilities = frozenset(town.facilities)
         self.travel_times = self._free_flow_table()
@@ -332,7 +330,7 @@ class UrbanMobilityModel(mesa.Model):
         households: dict[str, list[TravelerAgent]] = {}
         for agent in self.travellers.values():
             persona = agent.persona
-            agent.today = type(agent.today)(
+            agent.today = DayState(
                 day=day, workday=weekday < 5 and persona.work_facility is not None
             )
             agent.revisions = []
@@ -369,7 +367,7 @@ class UrbanMobilityModel(mesa.Model):
         return self.travel_times.get((origin, destination, mode), 0.0)
 
     def _free_flow_table(self) -> dict[tuple[str, str, str], float]:
-        router, table = self.engine._free_router, {}
+        router, table = Router(self.engine.index), {}
         for origin in self.facilities:
             for destination in self.facilities:
                 for mode in MODES:
@@ -555,7 +553,8 @@ class UrbanMobilityModel(mesa.Model):
         while self._wake and self._wake[0][0] <= t:
             _, _, name, purpose, payload = heapq.heappop(self._wake)
             agent = self.travellers[name]
-            self._active.add(name)
+            if purpose != "check":  # leaving: mirror the agent from now on
+                self._active.add(name)
             if name in seen or self.minute % MINUTES_PER_DAY in (
                 CHAT_MINUTE,
                 PLAN_MINUTE,
