@@ -351,7 +351,14 @@ def validate_daily_plan(ctx: PlanningContext, plan: DailyPlan) -> list[str]:
 def choose_mode(
     ctx: PlanningContext, destination: str, rng: np.random.Generator
 ) -> str:
-    """Mode by licence, vehicle assignment, stated preference and experienced costs."""
+    """Mode by licence, vehicle assignment, stated preference and experienced costs.
+
+    Without a car: walk short trips (at most 25 min), else transit. With one: transit when the
+    stated preference names the metro without driving, or names both and remembered driving
+    delays to this destination reached 10 minutes ("takes the metro when traffic is bad"), or
+    (half the time) when remembered driving took 30 % longer than transit is expected to; walk
+    short trips (at most 20 min) when the preference mentions walking; else drive.
+    """
     facts, home = ctx.facts, ctx.facts.start_place
     can_drive = facts.licensed and facts.vehicle_available and facts.vehicles > 0
     transit_ok = (home, destination, "transit") in ctx.travel_times
@@ -361,12 +368,22 @@ def choose_mode(
             return "walk"
         return "transit"
     prefs = ctx.persona.preferences.lower()
-    if transit_ok and any(w in prefs for w in ("metro", "transit", "public transport")):
+    likes_transit = any(w in prefs for w in ("metro", "transit", "public transport"))
+    likes_driving = any(w in prefs for w in ("driv", "car"))
+    if "walk" in prefs and walk_time <= 20:
+        return "walk"
+    if transit_ok and likes_transit and not likes_driving:
         return "transit"
     drive = expected_travel_minutes(
         ctx.experiences, ctx.travel_times, home, destination, "drive"
     )
     if transit_ok:
+        bad_traffic = any(
+            e.mode == "drive" and e.destination == destination and e.delay >= 10
+            for e in ctx.experiences
+        )
+        if likes_transit and bad_traffic:
+            return "transit"
         transit = (
             expected_travel_minutes(
                 ctx.experiences, ctx.travel_times, home, destination, "transit"
@@ -400,7 +417,8 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
     """Classical day plan: commute timed from remembered travel times, duties, leisure.
 
     Departure = desired arrival - expected travel time (remembered, else free flow) - a safety
-    margin of 4-10 minutes plus half the worst remembered lateness for that destination.
+    margin of 4-10 minutes (10 more for those who prefer to leave early) - half the worst
+    remembered lateness for that destination.
     """
     persona, facts = ctx.persona, ctx.facts
     home = facts.start_place
@@ -439,6 +457,8 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
 
     mode = choose_mode(ctx, work, rng)
     margin = float(rng.integers(4, 11))
+    if "early" in ctx.persona.preferences.lower():
+        margin += 10.0  # "leaves early to avoid queues"
     start = persona.work_start if persona.work_start is not None else 8 * 60
     end = persona.work_end if persona.work_end is not None else 17 * 60
     if (

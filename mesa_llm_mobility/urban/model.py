@@ -983,7 +983,11 @@ class UrbanMobilityModel(mesa.Model):
         )
 
     def commute_frame(self) -> pd.DataFrame:
-        """Per day, the commute to work: mean departure, share late, mean lateness and delay."""
+        """Per-day commute to work: departure, lead, punctuality and delay.
+
+        Columns: day, commuters, mean_departure (minute of the day), mean_lead (minutes between
+        leaving and the work start), late_share, mean_late, mean_delay, mean_departure_hhmm.
+        """
         trips = self.trips_frame()
         work = trips[trips["planned_arrival"].notna() & trips["arrival"].notna()]
         if work.empty:
@@ -992,17 +996,20 @@ class UrbanMobilityModel(mesa.Model):
                     "day",
                     "commuters",
                     "mean_departure",
+                    "mean_lead",
                     "late_share",
                     "mean_late",
                     "mean_delay",
                 ]
             )
+        work = work.assign(lead=work["planned_arrival"] - work["departure"])
         grouped = work.assign(
             dep=work["departure"] % MINUTES_PER_DAY, is_late=work["late"] > 0
         ).groupby("day")
         frame = grouped.agg(
             commuters=("agent", "count"),
             mean_departure=("dep", "mean"),
+            mean_lead=("lead", "mean"),
             late_share=("is_late", "mean"),
             mean_late=("late", "mean"),
             mean_delay=("delay", "mean"),

@@ -17,6 +17,7 @@ from mesa_llm_mobility.urban.decisions import (
     ReflectionContext,
     RevisionContext,
     TripExperience,
+    choose_mode,
     expected_travel_minutes,
     parse_trip_memory,
     trip_memory_text,
@@ -297,3 +298,30 @@ def test_prompts_render_compactly(kind, context):
     assert "Alice Wu" in messages[0]["content"]
     assert "JSON schema" in messages[0]["content"]
     assert sum(len(m["content"]) for m in kind.render_prompt(context)) < 4000
+
+
+def test_mode_follows_preferences_and_bad_traffic_memories():
+    conditional = ALICE.__class__(
+        **{
+            **ALICE.__dict__,
+            "preferences": "drives, and takes the metro when traffic is bad",
+        }
+    )
+    ctx = planning(persona=conditional)
+    assert choose_mode(ctx, "Office", np.random.default_rng(0)) == "drive"
+    jammed = planning(persona=conditional, experiences=[late_trip(travel=62)])
+    assert choose_mode(jammed, "Office", np.random.default_rng(0)) == "transit"
+    metro_fan = ALICE.__class__(
+        **{
+            **ALICE.__dict__,
+            "preferences": "prefers the cheapest option, usually the metro",
+        }
+    )
+    assert (
+        choose_mode(planning(persona=metro_fan), "Office", np.random.default_rng(0))
+        == "transit"
+    )
+    carless = planning(
+        facts={"vehicle_available": False, "household_drivers": ("Bob Wu",)}
+    )
+    assert choose_mode(carless, "Office", np.random.default_rng(0)) == "transit"
