@@ -159,7 +159,7 @@ class PersonaFacts:
         ):
             if text:
                 parts.append(f"{label}: {text}")
-        return "; ".join(parts)
+        return "; ".join(part.rstrip(". ") for part in parts)
 
 
 @dataclass(frozen=True)
@@ -318,7 +318,13 @@ def render_plan_prompt(ctx: PlanningContext) -> list[Message]:
         [
             f"Today is {ctx.weekday} {ctx.date} (day {ctx.day}); it is {format_hhmm(facts.now)} and you are at {facts.start_place}.",
             f"Profile: {persona.profile_text()}.",
-            f"Today: {'a workday' if ctx.workday else 'no work'}; {vehicle}. {duty}. {work_trip}",
+            "Today: "
+            + "; ".join(
+                part
+                for part in ("a workday" if ctx.workday else "no work", vehicle, duty)
+                if part
+            )
+            + f". {work_trip}".rstrip(),
             f"Long-term reflection: {ctx.long_term_reflection or 'none yet'}",
             _section("Recent trips you remember", trips),
             _section("Other memories", ctx.memories[:6]),
@@ -461,6 +467,8 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
         margin += 10.0  # "leaves early to avoid queues"
     start = persona.work_start if persona.work_start is not None else 8 * 60
     end = persona.work_end if persona.work_end is not None else 17 * 60
+    if end <= start:  # a night shift: the day plan ends it before midnight
+        end = min(start + 8 * 60, 23 * 60)
     if (
         school is not None
         and school != work
