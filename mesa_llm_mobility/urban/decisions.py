@@ -32,6 +32,7 @@ from mesa_llm_mobility.urban.plans import (
     format_hhmm,
     parse_hhmm,
 )
+from mesa_llm_mobility.urban.routing import PathError, validate_path
 
 SYSTEM_ROLE = (
     "You are {name}, a resident of a small town, planning and adjusting your daily travel. "
@@ -609,7 +610,8 @@ class PlanRevisionOutput(BaseModel):
 
     action: Literal["keep", "new_path", "new_departure_time", "replace_activities"]
     new_path: list[str] | None = Field(
-        default=None, description="at_node only: links from the node to the destination"
+        default=None,
+        description="links to the destination: from the node when driving, else for the next trip",
     )
     new_departure_time: str | None = Field(
         default=None, description='"HH:MM" for the next activity'
@@ -649,8 +651,8 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
             _section("Family and friends now", ctx.social),
             _section("Memories", ctx.memories[:6]),
             (
-                "Choose action: keep; new_path (only when driving at a node: links from there to the "
-                "destination); new_departure_time (HH:MM for the next activity); replace_activities "
+                "Choose action: keep; new_path (links to the destination: from the node when driving, "
+                "else for the trip to the next activity); new_departure_time (HH:MM for the next activity); replace_activities "
                 f"(the new rest of the day, same mode {facts.day_mode or ''}, ending at home "
                 f"{ctx.persona.home}). Give a short reason; optionally a concept to remember."
             ),
@@ -663,23 +665,29 @@ def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str
     """Check that the chosen action fits the situation and its plan is valid."""
     errors: list[str] = []
     if out.action == "new_path":
-        if ctx.situation != "at_node" or ctx.destination is None:
-            errors.append("path: new_path is only possible while driving at a node")
+        # at a node: the rest of the current trip; elsewhere: the trip to the next activity
+        origin, target = (
+            (ctx.place, ctx.destination)
+            if ctx.situation == "at_node"
+            else (ctx.facts.start_place, ctx.future[0].facility if ctx.future else None)
+        )
+        if target is None:
+            errors.append("path: no trip left to give a new path to")
         elif not out.new_path:
-            errors.append("path: new_path needs the list of links to the destination")
+            errors.append(
+                f"path: new_path needs the list of links from {origin} to {target}"
+            )
         elif ctx.facts.index is not None:
-            from mesa_llm_mobility.urban.routing import PathError, validate_path  # noqa: PLC0415
-
             try:
                 validate_path(
                     ctx.facts.index,
-                    ctx.place,
-                    ctx.destination,
+                    origin,
+                    target,
                     out.new_path,
                     ctx.facts.day_mode or "drive",
                 )
             except PathError as error:
-                errors.append(f"path: new_path from {ctx.place}: {error}")
+                errors.append(f"path: new_path from {origin} to {target}: {error}")
     elif out.action == "new_departure_time":
         if not ctx.future:
             errors.append("time: no activity left to change the departure time of")

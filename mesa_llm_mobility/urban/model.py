@@ -812,11 +812,15 @@ class UrbanMobilityModel(mesa.Model):
             )  # fmt: skip
         if out.action == "keep":
             return
-        if out.action == "new_path":
+        if out.action == "new_path" and context.situation == "at_node":
             agent.pending_reroute = (context.place, list(out.new_path or []))
             return
         future = [r.activity for r in agent.pending_trips()]
-        if out.action == "new_departure_time":
+        if out.action == "new_path":
+            if not future:
+                return
+            future[0] = future[0].model_copy(update={"path": list(out.new_path or [])})
+        elif out.action == "new_departure_time":
             if not future:
                 return
             future[0] = future[0].model_copy(

@@ -213,7 +213,21 @@ def test_revision_validator_checks_each_action():
         "path: new_path from Node_12"
     )
     at_work = revision(situation="during_activity", place="Office", destination=None)
-    assert "only possible while driving" in PLAN_REVISION.validate(at_work, bad_path)[0]
+    assert (
+        "new_path from Office to Uptown apartment"
+        in PLAN_REVISION.validate(at_work, bad_path)[0]
+    )
+    home_path = PlanRevisionOutput(
+        action="new_path", new_path=["St_5_link_2", "St_5_link_1", "Ave_1_link_1"]
+    )
+    assert PLAN_REVISION.validate(at_work, home_path) == []
+    at_home = revision(
+        situation="during_activity",
+        place="Uptown apartment",
+        destination=None,
+        future=[],
+    )
+    assert "no trip left" in PLAN_REVISION.validate(at_home, home_path)[0]
     past = PlanRevisionOutput(action="new_departure_time", new_departure_time="06:00")
     assert "in the past" in PLAN_REVISION.validate(at_work, past)[0]
     later = PlanRevisionOutput(action="new_departure_time", new_departure_time="18:00")

@@ -16,6 +16,8 @@ from mesa_llm_mobility.urban.decisions import PersonaFacts, PlanRevisionOutput
 from mesa_llm_mobility.urban.model import UrbanMobilityModel, scale_personas
 from mesa_llm_mobility.urban.network_space import cell_of
 from mesa_llm_mobility.urban.plans import Activity, format_hhmm
+from mesa_llm_mobility.urban.routing import NetworkIndex, Router
+from mesa_llm_mobility.urban.scenario import load_scenario
 
 from .conftest import town_personas
 
@@ -275,8 +277,22 @@ class ScriptedRevisions(RuleBrain):
         super().__init__(**kw)
         self.delayed: dict[str, int] = {}
         self.replaced: set[str] = set()
+        self.pathed: dict[str, list[str]] = {}
+        self.router = Router(NetworkIndex(load_scenario("nguyen_dupuis")))
 
     def _script(self, agent, ctx):
+        leaving_work = (
+            ctx.situation == "end_of_activity"
+            and ctx.place == ctx.persona.work_facility
+        )
+        if leaving_work and agent not in self.replaced and agent not in self.pathed:
+            mode = ctx.facts.day_mode
+            links = [
+                link.name
+                for link in self.router.path(ctx.place, ctx.future[0].facility, mode)
+            ]
+            self.pathed[agent] = links
+            return PlanRevisionOutput(action="new_path", new_path=links)
         if (
             ctx.situation == "end_of_activity"
             and agent not in self.delayed
