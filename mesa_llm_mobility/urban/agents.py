@@ -40,12 +40,9 @@ STATE_OF: dict[TravelState, str] = {
 """Traveller state shown by the model, from the engine's :class:`TravelState`."""
 
 
-def traveller_state(location: Location, mode: str | None = None) -> str:
-    """Map an engine location to the agent's state (walkers on transit paths walk)."""
-    state = STATE_OF.get(location.state, str(location.state))
-    if state == "driving" and mode in ("walk", "transit"):
-        return "walking"
-    return state
+def traveller_state(location: Location) -> str:
+    """Map an engine location to the agent's state."""
+    return STATE_OF.get(location.state, str(location.state))
 
 
 @dataclass
@@ -132,9 +129,9 @@ class TravelerAgent(CellAgent):
         """The persona's name (the engine's agent id)."""
         return self.persona.name
 
-    def mirror(self, location: Location, space: Any, mode: str | None = None) -> None:
+    def mirror(self, location: Location, space: Any) -> None:
         """Set ``state``, ``place`` and ``cell`` from the engine's location of the agent."""
-        self.state = traveller_state(location, mode)
+        self.state = traveller_state(location)
         if location.place != self.place:
             self.place = location.place
             self.cell = space[location.place]

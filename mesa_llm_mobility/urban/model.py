@@ -907,9 +907,7 @@ class UrbanMobilityModel(mesa.Model):
                 pending.departure = departure
             record = agent.current_trip()
             location = self.engine.location(name)
-            agent.mirror(
-                location, self.space, None if record is None else record.activity.mode
-            )
+            agent.mirror(location, self.space)
             if record is not None:
                 in_progress += 1
             elif agent.state == "staying":
