@@ -1019,6 +1019,31 @@ class UrbanMobilityModel(mesa.Model):
         frame["mean_departure_hhmm"] = frame["mean_departure"].map(format_hhmm)
         return frame
 
+    def departure_histogram(
+        self, bin_minutes: int = 10, *, commute_only: bool = True
+    ) -> pd.DataFrame:
+        """Departures per time bin and day (peak spreading): rows ``"HH:MM"`` bins, columns days.
+
+        Args:
+            bin_minutes: Bin width in minutes.
+            commute_only: Count only trips with a target arrival (the commute to work).
+        """
+        trips = self.trips_frame()
+        trips = trips[trips["departure"].notna()]
+        if commute_only:
+            trips = trips[trips["planned_arrival"].notna()]
+        bins = (trips["departure"] % MINUTES_PER_DAY) // bin_minutes * bin_minutes
+        table = (
+            trips.assign(bin=bins.astype(int))
+            .groupby(["bin", "day"])
+            .size()
+            .unstack("day", fill_value=0)
+            .sort_index()
+        )
+        table.index = [format_hhmm(minute) for minute in table.index]
+        table.index.name = "departure"
+        return table
+
     def summary(self) -> dict[str, Any]:
         """Run KPIs: trips, delay, punctuality, mode shares, decisions, LLM use, plan errors."""
         trips = self.trips_frame()

@@ -217,6 +217,12 @@ def test_three_days_reproduce_the_macro_pattern():
     assert day3["mean_departure"] < day1["mean_departure"] - 5  # peak spreading earlier
     assert day3["late_share"] < day1["late_share"]  # punctuality rises
     assert elapsed < 30
+    histogram = model.departure_histogram(10)
+    assert list(histogram.columns) == [1, 2, 3]
+    assert (histogram.sum() == commute["commuters"]).all()
+    assert (
+        histogram.loc[:"06:50", 3].sum() > histogram.loc[:"06:50", 1].sum()
+    )  # earlier peak
     rerouted = [  # en-route path decisions at nodes were applied by the engine
         record
         for agent in model.travellers.values()
