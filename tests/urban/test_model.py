@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -367,3 +368,27 @@ def test_revisions_change_departures_and_replace_activities():
         "replace_activities",
     }
     assert (model.plans_frame()["source"] == "revision").any()
+
+
+def test_llm_brain_that_never_answers_well_falls_back_and_the_day_completes():
+    alice, bob = _persona("Alice", "Office"), _persona("Bob", "Factory")
+    personas = [dataclasses.replace(alice, friends=("Bob",)), bob]
+    with FakeLLMServer(lambda body: Fault.schema_violation()) as server:
+        model = UrbanMobilityModel(
+            population=personas, days=1, rng=0, chat_probability=1.0,
+            brain="llm:openai/fake-model",
+            brain_options={"api_base": server.api_base, "api_key": "sk-fake", "timeout_s": 10,
+                           "max_attempts": 1, "max_repairs": 1},
+        )  # fmt: skip
+        model.run()
+        model.close()
+    decisions = model.decisions_frame()
+    assert (decisions["outcome"] == "fallback").all()
+    assert set(decisions["kind"]) >= {
+        "Chat",
+        "DailyPlan",
+        "DailyReflection",
+        "PlanRevision",
+    }
+    assert decisions["reason"].str.contains("no valid answer").all()
+    assert model.trips_frame()["arrival"].notna().all() and not model.running
