@@ -1,0 +1,309 @@
+"""Travellers of the urban model: persona, memory, today's plan and a state mirrored from traffic.
+
+A :class:`TravelerAgent` never moves itself: the traffic engine moves it along the trips its plan
+produced, and the model mirrors the engine's view into the agent (``state`` and ``cell``) after
+each network step, only for agents that are travelling or due to leave. The agent keeps plain
+data (plan, revisions, trip log, long-term reflection) so a model can be checkpointed at a day
+boundary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mesa.discrete_space import CellAgent
+
+from mesa_llm_mobility.urban.decisions import PersonaFacts, TripExperience
+from mesa_llm_mobility.urban.plans import Activity, DailyPlan, parse_hhmm
+from mesa_llm_mobility.urban.traffic import Location, TravelState
+
+if TYPE_CHECKING:
+    from mesa import Model
+
+    from mesa_llm_mobility.memory import MemoryStore, MemoryStream
+
+STATE_OF: dict[TravelState, str] = {
+    TravelState.STAYING: "staying",
+    TravelState.FACILITY_QUEUE: "waiting_at_door",
+    TravelState.WAITING: "waiting_at_node",
+    TravelState.TRAVERSING: "driving",
+    TravelState.QUEUED: "driving",
+    TravelState.RIDING: "riding",
+    TravelState.WALKING: "walking",
+    TravelState.SCHEDULED: "at_node",
+    TravelState.ARRIVED: "at_node",
+    TravelState.AT_NODE: "at_node",
+}
+"""Traveller state shown by the model, from the engine's :class:`TravelState`."""
+
+
+def traveller_state(location: Location) -> str:
+    """Map an engine location to the agent's state."""
+    return STATE_OF.get(location.state, str(location.state))
+
+
+@dataclass
+class TripRecord:
+    """One engine trip of the agent and the activity it serves."""
+
+    trip_id: str
+    day: int
+    activity: Activity
+    origin: str
+    destination: str
+    planned_departure: float
+    planned_arrival: float | None = None
+    departure: float = math.nan
+    arrival: float = math.nan
+    delay: float = math.nan
+    cancelled: bool = False
+
+
+@dataclass
+class PlanRevisionRecord:
+    """A revision of today's plan: when, in which situation, what was decided and why."""
+
+    minute: float
+    situation: str
+    place: str
+    action: str
+    reason: str
+
+
+@dataclass
+class DayState:
+    """What the model assigns each traveller at the start of a day."""
+
+    day: int = 0
+    workday: bool = False
+    vehicle_available: bool = False
+    school_duty: str | None = None
+    household_drivers: tuple[str, ...] = ()
+    mode: str | None = None
+    chats: list[str] = field(default_factory=list)
+
+
+class TravelerAgent(CellAgent):
+    """A generative traveller (GATSim): persona, memory, plan, and its mirrored travel state.
+
+    Attributes:
+        persona: The profile.
+        memory: The agent's memory stream (keyed by ``unique_id``).
+        plan: Today's plan as decided at day start (``None`` before).
+        activities: Today's activities as currently planned (revisions replace the future ones).
+        revisions: Today's revisions.
+        trips: Every trip of the run, in order.
+        state: ``"staying"``, ``"waiting_at_door"``, ``"waiting_at_node"``, ``"driving"``,
+            ``"riding"``, ``"walking"`` or ``"at_node"``.
+        place: Facility, node or link the agent is at (the cell key).
+        long_term_reflection: Rolling summary across days.
+        used_topics: Chat topics already discussed, by partner name.
+        today: What the model assigned for today (vehicle, school duty, mode).
+        pending_reroute: ``(node, links)`` decided while approaching ``node``, applied on arrival.
+    """
+
+    def __init__(
+        self, model: Model, persona: PersonaFacts, store: MemoryStore, cell: Any
+    ) -> None:
+        super().__init__(model)
+        self.persona = persona
+        self.memory: MemoryStream = store.stream(self.unique_id)
+        self.cell = cell
+        self.plan: DailyPlan | None = None
+        self.activities: list[Activity] = []
+        self.revisions: list[PlanRevisionRecord] = []
+        self.trips: list[TripRecord] = []
+        self.state = "staying"
+        self.place = persona.home
+        self.long_term_reflection = ""
+        self.used_topics: dict[str, list[str]] = {}
+        self.today = DayState()
+        self.pending_reroute: tuple[str, list[str]] | None = None
+        self.check_version = 0
+
+    @property
+    def name(self) -> str:
+        """The persona's name (the engine's agent id)."""
+        return self.persona.name
+
+    def mirror(self, location: Location, space: Any) -> None:
+        """Set ``state``, ``place`` and ``cell`` from the engine's location of the agent."""
+        self.state = traveller_state(location)
+        if location.place != self.place:
+            self.place = location.place
+            self.cell = space[location.place]
+
+    def current_trip(self) -> TripRecord | None:
+        """The trip under way (departed, not arrived), if any."""
+        for record in reversed(self.trips):
+            if record.cancelled:
+                continue
+            if not math.isnan(record.departure) and math.isnan(record.arrival):
+                return record
+            if not math.isnan(record.arrival):
+                return None
+        return None
+
+    def pending_trips(self) -> list[TripRecord]:
+        """Trips scheduled but not departed, in order."""
+        return [r for r in self.trips if not r.cancelled and math.isnan(r.departure)]
+
+    def end_place(self) -> str:
+        """Where the agent will be once its departed trips are over (plans start there)."""
+        for record in reversed(self.trips):
+            if not record.cancelled and not math.isnan(record.departure):
+                return record.destination
+        return self.persona.home
+
+    def experiences_today(self, day: int) -> list[TripExperience]:
+        """Today's completed trips as experiences."""
+        return [
+            experience_of(r)
+            for r in self.trips
+            if r.day == day and not r.cancelled and not math.isnan(r.arrival)
+        ]
+
+
+def experience_of(record: TripRecord) -> TripExperience:
+    """A completed trip record as an experience (minutes of the day)."""
+    late = None
+    if record.planned_arrival is not None:
+        late = max(0, math.ceil(record.arrival - record.planned_arrival))
+    return TripExperience(
+        origin=record.origin,
+        destination=record.destination,
+        mode=record.activity.mode,
+        departure=int(record.departure) % 1440,
+        travel_time=round(record.arrival - record.departure),
+        delay=max(0, round(record.delay)),
+        late=late,
+        day=record.day,
+    )
+
+
+# ----------------------------------------------------------------------------- personas
+def _get(obj: Any, names: Iterable[str], default: Any = None) -> Any:
+    for name in names:
+        value = obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+        if value is not None:
+            return value
+    return default
+
+
+def _work_hours(text: Any) -> tuple[int | None, int | None]:
+    if not text or not isinstance(text, str) or "-" not in text:
+        return None, None
+    start, end = (part.strip() for part in text.split("-", 1))
+    try:
+        return parse_hhmm(start), parse_hhmm(end)
+    except ValueError:
+        return None, None
+
+
+def _names(values: Any) -> tuple[str, ...]:
+    if not values:
+        return ()
+    if isinstance(values, str):
+        return tuple(v.strip() for v in values.split(",") if v.strip())
+    return tuple(str(_get(v, ("name",), v)) for v in values)
+
+
+def persona_from_person(
+    person: Any,
+    *,
+    family: Sequence[str] = (),
+    children: Sequence[str] = (),
+    facilities: Iterable[str] = (),
+) -> PersonaFacts:
+    """Build the decision-facing profile from a population ``Person`` (or a mapping).
+
+    Args:
+        person: A ``Person`` of :mod:`mesa_llm_mobility.urban.population` or any object or
+            mapping with the same field names.
+        family: Names of the travelling adults of the same household.
+        children: Names of the person's children.
+        facilities: Known facilities; a work facility outside them means no work trip.
+    """
+    start, end = (
+        _get(person, ("work_start",)),
+        _get(person, ("work_end",)),
+    )
+    if start is None or end is None:
+        start, end = _work_hours(_get(person, ("work_time",)))
+    work = _get(person, ("work_facility",))
+    known = set(facilities)
+    if work is not None and known and work not in known:
+        work = None
+    if work is None:
+        start = end = None
+    traits = _get(person, ("innate", "innate_traits", "traits"), "")
+    vehicles = _get(person, ("household_vehicles", "vehicles"), 0)
+    return PersonaFacts(
+        name=str(_get(person, ("name",))),
+        age=int(_get(person, ("age",), 35)),
+        gender=str(_get(person, ("gender",), "")),
+        occupation=str(_get(person, ("occupation",), "") or ""),
+        home=str(_get(person, ("home_facility", "home"))),
+        work_facility=work,
+        work_start=start,
+        work_end=end,
+        licensed=bool(_get(person, ("licensed_driver", "licensed"), False)),
+        household=str(_get(person, ("household", "household_id"), "")),
+        vehicles=int(vehicles)
+        if not isinstance(vehicles, list | tuple)
+        else len(vehicles),
+        family=tuple(family),
+        children=tuple(children),
+        friends=_names(_get(person, ("friends",), ())),
+        lifestyle=str(_get(person, ("lifestyle",), "") or ""),
+        traits=", ".join(traits)
+        if isinstance(traits, list | tuple)
+        else str(traits or ""),
+        preferences=str(
+            _get(person, ("preferences_in_transportation", "preferences"), "") or ""
+        ),
+        description=str(_get(person, ("other_description", "description"), "") or ""),
+    )
+
+
+def personas_from_population(
+    population: Any, facilities: Iterable[str] = ()
+) -> list[PersonaFacts]:
+    """Profiles of a population's travellers (adults), with family and children resolved.
+
+    ``population`` needs ``travellers()`` and ``children_of(person)`` (the
+    :class:`~mesa_llm_mobility.urban.population.Population` contract); a plain list of persons is
+    taken as travellers without children.
+    """
+    facilities = list(facilities)
+    travellers = (
+        list(population.travellers())
+        if hasattr(population, "travellers")
+        else list(population)
+    )
+    by_household: dict[Hashable, list[str]] = {}
+    for person in travellers:
+        by_household.setdefault(
+            str(_get(person, ("household", "household_id"), "")), []
+        ).append(str(_get(person, ("name",))))
+    personas = []
+    for person in travellers:
+        name = str(_get(person, ("name",)))
+        household = str(_get(person, ("household", "household_id"), ""))
+        children = (
+            _names(population.children_of(person))
+            if hasattr(population, "children_of")
+            else ()
+        )
+        family = tuple(
+            n for n in by_household.get(household, []) if n != name and household
+        )
+        personas.append(
+            persona_from_person(
+                person, family=family, children=children, facilities=facilities
+            )
+        )
+    return personas

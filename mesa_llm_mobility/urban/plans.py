@@ -1,0 +1,308 @@
+"""Daily activity plans of urban travellers and their rule-based validation (GATSim 3.4.1, 4.3.6).
+
+A :class:`DailyPlan` is an ordered list of :class:`Activity` entries: each names the facility to
+go to, when to leave for it (``"HH:MM"``, or ``None`` to leave as soon as the previous activity's
+facility is reached), how often to reconsider the plan while there, the travel mode and the path.
+The traveller starts the day where the previous plan ended (home).
+
+:func:`check_plan` implements the paper's rule-based remedies for invalid LLM plans. Each
+violation is a :class:`PlanIssue` whose message is specific enough to send back to the planner
+for repair; :func:`validate_plan` returns the messages. The issue's ``rule`` names the remedy, so
+a run can count violations by type.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from mesa_llm_mobility.urban.routing import NetworkIndex, PathError, validate_path
+
+MINUTES_PER_DAY = 1440
+WORK_REFLECT_MINUTES = 150
+MIN_REFLECT_MINUTES = 30
+MEAL_WINDOWS: dict[str, tuple[int, int]] = {
+    "breakfast": (5 * 60, 10 * 60 + 30),
+    "lunch": (11 * 60, 14 * 60),
+    "dinner": (17 * 60, 21 * 60 + 30),
+}
+"""Plausible start of each meal, minutes of the day; a meal activity may leave 30 min early."""
+MEAL_LEAD_MINUTES = 30
+
+_CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+
+Mode = Literal["drive", "transit", "walk"]
+
+
+def parse_hhmm(text: str) -> int:
+    """Parse ``"H:MM"`` / ``"HH:MM"`` (00:00-23:59) into minutes of the day.
+
+    Raises:
+        ValueError: naming the text when it is not a clock time.
+    """
+    match = _CLOCK.match(text.strip())
+    if match is None:
+        raise ValueError(f"{text!r} is not a clock time HH:MM between 00:00 and 23:59")
+    return int(match.group(1)) * 60 + int(match.group(2))
+
+
+def format_hhmm(minute: float) -> str:
+    """Format minutes (of the day, or absolute: taken modulo one day) as ``"HH:MM"``."""
+    whole = round(minute) % MINUTES_PER_DAY
+    return f"{whole // 60:02d}:{whole % 60:02d}"
+
+
+class Activity(BaseModel):
+    """One activity of a day plan: where to go next, when to leave, how to travel.
+
+    Attributes:
+        facility: Facility to go to (a scenario facility name).
+        departure_time: ``"HH:MM"`` to leave for it, or ``None`` to leave on arriving at the
+            previous activity's facility (chaining, e.g. a school drop-off before work).
+        reflect_every: Minutes between plan reconsiderations while there (at least 30; work
+            activities are reconsidered at most every 150 minutes).
+        mode: ``"drive"``, ``"transit"`` or ``"walk"`` (one mode for the whole day).
+        path: ``"shortest"`` or an explicit list of link names from the previous facility.
+        description: What the traveller does there, in a sentence.
+    """
+
+    facility: str = Field(min_length=1)
+    departure_time: str | None = Field(
+        default=None,
+        description='"HH:MM", or null to leave on arrival at the previous one',
+    )
+    reflect_every: int = Field(default=60, ge=MIN_REFLECT_MINUTES, le=MINUTES_PER_DAY)
+    mode: Mode = "drive"
+    path: Literal["shortest"] | list[str] = "shortest"
+    description: str = ""
+
+    @field_validator("departure_time")
+    @classmethod
+    def _clock(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_hhmm(value)
+        return value
+
+    @property
+    def departure_minute(self) -> int | None:
+        """The departure time in minutes of the day, or ``None``."""
+        return None if self.departure_time is None else parse_hhmm(self.departure_time)
+
+
+class Concept(BaseModel):
+    """A concept to remember, with its importance in [0, 1]."""
+
+    content: str = Field(min_length=1, max_length=600)
+    importance: float = Field(ge=0.0, le=1.0)
+    keywords: list[str] = Field(default_factory=list)
+
+
+class DailyPlan(BaseModel):
+    """A day's plan with the planner's new long-term reflection and concepts to remember."""
+
+    activities: list[Activity] = Field(min_length=1)
+    long_term_reflection: str = ""
+    concepts: list[Concept] = Field(default_factory=list)
+
+
+class PlanRule(StrEnum):
+    """The rule-based remedies of GATSim, one per kind of plan error."""
+
+    VEHICLE = "vehicle"
+    MODE = "mode"
+    TIME = "time"
+    MEAL = "meal"
+    FACILITY = "facility"
+    PATH = "path"
+    HOME = "home"
+
+
+@dataclass(frozen=True)
+class PlanIssue:
+    """One violation: the rule it breaks and a message for the planner."""
+
+    rule: PlanRule
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.message}"
+
+
+@dataclass
+class PlanFacts:
+    """What plan validation needs to know about the traveller and the world.
+
+    Attributes:
+        home: Home facility (plans must end there).
+        start_place: Facility the traveller will be at when the first activity starts.
+        now: Current minute of the day; departure times must not be earlier.
+        licensed: Whether the traveller may drive.
+        vehicle_available: Whether a household vehicle is assigned to the traveller today.
+        vehicles: Vehicles of the household.
+        household_drivers: Other household members driving today.
+        day_mode: The mode already used today (revisions must keep it), or ``None``.
+        facilities: Valid facility names.
+        index: Network index for path validation (``None`` skips explicit-path checks).
+    """
+
+    home: str
+    start_place: str
+    now: int = 0
+    licensed: bool = True
+    vehicle_available: bool = True
+    vehicles: int = 1
+    household_drivers: tuple[str, ...] = ()
+    day_mode: str | None = None
+    facilities: frozenset[str] = field(default_factory=frozenset)
+    index: NetworkIndex | None = None
+
+
+def _meal_of(activity: Activity) -> str | None:
+    text = activity.description.lower()
+    for meal in MEAL_WINDOWS:
+        if meal in text:
+            return meal
+    return None
+
+
+def check_plan(
+    activities: Sequence[Activity], facts: PlanFacts, *, require_home: bool = True
+) -> list[PlanIssue]:
+    """Check activities against the rule-based remedies.
+
+    Rules: valid facilities; household vehicle consistency (unlicensed people do not drive; no
+    more household drivers than vehicles; a driver needs the vehicle assigned to them); one mode
+    for the day; departure times increasing and not in the past; meals at plausible times; valid
+    explicit paths; the last activity returns home.
+
+    Args:
+        activities: The activities in order.
+        facts: The traveller and the world.
+        require_home: Whether the last activity must be at home.
+
+    Returns:
+        The issues found, in plan order (empty when valid).
+    """
+    issues: list[PlanIssue] = []
+    modes = {a.mode for a in activities}
+    if len(modes) > 1:
+        issues.append(
+            PlanIssue(
+                PlanRule.MODE,
+                f"activities use several modes ({', '.join(sorted(modes))}); travel mode is "
+                "fixed for the day: use one mode for every activity",
+            )
+        )
+    if facts.day_mode is not None and modes and modes != {facts.day_mode}:
+        issues.append(
+            PlanIssue(
+                PlanRule.MODE,
+                f"you already travel by {facts.day_mode} today; keep {facts.day_mode} for the "
+                "rest of the day",
+            )
+        )
+    if "drive" in modes:
+        if not facts.licensed:
+            issues.append(
+                PlanIssue(
+                    PlanRule.VEHICLE,
+                    "you have no driving licence: use transit or walk instead of drive",
+                )
+            )
+        elif facts.vehicles == 0:
+            issues.append(
+                PlanIssue(
+                    PlanRule.VEHICLE,
+                    "your household has no vehicle: use transit or walk instead of drive",
+                )
+            )
+        elif not facts.vehicle_available:
+            users = ", ".join(facts.household_drivers) or "other household members"
+            issues.append(
+                PlanIssue(
+                    PlanRule.VEHICLE,
+                    f"your household's {facts.vehicles} vehicle(s) are used by {users} today: "
+                    "use transit or walk instead of drive",
+                )
+            )
+    previous_time = facts.now
+    previous_label = f"the current time {format_hhmm(facts.now)}"
+    place = facts.start_place
+    for position, activity in enumerate(activities):
+        where = f"activity {position} ({activity.facility})"
+        if facts.facilities and activity.facility not in facts.facilities:
+            issues.append(
+                PlanIssue(
+                    PlanRule.FACILITY,
+                    f"{where}: unknown facility {activity.facility!r}; choose one of "
+                    f"{', '.join(sorted(facts.facilities))}",
+                )
+            )
+            place = activity.facility
+            continue
+        minute = activity.departure_minute
+        if minute is not None:
+            if minute < previous_time:
+                issues.append(
+                    PlanIssue(
+                        PlanRule.TIME,
+                        f"{where}: departure {activity.departure_time} is earlier than "
+                        f"{previous_label}; departure times must increase and not be in the past",
+                    )
+                )
+            else:
+                previous_time = minute
+                previous_label = f"the previous departure {activity.departure_time}"
+        meal = _meal_of(activity)
+        if meal is not None:
+            start, end = MEAL_WINDOWS[meal]
+            if minute is None or not start - MEAL_LEAD_MINUTES <= minute <= end:
+                issues.append(
+                    PlanIssue(
+                        PlanRule.MEAL,
+                        f"{where}: {meal} must start between {format_hhmm(start)} and "
+                        f"{format_hhmm(end)}; give a departure_time from "
+                        f"{format_hhmm(start - MEAL_LEAD_MINUTES)} to {format_hhmm(end)}",
+                    )
+                )
+        if (
+            isinstance(activity.path, list)
+            and facts.index is not None
+            and activity.facility != place
+        ):
+            try:
+                validate_path(
+                    facts.index, place, activity.facility, activity.path, activity.mode
+                )
+            except PathError as error:
+                issues.append(
+                    PlanIssue(
+                        PlanRule.PATH,
+                        f'{where}: invalid path from {place}: {error}; or use "shortest"',
+                    )
+                )
+        place = activity.facility
+    if require_home and activities and activities[-1].facility != facts.home:
+        issues.append(
+            PlanIssue(
+                PlanRule.HOME,
+                f"the last activity must return home to {facts.home}; add it at the end",
+            )
+        )
+    return issues
+
+
+def validate_plan(plan: DailyPlan, facts: PlanFacts) -> list[str]:
+    """Return the specific error messages of a plan (empty when valid); see :func:`check_plan`."""
+    return [str(issue) for issue in check_plan(plan.activities, facts)]
+
+
+def issue_rule(message: str) -> str | None:
+    """Return the rule name a validation message starts with (``"vehicle: ..."``), if any."""
+    head = message.split(":", 1)[0]
+    return head if head in PlanRule.__members__.values() else None

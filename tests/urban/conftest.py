@@ -1,0 +1,61 @@
+"""A small synthetic town population for the urban model tests (population_70-like)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mesa_llm_mobility.urban.decisions import PersonaFacts
+
+WORKPLACES = ["Factory"] * 20 + ["Office"] * 17 + [
+    "Coffee shop", "Hospital", "Gym", "Food court", "Supermarket", "Museum", "Cinema", "School",
+    "Amusement park", "Hospital", "Coffee shop", "Supermarket", "Gym",
+]  # fmt: skip
+LIFESTYLES = [
+    "goes to the gym",
+    "loves coffee",
+    "cooks, shops for groceries",
+    "watches movies",
+    "quiet",
+]
+
+
+def town_personas(n_households: int = 43, seed: int = 0) -> list[PersonaFacts]:
+    """Deterministic households: singles, couples, families; ~60 travellers for 43 households."""
+    people: list[PersonaFacts] = []
+    work = 0
+    for h in range(n_households):
+        size = 1 if h < 26 else 2 if h < 34 else 3 if h < 42 else 4
+        adults = 1 if size == 1 else 2
+        children = size - adults
+        home = "Uptown apartment" if h % 2 == 0 else "Midtown apartment"
+        vehicles = 0 if h % 11 == 3 else (2 if h % 3 == 0 and adults == 2 else 1)
+        names = [f"Person {h}-{k}" for k in range(adults)]
+        kids = tuple(f"Child {h}-{k}" for k in range(children))
+        for k, name in enumerate(names):
+            facility = WORKPLACES[work % len(WORKPLACES)] if (h + k) % 9 != 8 else None
+            if facility is not None:
+                work += 1
+            people.append(
+                PersonaFacts(
+                    name=name,
+                    age=30 + (h * 7 + k) % 35,
+                    home=home,
+                    occupation="worker" if facility else "retired",
+                    work_facility=facility,
+                    work_start=8 * 60 if facility else None,
+                    work_end=17 * 60 if facility else None,
+                    licensed=(h + k) % 6 != 5,
+                    household=f"H{h}",
+                    vehicles=vehicles,
+                    family=tuple(n for n in names if n != name),
+                    children=kids,
+                    friends=(f"Person {(h + 5) % n_households}-0",),
+                    lifestyle=LIFESTYLES[(h + k) % len(LIFESTYLES)],
+                )
+            )
+    return people
+
+
+@pytest.fixture(scope="session")
+def personas() -> list[PersonaFacts]:
+    return town_personas()

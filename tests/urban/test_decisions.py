@@ -1,0 +1,341 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mesa_llm_mobility.urban.decisions import (
+    CHAT,
+    CHAT_TOPICS,
+    DAILY_PLAN,
+    DAILY_REFLECTION,
+    PLAN_REVISION,
+    ChatContext,
+    ChatOutput,
+    PersonaFacts,
+    PlanningContext,
+    PlanRevisionOutput,
+    ReflectionContext,
+    RevisionContext,
+    TripExperience,
+    choose_mode,
+    expected_travel_minutes,
+    parse_trip_memory,
+    trip_memory_text,
+)
+from mesa_llm_mobility.urban.plans import Activity, DailyPlan, PlanFacts, parse_hhmm
+from mesa_llm_mobility.urban.routing import NetworkIndex
+from mesa_llm_mobility.urban.scenario import load_scenario
+
+TOWN = load_scenario("nguyen_dupuis")
+INDEX = NetworkIndex(TOWN)
+TIMES = {
+    ("Uptown apartment", "Office", "drive"): 34.0,
+    ("Uptown apartment", "Office", "transit"): 60.0,
+    ("Uptown apartment", "Office", "walk"): 68.0,
+    ("Uptown apartment", "School", "drive"): 8.0,
+    ("School", "Office", "drive"): 40.0,
+}
+ALICE = PersonaFacts(
+    name="Alice Wu",
+    age=41,
+    home="Uptown apartment",
+    occupation="engineer",
+    work_facility="Office",
+    work_start=480,
+    work_end=1020,
+    household="H1",
+    family=("Bob Wu",),
+    children=("Cleo Wu",),
+    friends=("Dan Li",),
+    lifestyle="yoga and coffee",
+)
+
+
+def planning(**changes) -> PlanningContext:
+    facts = PlanFacts(
+        home="Uptown apartment",
+        start_place="Uptown apartment",
+        now=1,
+        facilities=frozenset(TOWN.facilities),
+        index=INDEX,
+        **changes.pop("facts", {}),
+    )
+    base = {
+        "persona": ALICE,
+        "day": 1,
+        "date": "2025-03-10",
+        "weekday": "Monday",
+        "workday": True,
+        "facts": facts,
+        "travel_times": TIMES,
+    }
+    base.update(changes)
+    return PlanningContext(**base)
+
+
+def departure_to_work(plan: DailyPlan) -> int:
+    return next(a for a in plan.activities if a.departure_time).departure_minute
+
+
+def late_trip(day: int = 1, travel: int = 62, late: int = 20) -> TripExperience:
+    return TripExperience(
+        "Uptown apartment", "Office", "drive", 438, travel, travel - 34, late, day
+    )
+
+
+def test_trip_memory_round_trip():
+    experience = late_trip()
+    text = trip_memory_text(experience, 480)
+    assert text.startswith(
+        "Day 1: trip from Uptown apartment to Office by drive: left 07:18"
+    )
+    assert parse_trip_memory(text) == experience
+    no_target = TripExperience("Office", "Gym", "walk", 1020, 20, 4, None, 2)
+    assert parse_trip_memory(trip_memory_text(no_target)) == no_target
+    assert parse_trip_memory("Day 2 went as planned.") is None
+
+
+def test_expected_travel_time_is_free_flow_then_remembered():
+    key = ("Uptown apartment", "Office", "drive")
+    assert expected_travel_minutes([], TIMES, *key) == 34
+    trips = [late_trip(1, 60), late_trip(2, 45)]
+    assert expected_travel_minutes(trips, TIMES, *key) == pytest.approx(
+        (60 + 2 * 45) / 3
+    )
+    assert (
+        expected_travel_minutes([late_trip(1, 20)], TIMES, *key) == 34
+    )  # never below free flow
+
+
+def test_day_one_rule_plan_leaves_at_free_flow_time_and_is_valid():
+    ctx = planning()
+    plan = DAILY_PLAN.rule_policy(ctx, np.random.default_rng(0))
+    depart = departure_to_work(plan)
+    assert (
+        parse_hhmm("07:10") <= depart <= parse_hhmm("07:22")
+    )  # 8:00 - 34 min - 4..10 min
+    assert plan.activities[-1].facility == "Uptown apartment"
+    assert DAILY_PLAN.validate(ctx, plan) == []
+
+
+def test_rule_plan_learns_from_a_remembered_delay():
+    fresh = departure_to_work(
+        DAILY_PLAN.rule_policy(planning(), np.random.default_rng(3))
+    )
+    learned = departure_to_work(
+        DAILY_PLAN.rule_policy(
+            planning(experiences=[late_trip()]), np.random.default_rng(3)
+        )
+    )
+    assert (
+        learned <= fresh - 28 - 10
+    )  # 28 more minutes expected, half the 20 late as margin
+
+
+def test_rule_plans_respect_licence_vehicle_and_school_duty():
+    rng = np.random.default_rng(1)
+    unlicensed = planning(facts={"licensed": False})
+    plan = DAILY_PLAN.rule_policy(unlicensed, rng)
+    assert {a.mode for a in plan.activities} <= {"transit", "walk"}
+    assert DAILY_PLAN.validate(unlicensed, plan) == []
+    parent = planning(school_duty="both")
+    plan = DAILY_PLAN.rule_policy(parent, rng)
+    facilities = [a.facility for a in plan.activities]
+    assert facilities == ["School", "Office", "School", "Uptown apartment"]
+    assert plan.activities[1].departure_time is None
+    assert DAILY_PLAN.validate(parent, plan) == []
+    retired = planning(workday=False)
+    for seed in range(5):
+        plan = DAILY_PLAN.rule_policy(retired, np.random.default_rng(seed))
+        assert DAILY_PLAN.validate(retired, plan) == []
+
+
+def test_rule_plan_is_deterministic_for_a_seed():
+    first = DAILY_PLAN.rule_policy(planning(), np.random.default_rng(7))
+    second = DAILY_PLAN.rule_policy(planning(), np.random.default_rng(7))
+    assert first == second
+
+
+def test_plan_validator_logs_its_errors():
+    ctx = planning(facts={"licensed": False})
+    plan = DailyPlan(activities=[Activity(facility="Office", departure_time="07:00")])
+    errors = DAILY_PLAN.validate(ctx, plan)
+    assert any(e.startswith("vehicle:") for e in errors)
+    assert any(e.startswith("home:") for e in errors)
+    assert ctx.issue_log == errors
+
+
+def revision(**changes) -> RevisionContext:
+    facts = PlanFacts(
+        home="Uptown apartment", start_place="Office", now=450, day_mode="drive",
+        facilities=frozenset(TOWN.facilities), index=INDEX,
+    )  # fmt: skip
+    base = {
+        "persona": ALICE,
+        "situation": "at_node",
+        "place": "Node_12",
+        "facts": facts,
+        "future": [Activity(facility="Uptown apartment", departure_time="17:00")],
+        "destination": "Office",
+        "remaining_path": ["St_5_link_1", "St_5_link_2"],
+        "remaining_minutes": 45.0,
+        "alternative_path": [
+            "St_3_link_1",
+            "Ave_2_link_3",
+            "Ave_2_link_4",
+            "St_5_link_2",
+        ],
+        "alternative_minutes": 34.0,
+        "target_arrival": 480,
+    }
+    base.update(changes)
+    return RevisionContext(**base)
+
+
+def test_revision_rule_reroutes_only_when_much_faster():
+    rng = np.random.default_rng(0)
+    out = PLAN_REVISION.rule_policy(revision(), rng)
+    assert out.action == "new_path" and out.new_path[0] == "St_3_link_1"
+    assert PLAN_REVISION.validate(revision(), out) == []
+    assert (
+        PLAN_REVISION.rule_policy(revision(remaining_minutes=37), rng).action == "keep"
+    )
+    assert (
+        PLAN_REVISION.rule_policy(revision(situation="during_activity"), rng).action
+        == "keep"
+    )
+
+
+def test_revision_validator_checks_each_action():
+    ctx = revision()
+    bad_path = PlanRevisionOutput(action="new_path", new_path=["St_4_link_2"])
+    assert PLAN_REVISION.validate(ctx, bad_path)[0].startswith(
+        "path: new_path from Node_12"
+    )
+    at_work = revision(situation="during_activity", place="Office", destination=None)
+    assert (
+        "new_path from Office to Uptown apartment"
+        in PLAN_REVISION.validate(at_work, bad_path)[0]
+    )
+    home_path = PlanRevisionOutput(
+        action="new_path", new_path=["St_5_link_2", "St_5_link_1", "Ave_1_link_1"]
+    )
+    assert PLAN_REVISION.validate(at_work, home_path) == []
+    at_home = revision(
+        situation="during_activity",
+        place="Uptown apartment",
+        destination=None,
+        future=[],
+    )
+    assert "no trip left" in PLAN_REVISION.validate(at_home, home_path)[0]
+    past = PlanRevisionOutput(action="new_departure_time", new_departure_time="06:00")
+    assert "in the past" in PLAN_REVISION.validate(at_work, past)[0]
+    later = PlanRevisionOutput(action="new_departure_time", new_departure_time="18:00")
+    assert PLAN_REVISION.validate(at_work, later) == []
+    mixed = PlanRevisionOutput(
+        action="replace_activities",
+        activities=[
+            Activity(facility="Gym", departure_time="17:00", mode="transit"),
+            Activity(
+                facility="Uptown apartment", departure_time="18:30", mode="transit"
+            ),
+        ],
+    )
+    assert PLAN_REVISION.validate(at_work, mixed)[0].startswith(
+        "mode: you already travel by drive"
+    )
+    assert at_work.issue_log
+
+
+def chat_context(**changes) -> ChatContext:
+    base = {
+        "persona": ALICE,
+        "day": 2,
+        "now": 0,
+        "contacts": {"Bob Wu": "family", "Dan Li": "friend"},
+        "used_topics": {"Bob Wu": list(CHAT_TOPICS)},
+        "experiences": [late_trip()],
+    }
+    base.update(changes)
+    return ChatContext(**base)
+
+
+def test_chat_rule_avoids_used_topics_and_shares_experience():
+    ctx = chat_context()
+    out = CHAT.rule_policy(ctx, np.random.default_rng(0))
+    assert out.partner == "Dan Li"  # every topic with Bob was used already
+    assert "28 min delay" in out.summary
+    assert CHAT.validate(ctx, out) == []
+
+
+def test_chat_validator():
+    ctx = chat_context()
+    stranger = ChatOutput(
+        partner="Eve", topic="x", request="r", reply="r", summary="s", importance=0.5
+    )
+    assert "not among your contacts" in CHAT.validate(ctx, stranger)[0]
+    repeat = stranger.model_copy(update={"partner": "Bob Wu", "topic": "Dinner"})
+    assert "already discussed with Bob Wu" in CHAT.validate(ctx, repeat)[0]
+
+
+def test_reflection_rule_grades_lessons_by_lateness():
+    ctx = ReflectionContext(
+        persona=ALICE, day=1, trips=[late_trip()], long_term_reflection=""
+    )
+    out = DAILY_REFLECTION.rule_policy(ctx, np.random.default_rng(0))
+    assert "20 min late" in out.reflections[0].content
+    assert out.reflections[0].importance == pytest.approx(0.5 + 20 / 60)
+    calm = DAILY_REFLECTION.rule_policy(
+        ReflectionContext(persona=ALICE, day=2), np.random.default_rng(0)
+    )
+    assert calm.reflections[0].importance < 0.5
+
+
+@pytest.mark.parametrize(
+    ("kind", "context"),
+    [
+        (DAILY_PLAN, planning(experiences=[late_trip()], chats=["Bob drives Cleo"])),
+        (
+            PLAN_REVISION,
+            revision(congestion=["St_5_link_1 dir 0: severe, ~12 min wait"]),
+        ),
+        (CHAT, chat_context()),
+        (
+            DAILY_REFLECTION,
+            ReflectionContext(persona=ALICE, day=1, trips=[late_trip()]),
+        ),
+    ],
+)
+def test_prompts_render_compactly(kind, context):
+    messages = kind.messages(context)
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert "Alice Wu" in messages[0]["content"]
+    assert "JSON schema" in messages[0]["content"]
+    assert sum(len(m["content"]) for m in kind.render_prompt(context)) < 4000
+
+
+def test_mode_follows_preferences_and_bad_traffic_memories():
+    conditional = ALICE.__class__(
+        **{
+            **ALICE.__dict__,
+            "preferences": "drives, and takes the metro when traffic is bad",
+        }
+    )
+    ctx = planning(persona=conditional)
+    assert choose_mode(ctx, "Office", np.random.default_rng(0)) == "drive"
+    jammed = planning(persona=conditional, experiences=[late_trip(travel=62)])
+    assert choose_mode(jammed, "Office", np.random.default_rng(0)) == "transit"
+    metro_fan = ALICE.__class__(
+        **{
+            **ALICE.__dict__,
+            "preferences": "prefers the cheapest option, usually the metro",
+        }
+    )
+    assert (
+        choose_mode(planning(persona=metro_fan), "Office", np.random.default_rng(0))
+        == "transit"
+    )
+    carless = planning(
+        facts={"vehicle_available": False, "household_drivers": ("Bob Wu",)}
+    )
+    assert choose_mode(carless, "Office", np.random.default_rng(0)) == "transit"

@@ -1,0 +1,394 @@
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import time
+
+import mesa
+import numpy as np
+import pandas as pd
+import pytest
+
+from mesa_llm_mobility.cognition import DecisionResult, RuleBrain
+from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_content
+from mesa_llm_mobility.urban.decisions import PersonaFacts, PlanRevisionOutput
+from mesa_llm_mobility.urban.model import UrbanMobilityModel, scale_personas
+from mesa_llm_mobility.urban.network_space import cell_of
+from mesa_llm_mobility.urban.plans import Activity, format_hhmm
+from mesa_llm_mobility.urban.routing import NetworkIndex, Router
+from mesa_llm_mobility.urban.scenario import load_scenario
+
+from .conftest import town_personas
+
+
+def small_model(n: int = 12, seed: int = 5, **kw) -> UrbanMobilityModel:
+    return UrbanMobilityModel(
+        population=town_personas(), n_agents=n, days=1, rng=seed, **kw
+    )
+
+
+def test_scale_personas_subsamples_and_replicates_households():
+    personas = town_personas()
+    fewer = scale_personas(personas, 10, np.random.default_rng(0))
+    names = {p.name for p in fewer}
+    assert len(fewer) == 10 and all(set(p.family) <= names for p in fewer)
+    more = scale_personas(personas, 150, np.random.default_rng(0))
+    assert len(more) == 150 and len({p.name for p in more}) == 150
+    copy = next(p for p in more if p.name == "Person 30-0 #2")
+    assert copy.family == ("Person 30-1 #2",) and copy.household == "H30 #2"
+
+
+def test_one_day_is_deterministic_for_a_seed():
+    first, second = small_model(), small_model()
+    first.run()
+    second.run()
+    pd.testing.assert_frame_equal(first.trips_frame(), second.trips_frame())
+    pd.testing.assert_frame_equal(first.decisions_frame(), second.decisions_frame())
+    trips = first.trips_frame()
+    assert trips["arrival"].notna().all() and len(trips) >= 2 * 12
+    summary = first.summary()
+    assert summary["plan_errors"] == {}
+    assert summary["completed"] == len(trips)
+    assert not first.running
+
+
+def test_cells_always_match_engine_locations():
+    model = small_model(n=14, seed=2)
+    seen_states = set()
+    while model.running:
+        model.step()
+        for name, agent in model.travellers.items():
+            location = model.engine.location(name)
+            assert agent.cell is cell_of(model.space, location), (
+                model.minute,
+                name,
+                location,
+            )
+            seen_states.add(agent.state)
+    assert {"staying", "driving"} <= seen_states
+
+
+def test_outputs_and_memories():
+    model = small_model(n=8, seed=3, chat_probability=1.0)
+    model.run()
+    decisions = model.decisions_frame()
+    assert set(decisions["kind"]) >= {
+        "Chat",
+        "DailyPlan",
+        "DailyReflection",
+        "PlanRevision",
+    }
+    plans = model.plans_frame()
+    assert set(plans.groupby("agent")["facility"].last()) <= {
+        "Uptown apartment",
+        "Midtown apartment",
+    }
+    memories = model.memories_frame()
+    assert set(memories["type"]) >= {"event", "chat", "reflection"}
+    chats = memories[memories["type"] == "chat"]
+    assert chats["content"].duplicated(keep=False).all()  # stored in both memories
+    collected = model.datacollector.get_model_vars_dataframe()
+    assert collected["arrived"].iloc[-1] == len(model.trips_frame())
+    agents = model.datacollector.get_agent_vars_dataframe()
+    assert {"state", "cell"} <= set(agents.columns)
+    assert len(model.link_states_frame()) > 0
+
+
+def test_batch_run_over_two_parameters():
+    results = mesa.batch_run(
+        UrbanMobilityModel,
+        parameters={
+            "population": [town_personas()],
+            "n_agents": [4, 6],
+            "chat_probability": [0.0, 0.5],
+        },
+        rng=[0],
+        max_steps=600,
+        number_processes=1,
+        display_progress=False,
+    )
+    frame = pd.DataFrame(results)
+    assert set(zip(frame["n_agents"], frame["chat_probability"], strict=True)) == {
+        (4, 0.0), (4, 0.5), (6, 0.0), (6, 0.5)
+    }  # fmt: skip
+    # collected every 15 minutes: the last collection of 600 steps is minute 585
+    assert (frame.groupby(["n_agents", "chat_probability"])["Step"].max() >= 585).all()
+    assert {"state", "cell", "arrived", "mean_delay"} <= set(frame.columns)
+
+
+def _persona(name, work, licensed=True, home="Uptown apartment"):
+    return PersonaFacts(
+        name=name, home=home, work_facility=work, work_start=480 if work else None,
+        work_end=1020 if work else None, licensed=licensed, household=name, vehicles=1 if licensed else 0,
+    )  # fmt: skip
+
+
+def _respond(body):
+    system = body["messages"][0]["content"]
+    name = system.split("You are ", 1)[1].split(",", 1)[0]
+    prompt = body["messages"][1]["content"]
+    repair = body["messages"][-1]["content"].startswith("Your previous answer")
+    if "Plan today" in prompt:
+        home = {"activities": [], "long_term_reflection": "new week", "concepts": []}
+        work = {
+            "facility": "Office",
+            "departure_time": "07:00",
+            "mode": "drive",
+            "reflect_every": 150,
+        }
+        back = {
+            "facility": "Uptown apartment",
+            "departure_time": "17:00",
+            "mode": "drive",
+        }
+        if name == "Alice":  # malformed first, valid on repair
+            return (
+                json_content({**home, "activities": [work, back]})
+                if repair
+                else Fault.malformed_json()
+            )
+        if name == "Bob":  # forgets to return home, fixes it on repair
+            activities = [work, back] if repair else [work]
+            concepts = [{"content": "Leave by 7 to beat traffic", "importance": 0.7}]
+            return json_content(
+                {**home, "activities": activities, "concepts": concepts}
+            )
+        return json_content(
+            {**home, "activities": [work, back]}
+        )  # Carol cannot drive: fallback
+    if "Choose action" in prompt:
+        return json_content({"action": "keep", "reason": "fine"})
+    if "is over" in prompt:
+        return json_content({"reflections": [{"content": f"{name} had a fine day", "importance": 0.4}],
+                             "long_term_reflection": "steady"})  # fmt: skip
+    return Fault.schema_violation()
+
+
+def test_llm_brain_day_with_malformed_and_invalid_plans():
+    personas = [
+        _persona("Alice", "Office"),
+        _persona("Bob", "Office"),
+        _persona("Carol", None, licensed=False),
+    ]
+    with FakeLLMServer(_respond) as server:
+        model = UrbanMobilityModel(
+            population=personas, days=1, rng=0, chat_probability=0.0,
+            brain="llm:openai/fake-model",
+            brain_options={"api_base": server.api_base, "api_key": "sk-fake", "timeout_s": 10, "max_attempts": 1},
+        )  # fmt: skip
+        model.run()
+        model.close()
+    decisions = model.decisions_frame()
+    plans = decisions[decisions["kind"] == "DailyPlan"].set_index("agent")["outcome"]
+    assert plans.to_dict() == {
+        "Alice": "repaired",
+        "Bob": "repaired",
+        "Carol": "fallback",
+    }
+    assert (decisions[decisions["kind"] != "DailyPlan"]["outcome"] == "ok").all()
+    summary = model.summary()
+    assert (
+        summary["plan_errors"]["home"] >= 1 and summary["plan_errors"]["vehicle"] >= 1
+    )
+    assert summary["llm"].loc["all", "calls"] == len(decisions)
+    trips = model.trips_frame()
+    assert set(trips["agent"]) >= {"Alice", "Bob"} and trips["arrival"].notna().all()
+    assert set(trips[trips["agent"] == "Carol"]["mode"]) <= {"transit", "walk"}
+    memories = model.memories_frame()
+    assert "Leave by 7 to beat traffic" in set(memories["content"])
+    assert model.travellers["Bob"].long_term_reflection == "steady"
+
+
+@pytest.mark.slow
+def test_three_days_reproduce_the_macro_pattern():
+    start = time.perf_counter()
+    model = UrbanMobilityModel(
+        population=town_personas(), days=3, rng=1, collect_every=60
+    )
+    model.run()
+    elapsed = time.perf_counter() - start
+    commute = model.commute_frame().set_index("day")
+    day1, day3 = commute.loc[1], commute.loc[3]
+    assert (
+        "07:15" <= day1["mean_departure_hhmm"] <= "07:30"
+    )  # free-flow expectations on day 1
+    assert day1["late_share"] > 0.4  # congestion makes many late
+    assert day3["mean_departure"] < day1["mean_departure"] - 5  # peak spreading earlier
+    assert day3["late_share"] < day1["late_share"]  # punctuality rises
+    assert elapsed < 30
+    histogram = model.departure_histogram(10)
+    assert list(histogram.columns) == [1, 2, 3]
+    assert (histogram.sum() == commute["commuters"]).all()
+    assert (
+        histogram.loc[:"06:50", 3].sum() > histogram.loc[:"06:50", 1].sum()
+    )  # earlier peak
+    rerouted = [  # en-route path decisions at nodes were applied by the engine
+        record
+        for agent in model.travellers.values()
+        for record in agent.trips
+        if record.activity.path == "shortest"
+        and model.engine.trip(record.trip_id).route == "explicit"
+    ]
+    new_paths = model.decisions_frame().query("action == 'new_path'")
+    assert 0 < len(rerouted) <= len(new_paths)
+    assert math.isfinite(model.summary()["mean_delay"])
+    json.dumps(model.summary()["plan_errors"])
+
+
+def test_default_population_and_events_off():
+    model = UrbanMobilityModel(n_agents=20, days=1, rng=4, events=False)
+    assert len(model.travellers) == 20 and model.town.events == ()
+    model.run()
+    trips = model.trips_frame()
+    assert trips["arrival"].notna().all()
+    assert set(trips["agent"]) <= set(model.travellers)
+    parents = [
+        a for a in model.travellers.values() if a.persona.children and a.today.workday
+    ]
+    for parent in parents:  # school runs are shared out among working parents
+        assert parent.today.school_duty in ("drop_off", "pick_up", "both")
+
+
+def test_work_is_reconsidered_every_150_minutes():
+    model = small_model(n=6, seed=1)
+    model.run()
+    decisions = model.decisions_frame()
+    assert (decisions["kind"] == "PlanRevision").any()
+    checked = 0
+    for agent in model.travellers.values():
+        at_work = [
+            r.minute
+            for r in agent.revisions
+            if r.situation == "during_activity"
+            and r.place == agent.persona.work_facility
+        ]
+        checked += len(at_work)
+        assert all(b - a == 150 for a, b in itertools.pairwise(at_work))
+    assert checked > 0
+
+
+def test_persistent_memory_under_run_dir(tmp_path):
+    model = small_model(n=3, seed=0, run_dir=tmp_path)
+    model.run()
+    stored = len(model.memories_frame())
+    model.close()
+    assert stored > 0 and (tmp_path / "memory" / "memory.json").exists()
+
+
+class ScriptedRevisions(RuleBrain):
+    """Rule answers, except: leave home 20 min later, then go to the Gym after work."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.delayed: dict[str, int] = {}
+        self.replaced: set[str] = set()
+        self.pathed: dict[str, list[str]] = {}
+        self.router = Router(NetworkIndex(load_scenario("nguyen_dupuis")))
+
+    def _script(self, agent, ctx):
+        leaving_work = (
+            ctx.situation == "end_of_activity"
+            and ctx.place == ctx.persona.work_facility
+        )
+        if leaving_work and agent not in self.replaced and agent not in self.pathed:
+            mode = ctx.facts.day_mode
+            links = [
+                link.name
+                for link in self.router.path(ctx.place, ctx.future[0].facility, mode)
+            ]
+            self.pathed[agent] = links
+            return PlanRevisionOutput(action="new_path", new_path=links)
+        if (
+            ctx.situation == "end_of_activity"
+            and agent not in self.delayed
+            and ctx.place == ctx.persona.home
+        ):
+            self.delayed[agent] = ctx.facts.now + 20
+            return PlanRevisionOutput(
+                action="new_departure_time",
+                new_departure_time=format_hhmm(ctx.facts.now + 20),
+            )
+        if (
+            ctx.situation == "during_activity"
+            and agent not in self.replaced
+            and ctx.place == ctx.persona.work_facility
+        ):
+            self.replaced.add(agent)
+            mode = ctx.facts.day_mode
+            return PlanRevisionOutput(
+                action="replace_activities",
+                activities=[
+                    Activity(facility="Gym", departure_time="17:00", mode=mode),
+                    Activity(
+                        facility=ctx.persona.home, departure_time="18:30", mode=mode
+                    ),
+                ],
+            )
+        return None
+
+    def decide_all(self, requests, *, tags=None):
+        results = []
+        for result in super().decide_all(requests, tags=tags):
+            ctx = result.request.context
+            out = (
+                self._script(result.agent_id, ctx)
+                if result.kind == "PlanRevision"
+                else None
+            )
+            if out is not None:
+                assert result.request.kind.validate(ctx, out) == []
+                result = DecisionResult(result.request, out, result.outcome)
+            results.append(result)
+        return results
+
+
+def test_revisions_change_departures_and_replace_activities():
+    brain = ScriptedRevisions()
+    model = UrbanMobilityModel(
+        population=town_personas(), n_agents=5, days=1, rng=3, brain=brain
+    )
+    model.run()
+    trips = model.trips_frame()
+    assert brain.delayed and brain.replaced
+    for name, minute in brain.delayed.items():
+        first = trips[trips["agent"] == name].iloc[0]
+        assert first["planned_departure"] == minute and first["departure"] == minute
+    for name in brain.replaced:
+        visits = list(trips[trips["agent"] == name]["destination"])
+        home = model.travellers[name].persona.home
+        assert visits[-2:] == ["Gym", home]
+        assert [a.facility for a in model.travellers[name].activities][-2:] == [
+            "Gym",
+            home,
+        ]
+    assert set(model.decisions_frame()["action"]) >= {
+        "new_departure_time",
+        "replace_activities",
+    }
+    assert (model.plans_frame()["source"] == "revision").any()
+
+
+def test_llm_brain_that_never_answers_well_falls_back_and_the_day_completes():
+    alice, bob = _persona("Alice", "Office"), _persona("Bob", "Factory")
+    personas = [dataclasses.replace(alice, friends=("Bob",)), bob]
+    with FakeLLMServer(lambda body: Fault.schema_violation()) as server:
+        model = UrbanMobilityModel(
+            population=personas, days=1, rng=0, chat_probability=1.0,
+            brain="llm:openai/fake-model",
+            brain_options={"api_base": server.api_base, "api_key": "sk-fake", "timeout_s": 10,
+                           "max_attempts": 1, "max_repairs": 1},
+        )  # fmt: skip
+        model.run()
+        model.close()
+    decisions = model.decisions_frame()
+    assert (decisions["outcome"] == "fallback").all()
+    assert set(decisions["kind"]) >= {
+        "Chat",
+        "DailyPlan",
+        "DailyReflection",
+        "PlanRevision",
+    }
+    assert decisions["reason"].str.contains("no valid answer").all()
+    assert model.trips_frame()["arrival"].notna().all() and not model.running
