@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mesa_llm_mobility import __version__
+from mesa_llm_mobility.evacuation.cli import add_evac_commands
 from mesa_llm_mobility.urban.cli import add_urban_commands
 
 
@@ -106,10 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--show", type=int, default=5, help="decisions to print (default 5)"
     )
     cognition.set_defaults(handler=_demo_cognition)
-    from mesa_llm_mobility.evacuation.cli import add_evac_commands  # noqa: PLC0415
-
-    add_evac_commands(commands)
     add_urban_commands(commands)
+    add_evac_commands(commands)
     return parser
 
 

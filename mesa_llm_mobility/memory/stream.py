@@ -145,14 +145,11 @@ class MemoryStream:
             self._nodes = nodes
             for node in nodes.values():
                 self._index(node)
-            self._next_sequence = 1 + max(
-                (
-                    int(m.group(1))
-                    for m in map(_SEQUENTIAL_ID.match, nodes)
-                    if m is not None
-                ),
-                default=-1,
-            )
+            recorded = 0
+            if collection is not None and collection.metadata:
+                recorded = int(collection.metadata.get("next_sequence", 0))
+            numbers = [int(m.group(1)) for m in map(_SEQUENTIAL_ID.match, nodes) if m]
+            self._next_sequence = max(recorded, 1 + max(numbers, default=-1))
         return self._nodes
 
     def __len__(self) -> int:
@@ -361,6 +358,13 @@ class MemoryStream:
             collection.delete(ids=expired)
             for node_id in expired:
                 self._unindex(known.pop(node_id))
+            # Remember the id counter: the newest ids may be gone, and must not be reused.
+            collection.modify(
+                metadata={
+                    "agent_id": self._agent_id,
+                    "next_sequence": self._next_sequence,
+                }
+            )
             logger.debug(
                 "agent %s forgot %d memories at minute %s",
                 self._agent_id,

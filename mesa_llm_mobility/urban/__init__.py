@@ -15,6 +15,7 @@ Submodules are imported on demand so that ``import mesa_llm_mobility.urban`` sta
 - :mod:`.model`: :class:`~.model.UrbanMobilityModel`, the GATSim Mesa model.
 - :mod:`.population`: narrative person profiles, households and the validating loader.
 - :mod:`.synthesis`: Table 2 statistics, the rule and LLM population synthesisers.
+- :mod:`.plots`: departure histograms, traffic snapshots and mode shares from the tidy frames.
 """
 
 from __future__ import annotations

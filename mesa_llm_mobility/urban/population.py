@@ -24,11 +24,12 @@ import re
 from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from mesa_llm_mobility.urban.data_files import read_json_data
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.scenario import Scenario
@@ -549,33 +550,6 @@ def load_population(path: str | Path, scenario: Scenario | str | Path) -> Popula
         from mesa_llm_mobility.urban.scenario import load_scenario  # noqa: PLC0415
 
         scenario = load_scenario(scenario)
-    text_path = str(path)
-    if (
-        not text_path.endswith(".json")
-        and "/" not in text_path
-        and "\\" not in text_path
-    ):
-        bundled = (
-            resources.files("mesa_llm_mobility.urban")
-            / "scenarios"
-            / f"{text_path}.json"
-        )
-        if not bundled.is_file():
-            raise PopulationError(f"{text_path}: no such bundled population")
-        source, text = f"{text_path}.json", bundled.read_text("utf-8")
-    else:
-        file_path = Path(path)
-        source = file_path.name
-        try:
-            text = file_path.read_text("utf-8")
-        except OSError as error:
-            raise PopulationError(
-                f"{file_path}: cannot read population: {error.strerror}"
-            ) from error
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise PopulationError(
-            f"{source}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}"
-        ) from error
+    data, source = read_json_data(path, "population", PopulationError)
+    source = Path(source).name
     return validate_population(population_from_dict(data, source), scenario)

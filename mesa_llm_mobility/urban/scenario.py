@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
+
+from mesa_llm_mobility.urban.data_files import read_json_data
 
 LinkModel = Literal["occupancy", "flow"]
 LINK_MODELS: tuple[str, ...] = ("occupancy", "flow")
@@ -594,36 +595,8 @@ def load_scenario(path: str | Path) -> Scenario:
         ScenarioError: If the file is missing, not JSON, or invalid (the message names the file,
             the entry and the field).
     """
-    text_path = str(path)
-    if (
-        not text_path.endswith(".json")
-        and "/" not in text_path
-        and "\\" not in text_path
-    ):
-        bundled = (
-            resources.files("mesa_llm_mobility.urban")
-            / "scenarios"
-            / f"{text_path}.json"
-        )
-        if not bundled.is_file():
-            raise ScenarioError(f"{text_path}: no such bundled scenario")
-        return scenario_from_dict(
-            json.loads(bundled.read_text("utf-8")), f"{text_path}.json"
-        )
-    file_path = Path(path)
-    try:
-        text = file_path.read_text("utf-8")
-    except OSError as error:
-        raise ScenarioError(
-            f"{file_path}: cannot read scenario: {error.strerror}"
-        ) from error
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ScenarioError(
-            f"{file_path}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}"
-        ) from error
-    return scenario_from_dict(data, file_path.name)
+    data, source = read_json_data(path, "scenario", ScenarioError)
+    return scenario_from_dict(data, Path(source).name)
 
 
 def grid_scenario_from_uxsim(

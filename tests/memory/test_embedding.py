@@ -190,3 +190,23 @@ def test_import_loads_no_model_library():
         timeout=120,
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_minilm_num_threads_is_validated_and_recorded():
+    with pytest.raises(ValueError, match=r"^num_threads"):
+        MiniLMEmbedding(num_threads=0)
+    function = MiniLMEmbedding(num_threads=1)
+    assert MiniLMEmbedding.build_from_config(function.get_config()).num_threads == 1
+
+
+@needs_minilm
+def test_minilm_instance_resolves_as_minilm_and_sets_torch_threads():
+    torch = pytest.importorskip("torch")  # present whenever sentence-transformers is
+    before = torch.get_num_threads()
+    try:
+        choice = resolve_embedding(MiniLMEmbedding(num_threads=1))
+        assert (choice.setting, choice.name) == ("custom", "minilm")
+        assert choice.function(["one query"])[0].shape == (EMBEDDING_DIM,)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

@@ -233,3 +233,34 @@ def test_corrupt_node_record_names_store_collection_node_and_field(tmp_path):
     ) as info:
         MemoryStore.open(path).stream(1).nodes()
     assert str(path) in str(info.value)
+
+
+def test_ids_of_pruned_memories_are_not_reused_after_reopening(tmp_path):
+    path = tmp_path / "m"
+    store = MemoryStore.persistent(path, embedding="hash")
+    stream = store.stream(1)
+    stream.remember("kept", node_type="reflection", importance=1.0, now=0)
+    stream.remember("soon forgotten", node_type="event", importance=0.0, now=0)
+    assert stream.prune(10_000) == ["n1"]
+    store.close()
+    reopened = MemoryStore.open(path)
+    assert (
+        reopened.stream(1)
+        .remember("new", node_type="event", importance=0.5, now=10_000)
+        .id
+        == "n2"
+    )
+
+
+def test_hash_store_reopens_with_its_recorded_dimension(tmp_path):
+    path = tmp_path / "m"
+    store = MemoryStore.persistent(path, embedding=HashEmbedding(dim=32))
+    assert store.embedding.name == "hash"
+    remember_two(store)
+    store.close()
+    reopened = MemoryStore.open(path)
+    assert reopened.embedding.function.dim == 32
+    assert (
+        reopened.stream(1).retrieve(600, text="queue on the bridge", k=1)[0].node.id
+        == "n0"
+    )

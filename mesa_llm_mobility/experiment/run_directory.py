@@ -1,0 +1,730 @@
+"""Run directories: everything one simulation run leaves on disk, in standard places.
+
+A run directory is model-agnostic. It holds::
+
+    <run>/
+        config.json          the resolved configuration (JSON)
+        metadata.json        package, Python and Mesa versions, creation time (UTC), extras
+        ledger.jsonl         the decision ledger (written by the brain, see cognition.ledger)
+        memory/              the agents' memory store (Chroma), if any
+        tables/<name>.parquet               a whole-run table
+        tables/<name>/day=<d>.parquet       one part per day of a per-day table
+        checkpoints/day_<d>.pkl             model state after day d (pickle)
+        checkpoints/index.json              day, file, sha256 and creation time of each checkpoint
+        plots/               figures
+
+Every file the class writes is written atomically (a temporary file in the same folder, then
+``os.replace``), so a crash never leaves a half-written config, table part or checkpoint under
+its final name. Appending a day writes one new table part and never rewrites earlier ones.
+
+A run can be resumed from :meth:`RunDirectory.latest_checkpoint` and forked from any checkpoint
+with changed parameters by :func:`fork`; the fork records where it came from, so a brain can
+replay the source's ledger (:attr:`RunDirectory.source_ledger_path`).
+
+Checkpoints are pickles: open only run directories you trust.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import enum
+import hashlib
+import importlib.metadata
+import json
+import logging
+import math
+import os
+import pickle
+import platform
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path, PurePath
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mesa_llm_mobility import __version__
+
+logger = logging.getLogger(__name__)
+
+CONFIG_FILE = "config.json"
+METADATA_FILE = "metadata.json"
+LEDGER_FILE = "ledger.jsonl"
+MEMORY_DIR = "memory"
+TABLES_DIR = "tables"
+CHECKPOINTS_DIR = "checkpoints"
+PLOTS_DIR = "plots"
+CHECKPOINT_INDEX = "index.json"
+
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_PART_NAME = re.compile(r"^day=(\d+)\.parquet$")
+
+
+class RunDirectoryError(Exception):
+    """A run directory is missing, incomplete or invalid; the message names the path."""
+
+
+class CheckpointError(RunDirectoryError):
+    """A checkpoint is missing, corrupt or truncated; the message names the file."""
+
+
+# ---------------------------------------------------------------------------- JSON and files
+def to_jsonable(value: Any, where: str = "config") -> Any:
+    """Convert a configuration value to plain JSON types.
+
+    Paths become strings, numpy scalars and arrays Python numbers and lists, tuples and sets
+    lists (sets sorted), enums their value, dates ISO strings, dataclasses and pydantic models
+    dicts; mapping keys must be strings (ints, floats and bools are converted with ``str``).
+
+    Args:
+        value: The value to convert.
+        where: Where the value sits, for error messages (e.g. ``config['brain']``).
+
+    Returns:
+        A value made of dicts, lists, strings, numbers, booleans and None.
+
+    Raises:
+        TypeError: For a value JSON cannot hold, naming where it is.
+        ValueError: For a NaN or infinite number (not valid JSON), naming where it is.
+    """
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, np.generic):
+        return to_jsonable(value.item(), where)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: {value!r} is not valid JSON")
+        return float(value)
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value, where)
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist(), where)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(dataclasses.asdict(value), where)
+    if hasattr(value, "model_dump") and not isinstance(value, type):  # pydantic
+        return to_jsonable(value.model_dump(mode="json"), where)
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, np.generic):
+                key = key.item()
+            if isinstance(key, bool | int | float):
+                key = str(key)
+            if not isinstance(key, str):
+                raise TypeError(
+                    f"{where}: key {key!r} of type {type(key).__name__} is not a string"
+                )
+            out[key] = to_jsonable(item, f"{where}[{key!r}]")
+        return out
+    if isinstance(value, set | frozenset):
+        items = [to_jsonable(item, f"{where}[...]") for item in value]
+        return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
+    if isinstance(value, list | tuple):
+        return [to_jsonable(item, f"{where}[{k}]") for k, item in enumerate(value)]
+    raise TypeError(
+        f"{where}: cannot store a value of type {type(value).__name__} in JSON ({value!r})"
+    )
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+
+
+def _write_json(path: Path, data: Mapping[str, Any]) -> None:
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    _write_atomic(path, text.encode())
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunDirectoryError(f"{path}: missing") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RunDirectoryError(
+            f"{path}: not valid JSON (line {error.lineno}, column {error.colno}): {error.msg}"
+        ) from error
+
+
+def _check_day(day: Any) -> int:
+    if isinstance(day, np.integer):
+        day = int(day)
+    if isinstance(day, bool) or not isinstance(day, int) or day < 0:
+        raise ValueError(f"day must be a whole number >= 0, got {day!r}")
+    return day
+
+
+def _merge(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``base`` updated by ``changes``; nested mappings merge key by key."""
+    merged = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---------------------------------------------------------------------------- the run directory
+class RunDirectory:
+    """One run's folder: config, metadata, ledger, memory, tables, checkpoints and plots.
+
+    ``RunDirectory(path)`` only binds the path; use :meth:`create` for a new run and
+    :meth:`open` for an existing one (which checks that it is a run directory).
+
+    Example::
+
+        run = RunDirectory.create("runs/baseline", {"days": 3, "seed": 0})
+        run.write_table("trips", trips, day=1)
+        run.write_checkpoint(1, {"model": state})
+        ...
+        run = RunDirectory.open("runs/baseline")
+        day, state = run.latest_checkpoint()
+
+    Args:
+        path: The run's folder.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDirectory({str(self.path)!r})"
+
+    # ------------------------------------------------------------------ create / open
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike[str],
+        config: Mapping[str, Any],
+        *,
+        overwrite: bool = False,
+        extra: Mapping[str, Any] | None = None,
+    ) -> RunDirectory:
+        """Create a run directory with its ``config.json`` and ``metadata.json``.
+
+        Args:
+            path: The run's folder (created with its parents).
+            config: The resolved configuration; converted by :func:`to_jsonable`.
+            overwrite: Replace an existing run directory (one with a ``config.json``). A
+                non-empty folder that is not a run directory is never deleted.
+            extra: Free-form metadata, e.g. the embedding actually used (also settable later
+                with :meth:`update_metadata`).
+
+        Returns:
+            The new run directory.
+
+        Raises:
+            RunDirectoryError: If ``path`` is a file, or a non-empty folder and ``overwrite`` is
+                False, or a non-empty folder that is not a run directory.
+            TypeError, ValueError: If the config holds a value JSON cannot hold.
+        """
+        run = cls(path)
+        config_json = to_jsonable(dict(config), "config")
+        extra_json = to_jsonable(dict(extra or {}), "extra")
+        target = run.path
+        if target.exists() and not target.is_dir():
+            raise RunDirectoryError(f"{target}: exists and is not a directory")
+        if target.is_dir() and any(target.iterdir()):
+            if not overwrite:
+                raise RunDirectoryError(
+                    f"{target}: a non-empty directory already exists; pick another path or "
+                    "pass overwrite=True to replace the run stored there"
+                )
+            if not run.config_path.is_file():
+                raise RunDirectoryError(
+                    f"{target}: is not empty and is not a run directory (no {CONFIG_FILE}); "
+                    "refusing to delete it"
+                )
+            logger.info("replacing run directory %s", target)
+            shutil.rmtree(target)
+        target.mkdir(parents=True, exist_ok=True)
+        _write_json(run.config_path, config_json)
+        _write_json(run.metadata_path, _base_metadata(extra_json))
+        logger.info("created run directory %s", target)
+        return run
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> RunDirectory:
+        """Open an existing run directory, checking its config and metadata.
+
+        Args:
+            path: The run's folder.
+
+        Returns:
+            The run directory.
+
+        Raises:
+            RunDirectoryError: If the folder does not exist, is not a run directory (no
+                ``config.json``), lacks ``metadata.json``, or either file is not valid JSON
+                (the message gives the line and column).
+        """
+        run = cls(path)
+        if not run.path.exists():
+            raise RunDirectoryError(f"{run.path}: no such run directory")
+        if not run.path.is_dir():
+            raise RunDirectoryError(f"{run.path}: not a directory")
+        if not run.config_path.is_file():
+            raise RunDirectoryError(
+                f"{run.path}: not a run directory (missing {CONFIG_FILE})"
+            )
+        if not run.metadata_path.is_file():
+            raise RunDirectoryError(
+                f"{run.path}: incomplete run directory (missing {METADATA_FILE})"
+            )
+        run.config  # noqa: B018 - parse now, so that errors show at open
+        run.metadata  # noqa: B018
+        return run
+
+    # ------------------------------------------------------------------ locations
+    @property
+    def config_path(self) -> Path:
+        """``config.json``: the resolved configuration."""
+        return self.path / CONFIG_FILE
+
+    @property
+    def metadata_path(self) -> Path:
+        """``metadata.json``: versions, creation time and free-form extras."""
+        return self.path / METADATA_FILE
+
+    @property
+    def ledger_path(self) -> Path:
+        """``ledger.jsonl``: the decision ledger of this run."""
+        return self.path / LEDGER_FILE
+
+    @property
+    def memory_dir(self) -> Path:
+        """``memory/``: the agents' persistent memory store."""
+        return self.path / MEMORY_DIR
+
+    @property
+    def tables_dir(self) -> Path:
+        """``tables/``: Parquet tables."""
+        return self.path / TABLES_DIR
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        """``checkpoints/``: pickled states and their index."""
+        return self.path / CHECKPOINTS_DIR
+
+    @property
+    def plots_dir(self) -> Path:
+        """``plots/``: figures."""
+        return self.path / PLOTS_DIR
+
+    # ------------------------------------------------------------------ config and metadata
+    @property
+    def config(self) -> dict[str, Any]:
+        """The resolved configuration, read from ``config.json``."""
+        data = _read_json(self.config_path)
+        if not isinstance(data, dict):
+            raise RunDirectoryError(f"{self.config_path}: expected a JSON object")
+        return data
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The run's metadata, read from ``metadata.json``."""
+        data = _read_json(self.metadata_path)
+        if not isinstance(data, dict):
+            raise RunDirectoryError(f"{self.metadata_path}: expected a JSON object")
+        return data
+
+    def update_metadata(self, extra: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge free-form values into the metadata's ``extra`` (e.g. the embedding used).
+
+        Args:
+            extra: Values to add or replace.
+
+        Returns:
+            The updated metadata.
+        """
+        metadata = self.metadata
+        metadata["extra"] = {
+            **metadata.get("extra", {}),
+            **to_jsonable(dict(extra), "extra"),
+        }
+        _write_json(self.metadata_path, metadata)
+        return metadata
+
+    @property
+    def source_ledger_path(self) -> Path | None:
+        """The ledger of the run this one was forked from (for replay), or None."""
+        source = self.metadata.get("forked_from")
+        return None if source is None else Path(source) / LEDGER_FILE
+
+    # ------------------------------------------------------------------ tables
+    def table_path(self, name: str, day: int | None = None) -> Path:
+        """Where table ``name`` (or its part for ``day``) is stored.
+
+        Args:
+            name: Table name (letters, digits, ``_``, ``.``, ``-``).
+            day: Day of a per-day part, or None for a whole-run table.
+
+        Returns:
+            ``tables/<name>.parquet`` or ``tables/<name>/day=<d>.parquet``.
+        """
+        if not isinstance(name, str) or not _TABLE_NAME.match(name):
+            raise ValueError(
+                f"table name {name!r}: use letters, digits, '_', '.' and '-' "
+                "(starting with a letter or digit)"
+            )
+        if day is None:
+            return self.tables_dir / f"{name}.parquet"
+        return self.tables_dir / name / f"day={_check_day(day)}.parquet"
+
+    def write_table(
+        self, name: str, frame: pd.DataFrame, *, day: int | None = None
+    ) -> Path:
+        """Write a table as Parquet, whole or as one day's part.
+
+        A per-day part stores the frame with a ``day`` column (added if missing); writing the
+        same day again replaces that part only. A table is either whole or per-day, not both.
+        The index is not stored: ``reset_index()`` first to keep a meaningful one.
+
+        Args:
+            name: Table name (letters, digits, ``_``, ``.``, ``-``).
+            frame: The table.
+            day: Day of the part, or None for a whole-run table.
+
+        Returns:
+            The file written.
+
+        Raises:
+            ValueError: For a bad name or day, or a ``day`` column that disagrees with ``day``.
+            RunDirectoryError: If the table already exists in the other layout.
+        """
+        path = self.table_path(name, day)
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(
+                f"table {name!r}: expected a pandas DataFrame, got {type(frame).__name__}"
+            )
+        other = self.table_path(name) if day is not None else self.tables_dir / name
+        if other.exists():
+            layout = "whole-run" if day is not None else "per-day"
+            raise RunDirectoryError(
+                f"{other}: table {name!r} is already stored {layout}"
+            )
+        if day is not None:
+            if "day" in frame.columns:
+                if not (frame["day"] == day).all():
+                    raise ValueError(
+                        f"table {name!r}: column 'day' disagrees with day={day}"
+                    )
+                frame = frame.drop(columns="day")
+            frame = frame.assign(day=np.int64(day))
+        _write_atomic(path, frame.to_parquet(index=False))
+        logger.debug("wrote %s (%d rows)", path, len(frame))
+        return path
+
+    def table_names(self) -> list[str]:
+        """Names of the stored tables, sorted."""
+        if not self.tables_dir.is_dir():
+            return []
+        names = {
+            entry.name.removesuffix(".parquet") if entry.is_file() else entry.name
+            for entry in self.tables_dir.iterdir()
+            if not entry.name.startswith(".")
+            and (entry.is_dir() or entry.name.endswith(".parquet"))
+        }
+        return sorted(names)
+
+    def table_days(self, name: str) -> list[int]:
+        """Days stored for the per-day table ``name`` (empty for a whole-run table)."""
+        folder = self.tables_dir / name
+        if not folder.is_dir():
+            return []
+        days = []
+        for part in folder.iterdir():
+            match = _PART_NAME.match(part.name)
+            if match:
+                days.append(int(match.group(1)))
+        return sorted(days)
+
+    def read_table(self, name: str) -> pd.DataFrame:
+        """Read a table; the parts of a per-day table are concatenated in day order.
+
+        Args:
+            name: Table name.
+
+        Returns:
+            The table (a per-day table has its ``day`` column).
+
+        Raises:
+            RunDirectoryError: If no such table exists (the message lists the stored ones).
+        """
+        whole = self.table_path(name)
+        if whole.is_file():
+            return pd.read_parquet(whole)
+        days = self.table_days(name)
+        if not days:
+            stored = ", ".join(self.table_names()) or "none"
+            raise RunDirectoryError(
+                f"{self.tables_dir}: no table {name!r} (stored tables: {stored})"
+            )
+        parts = [pd.read_parquet(self.table_path(name, day)) for day in days]
+        return pd.concat(parts, ignore_index=True)
+
+    # ------------------------------------------------------------------ checkpoints
+    @property
+    def checkpoint_index_path(self) -> Path:
+        """``checkpoints/index.json``."""
+        return self.checkpoints_dir / CHECKPOINT_INDEX
+
+    def checkpoint_index(self) -> list[dict[str, Any]]:
+        """Entries of the checkpoint index (day, file, sha256, created), in day order."""
+        if not self.checkpoint_index_path.is_file():
+            return []
+        data = _read_json(self.checkpoint_index_path)
+        entries = data.get("checkpoints") if isinstance(data, dict) else None
+        if not isinstance(entries, list):
+            raise CheckpointError(
+                f"{self.checkpoint_index_path}: expected an object with a 'checkpoints' list"
+            )
+        for k, entry in enumerate(entries):
+            if not (
+                isinstance(entry, dict)
+                and isinstance(entry.get("day"), int)
+                and isinstance(entry.get("file"), str)
+                and isinstance(entry.get("sha256"), str)
+            ):
+                raise CheckpointError(
+                    f"{self.checkpoint_index_path}: checkpoints[{k}] needs an integer 'day' "
+                    f"and string 'file' and 'sha256', got {entry!r}"
+                )
+        return sorted(entries, key=lambda entry: entry["day"])
+
+    def checkpoint_days(self) -> list[int]:
+        """Days with a checkpoint, ascending."""
+        return [entry["day"] for entry in self.checkpoint_index()]
+
+    def checkpoint_path(self, day: int) -> Path:
+        """``checkpoints/day_<d>.pkl``."""
+        return self.checkpoints_dir / f"day_{_check_day(day)}.pkl"
+
+    def write_checkpoint(self, day: int, state: Mapping[str, Any]) -> Path:
+        """Write the state after ``day`` atomically and record it in the index.
+
+        The pickle is written to a temporary file and moved into place, then the index is
+        rewritten the same way; a crash leaves at worst an unindexed (ignored) checkpoint.
+
+        Args:
+            day: Day the state follows (0 for the initial state).
+            state: Picklable mapping, e.g. ``{"model": ..., "rng": ...}``.
+
+        Returns:
+            The checkpoint file.
+        """
+        day = _check_day(day)
+        if not isinstance(state, Mapping):
+            raise TypeError(
+                f"checkpoint state must be a mapping, got {type(state).__name__}"
+            )
+        data = pickle.dumps(dict(state), protocol=pickle.HIGHEST_PROTOCOL)
+        path = self.checkpoint_path(day)
+        _write_atomic(path, data)
+        self._index_checkpoint(day, path, _sha256(data))
+        logger.info("checkpoint of day %d written to %s", day, path)
+        return path
+
+    def _index_checkpoint(self, day: int, path: Path, sha256: str) -> None:
+        entries = [entry for entry in self.checkpoint_index() if entry["day"] != day]
+        entries.append(
+            {"day": day, "file": path.name, "sha256": sha256, "created": _utc_now()}
+        )
+        entries.sort(key=lambda entry: entry["day"])
+        _write_json(self.checkpoint_index_path, {"checkpoints": entries})
+
+    def _checkpoint_bytes(self, day: int) -> bytes:
+        """Return the verified bytes of the checkpoint of ``day``."""
+        day = _check_day(day)
+        entry = next((e for e in self.checkpoint_index() if e["day"] == day), None)
+        if entry is None:
+            days = self.checkpoint_days()
+            raise CheckpointError(
+                f"{self.checkpoints_dir}: no checkpoint for day {day} (days: {days or 'none'})"
+            )
+        path = self.checkpoints_dir / entry["file"]
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise CheckpointError(f"{path}: checkpoint file is missing") from None
+        if _sha256(data) != entry["sha256"]:
+            raise CheckpointError(
+                f"{path}: corrupt or truncated checkpoint (sha256 does not match the index)"
+            )
+        return data
+
+    def read_checkpoint(self, day: int) -> dict[str, Any]:
+        """Read and verify the checkpoint of ``day``.
+
+        Args:
+            day: Day of the checkpoint.
+
+        Returns:
+            The state mapping.
+
+        Raises:
+            CheckpointError: If there is no such checkpoint, the file is missing, its sha256
+                does not match the index (corrupt or truncated), or it cannot be unpickled.
+        """
+        data = self._checkpoint_bytes(day)
+        path = self.checkpoint_path(day)
+        try:
+            # pickles of our own runs; the docs say to open only trusted run directories
+            return pickle.loads(data)  # noqa: S301
+        except Exception as error:
+            raise CheckpointError(
+                f"{path}: cannot unpickle checkpoint ({type(error).__name__}: {error})"
+            ) from error
+
+    def latest_checkpoint(
+        self, *, skip_corrupt: bool = False
+    ) -> tuple[int, dict[str, Any]] | None:
+        """Return the latest checkpoint as ``(day, state)``, or None if there is none.
+
+        Args:
+            skip_corrupt: Fall back to the previous good checkpoint when the latest is corrupt,
+                truncated or missing (logging a warning that names the file) instead of raising.
+
+        Returns:
+            ``(day, state)`` or None.
+
+        Raises:
+            CheckpointError: If the latest checkpoint is bad and ``skip_corrupt`` is False.
+        """
+        for day in reversed(self.checkpoint_days()):
+            try:
+                return day, self.read_checkpoint(day)
+            except CheckpointError as error:
+                if not skip_corrupt:
+                    raise
+                logger.warning("skipping checkpoint of day %d: %s", day, error)
+        return None
+
+
+def _base_metadata(extra: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        mesa_version = importlib.metadata.version("mesa")
+    except importlib.metadata.PackageNotFoundError:
+        mesa_version = None
+    return {
+        "package": "mesa-llm-mobility",
+        "package_version": __version__,
+        "python": platform.python_version(),
+        "mesa_version": mesa_version,
+        "platform": platform.platform(),
+        "created": _utc_now(),
+        "extra": dict(extra),
+    }
+
+
+# ---------------------------------------------------------------------------- fork
+def fork(
+    source: RunDirectory | str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    from_day: int,
+    config_changes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+) -> RunDirectory:
+    """Start a new run from a checkpoint of another, with changed parameters.
+
+    The fork gets the source config updated with ``config_changes`` (nested mappings merge key
+    by key; other values replace), metadata recording ``forked_from`` (the source path),
+    ``from_day`` and the changes, the verified checkpoint of ``from_day`` as its only (so
+    latest) checkpoint, keeping its day number so that days continue, the parts of per-day
+    tables for days ``<= from_day`` (whole-run tables are not copied: they describe the
+    source's whole run) and a copy of ``memory/`` if the source has one. The source's ledger is
+    not copied: :attr:`RunDirectory.source_ledger_path` points at it for replay.
+
+    ``memory/`` is the source's memory as it is now: if the source ran past ``from_day``, it may
+    hold memories of later days (a warning is logged). Fork from the run's last checkpoint, or
+    keep a memory snapshot in the checkpoint state, when that matters.
+
+    Args:
+        source: The run to fork (a path or an opened run).
+        target: The new run's folder.
+        from_day: Day of the source checkpoint to start from.
+        config_changes: Parameters to change.
+        overwrite: Replace an existing run directory at ``target``.
+
+    Returns:
+        The new run directory.
+
+    Raises:
+        RunDirectoryError: If ``source`` is not a run directory or ``target`` is taken.
+        CheckpointError: If the source has no good checkpoint for ``from_day``.
+    """
+    src = source if isinstance(source, RunDirectory) else RunDirectory.open(source)
+    from_day = _check_day(from_day)
+    changes = dict(config_changes or {})
+    data = src._checkpoint_bytes(from_day)  # verified before anything is written
+    if src.path.resolve() == Path(target).resolve():
+        raise RunDirectoryError(f"{target}: a run cannot be forked into itself")
+    config = _merge(src.config, to_jsonable(changes, "config_changes"))
+    extra = dict(src.metadata.get("extra", {}))
+    run = RunDirectory.create(target, config, overwrite=overwrite, extra=extra)
+    metadata = run.metadata
+    metadata.update(
+        forked_from=str(src.path.resolve()),
+        from_day=from_day,
+        config_changes=to_jsonable(changes, "config_changes"),
+    )
+    _write_json(run.metadata_path, metadata)
+
+    path = run.checkpoint_path(from_day)
+    _write_atomic(path, data)
+    run._index_checkpoint(from_day, path, _sha256(data))
+
+    for name in src.table_names():
+        for day in src.table_days(name):
+            if day <= from_day:
+                part = run.table_path(name, day)
+                part.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src.table_path(name, day), part)
+
+    if src.memory_dir.is_dir():
+        if any(day > from_day for day in src.checkpoint_days()):
+            logger.warning(
+                "forking %s from day %d: its memory/ may hold memories of later days",
+                src.path,
+                from_day,
+            )
+        shutil.copytree(src.memory_dir, run.memory_dir)
+    logger.info("forked %s (day %d) into %s", src.path, from_day, run.path)
+    return run

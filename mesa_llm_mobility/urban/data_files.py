@@ -1,0 +1,58 @@
+"""Reading the urban model's JSON data files: a bundled name or a path, with clear errors.
+
+Scenarios and populations are both given either by a bundled name (``"nguyen_dupuis"``,
+``"population_70"``: files in ``mesa_llm_mobility/urban/scenarios/``) or by a path to the user's
+own copy. Both loaders read them here, so both report a missing file, an unreadable file or
+broken JSON the same way, naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+
+def is_bundled_name(path: str | Path) -> bool:
+    """Whether ``path`` names a bundled file (no ``.json`` suffix, no folder)."""
+    text = str(path)
+    return not text.endswith(".json") and "/" not in text and "\\" not in text
+
+
+def read_json_data(
+    path: str | Path, what: str, error: type[Exception]
+) -> tuple[Any, str]:
+    """Load a bundled data file by name, or any JSON file by path.
+
+    Args:
+        path: Bundled name or file path.
+        what: What the file holds (``"scenario"``, ``"population"``), for messages.
+        error: Exception type raised on failure.
+
+    Returns:
+        ``(data, source)``: the parsed JSON and the file name to cite in later errors.
+
+    Raises:
+        error: naming the file when it is not bundled, cannot be read, or is not valid JSON.
+    """
+    if is_bundled_name(path):
+        bundled = (
+            resources.files("mesa_llm_mobility.urban") / "scenarios" / f"{path}.json"
+        )
+        if not bundled.is_file():
+            raise error(f"{path}: no such bundled {what}")
+        source, text = f"{path}.json", bundled.read_text("utf-8")
+    else:
+        file_path = Path(path)
+        source = str(file_path)
+        try:
+            text = file_path.read_text("utf-8")
+        except OSError as exc:
+            raise error(f"{file_path}: cannot read {what}: {exc.strerror}") from exc
+    try:
+        return json.loads(text), source
+    except json.JSONDecodeError as exc:
+        raise error(
+            f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+        ) from exc
