@@ -30,7 +30,107 @@ def add_urban_commands(commands: Any) -> Any:
         dest="urban_command", required=True, metavar="URBAN_COMMAND"
     )
     add_urban_synthesize_command(urban_commands)
+    add_urban_run_command(urban_commands)
     return urban_commands
+
+
+def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
+    """Register ``mlm urban run`` on the ``urban`` group's subparsers.
+
+    Returns:
+        The ``run`` parser.
+    """
+    parser = urban_commands.add_parser(
+        "run",
+        help="run the urban model into a run directory; prints a summary table, writes plots",
+        description=(
+            "Run the urban model (70 residents of the Nguyen-Dupuis town by default) for N days "
+            "on the offline rule brain or any LLM ('llm:<litellm model>'). Writes the resolved "
+            "config, per-day Parquet tables, the ledger, memories, summary.json and plots "
+            "into --out, and prints a summary table."
+        ),
+    )
+    parser.add_argument(
+        "--days", type=int, default=3, help="days to simulate (default 3)"
+    )
+    parser.add_argument(
+        "--brain", default="rules", help="'rules' (default) or 'llm:<litellm model>'"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--out", default="runs/urban", help="run directory (default runs/urban)"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier run in --out"
+    )
+    parser.add_argument(
+        "--scenario", default="nguyen_dupuis", help="bundled scenario name or JSON file"
+    )
+    parser.add_argument(
+        "--population",
+        default="population_70",
+        help="bundled population name or JSON file",
+    )
+    parser.add_argument(
+        "--agents", type=int, default=None, help="scale the population to N travellers"
+    )
+    parser.add_argument(
+        "--no-events", action="store_true", help="switch the scenario's events off"
+    )
+    parser.add_argument(
+        "--embedding", default="hash", help="'hash' (default), 'minilm' or 'auto'"
+    )
+    parser.add_argument(
+        "--api-base", default=None, help="LLM server URL (else $MLM_API_BASE)"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="LLM calls in flight (else $MLM_MAX_CONCURRENCY or 16)",
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="hide the progress bar"
+    )
+    parser.set_defaults(handler=_run)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    import pandas as pd  # noqa: PLC0415
+
+    from mesa_llm_mobility.urban import runner  # noqa: PLC0415
+
+    config = runner.urban_config(
+        days=args.days,
+        brain=args.brain,
+        seed=args.seed,
+        scenario=args.scenario,
+        population=args.population,
+        n_agents=args.agents,
+        events=not args.no_events,
+        embedding=args.embedding,
+    )
+    options = {}
+    if args.api_base:
+        options["api_base"] = args.api_base
+    if args.concurrency:
+        options["max_concurrency"] = args.concurrency
+    result = runner.run_urban(
+        args.out,
+        config,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+        brain_options=options,
+    )
+    print(f"run directory: {result.run.path}")
+    with pd.option_context("display.width", 160):
+        print(runner.daily_table(result.run.read_table("trips")).to_string(index=False))
+    print()
+    for line in runner.summary_lines(result.summary):
+        print(line)
+    print("plots: " + ", ".join(path.name for path in result.plots))
+    return 0
 
 
 def add_urban_synthesize_command(urban_commands: Any) -> argparse.ArgumentParser:

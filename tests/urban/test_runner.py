@@ -1,0 +1,83 @@
+import json
+
+import pandas as pd
+import pytest
+
+from mesa_llm_mobility.cli import main
+from mesa_llm_mobility.experiment.run_directory import RunDirectory, RunDirectoryError
+from mesa_llm_mobility.urban.runner import (
+    daily_table,
+    run_urban,
+    summary_lines,
+    urban_config,
+)
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "u1"
+    return run_urban(out, urban_config(days=2, n_agents=12, seed=3), progress=False)
+
+
+def test_run_directory_holds_config_tables_plots_and_summary(finished_run):
+    run = RunDirectory.open(finished_run.run.path)
+    assert run.config["days"] == 2
+    assert run.config["brain"] == "rules"
+    assert run.table_days("trips") == [1, 2]
+    trips = run.read_table("trips")
+    assert set(trips["day"]) == {1, 2}
+    assert len(trips) == finished_run.summary["trips"]
+    assert set(run.read_table("link_states")["time"] // 1440 + 1) == {1, 2}
+    assert len(run.read_table("decisions")) > 0
+    assert len(pd.read_parquet(run.tables_dir / "trips")) == len(
+        trips
+    )  # plain pandas loads it too
+    assert {p.name for p in finished_run.plots} == {
+        "departures_per_day.png",
+        "mode_shares.png",
+        "traffic_snapshots.png",
+    }
+    assert all(p.stat().st_size > 10_000 for p in finished_run.plots)
+    summary = json.loads((run.path / "summary.json").read_text())
+    assert summary["trips"] == finished_run.summary["trips"]
+    assert run.metadata["extra"]["memory"]["embedding"]["name"] == "hash"
+
+
+def test_daily_table_and_summary_lines(finished_run):
+    table = daily_table(finished_run.run.read_table("trips"))
+    assert list(table["day"]) == [1, 2]
+    assert (table["completed"] <= table["trips"]).all()
+    lines = summary_lines(finished_run.summary)
+    assert lines[0].startswith("trips")
+    assert any(line.startswith("punctuality") for line in lines)
+
+
+def test_a_run_directory_is_not_overwritten_by_accident(finished_run):
+    with pytest.raises(RunDirectoryError):
+        run_urban(
+            finished_run.run.path, urban_config(days=1, n_agents=3), progress=False
+        )
+
+
+def test_cli_urban_run(tmp_path, capsys):
+    out = tmp_path / "cli"
+    assert (
+        main(
+            [
+                "urban",
+                "run",
+                "--days",
+                "1",
+                "--agents",
+                "6",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert f"run directory: {out}" in printed
+    assert "punctuality" in printed
+    assert (out / "plots" / "traffic_snapshots.png").exists()
