@@ -54,6 +54,19 @@ def _nearest(position: tuple[int, int], visible: Mapping[int, tuple[int, int]]) 
     )
 
 
+def _lock_nearest(
+    state: AdversaryState,
+    position: tuple[int, int],
+    visible: Mapping[int, tuple[int, int]],
+) -> tuple[AdversaryState, tuple[int, int]]:
+    """Lock onto the nearest visible pedestrian for ``LOCK_TURNS`` turns."""
+    target = _nearest(position, visible)
+    locked = AdversaryState(
+        AdversaryMode.LOCK, state.patrol_index, target, visible[target], LOCK_TURNS - 1
+    )
+    return locked, visible[target]
+
+
 def next_state(
     state: AdversaryState,
     position: tuple[int, int],
@@ -72,36 +85,15 @@ def next_state(
         The new state and the cell to move toward this turn.
     """
     if visible and state.mode != AdversaryMode.LOCK:
-        target = _nearest(position, visible)
-        return AdversaryState(
-            AdversaryMode.LOCK,
-            state.patrol_index,
-            target,
-            visible[target],
-            LOCK_TURNS - 1,
-        ), visible[target]
+        return _lock_nearest(state, position, visible)
     if state.mode == AdversaryMode.LOCK:
         if state.target in visible:
             seen = visible[state.target]
             if state.turns_left <= 0:
-                target = _nearest(position, visible)
-                return AdversaryState(
-                    AdversaryMode.LOCK,
-                    state.patrol_index,
-                    target,
-                    visible[target],
-                    LOCK_TURNS - 1,
-                ), visible[target]
+                return _lock_nearest(state, position, visible)
             return replace(state, last_seen=seen, turns_left=state.turns_left - 1), seen
         if visible:
-            target = _nearest(position, visible)
-            return AdversaryState(
-                AdversaryMode.LOCK,
-                state.patrol_index,
-                target,
-                visible[target],
-                LOCK_TURNS - 1,
-            ), visible[target]
+            return _lock_nearest(state, position, visible)
         assert state.last_seen is not None
         return AdversaryState(
             AdversaryMode.SEARCH,
