@@ -1,10 +1,11 @@
 """Benchmark of the urban model, on the offline rule brain and on an LLM brain.
 
-Rule brain: (a) 70 residents x 3 days (the reference scenario; goal <= 30 s); (b) 1,000
+Rule brain: (a) the reference population (70 residents, of whom 60 adults travel) x 3 days
+(goal <= 30 s); (b) 1,000
 travellers x 1 day on a scaled population (goal <= 5 min). Prints wall time, simulated minutes
 per second, trips and decisions.
 
-LLM brain: (c) 70 residents x 1 day against the local ``FakeLLMServer`` answering after a fixed
+LLM brain: (c) the reference population x 1 day against the local ``FakeLLMServer`` answering after a fixed
 latency (default 500 ms) with up to ``--concurrency`` calls in flight (default 64). The responder
 reads each prompt and answers like a sensible traveller: a commute planned from the profile
 (home, work facility, work hours, whether the car is free) and the free-flow time, "keep" for
