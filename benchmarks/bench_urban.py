@@ -1,15 +1,14 @@
 """Benchmark of the urban model, on the offline rule brain and on an LLM brain.
 
 Rule brain: (a) the reference population (70 residents, of whom 60 adults travel) x 3 days
-(goal <= 30 s); (b) 1,000
-travellers x 1 day on a scaled population (goal <= 5 min). Prints wall time, simulated minutes
-per second, trips and decisions.
+(goal <= 30 s); (b) 1,000 travellers x 1 day on a scaled population (goal <= 5 min). Prints wall
+time, simulated minutes per second, trips and decisions.
 
-LLM brain: (c) the reference population x 1 day against the local ``FakeLLMServer`` answering after a fixed
-latency (default 500 ms) with up to ``--concurrency`` calls in flight (default 64). The responder
-reads each prompt and answers like a sensible traveller: a commute planned from the profile
-(home, work facility, work hours, whether the car is free) and the free-flow time, "keep" for
-every revision, a short reflection and a chat on a new topic. Prints LLM calls per agent-day,
+LLM brain: (c) the reference population x 1 day against the local ``FakeLLMServer`` answering
+after a fixed latency (default 500 ms) with up to ``--concurrency`` calls in flight (default 64).
+The responder reads each prompt and answers like a sensible traveller: a commute planned from the
+profile (home, work facility, work hours, whether the car is free) and the free-flow time, "keep"
+for every revision, a short reflection and a chat on a new topic. Prints LLM calls per agent-day,
 prompt characters per call, and the wall time against two bounds: the ideal
 calls x latency / concurrency, and the per-minute bound (every simulated minute with requests
 waits for its whole batch: sum over batches of ceil(batch / concurrency) x latency).
