@@ -65,7 +65,7 @@ _TABLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _PART_NAME = re.compile(r"^day=(\d+)\.parquet$")
 
 
-class RunDirectoryError(Exception):
+class RunDirectoryError(ValueError):
     """A run directory is missing, incomplete or invalid; the message names the path."""
 
 
@@ -264,7 +264,7 @@ class RunDirectory:
             if not overwrite:
                 raise RunDirectoryError(
                     f"{target}: a non-empty directory already exists; pick another path or "
-                    "pass overwrite=True to replace the run stored there"
+                    "pass overwrite=True (mlm: --overwrite) to replace the run stored there"
                 )
             if not run.config_path.is_file():
                 raise RunDirectoryError(
