@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pandas as pd
 import pytest
 
+from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_content
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.memory import MemoryStore
-from mesa_llm_mobility.urban.runner import resume_urban, run_urban, urban_config
+from mesa_llm_mobility.urban.runner import (
+    fork_urban,
+    resume_urban,
+    run_urban,
+    urban_config,
+)
 
 TABLES = ("trips", "decisions", "plans", "link_states")
 CONFIG = urban_config(days=2, n_agents=8, seed=3)
@@ -57,3 +66,118 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_previous(uninterrupted, tmp
     path.write_bytes(path.read_bytes()[:100])  # truncated
     resumed = resume_urban(tmp_path / "c", progress=False)  # from day 0
     _assert_same_tables(uninterrupted.run, resumed.run)
+
+
+# ---------------------------------------------------------------------------- LLM brain
+LLM_CONFIG = urban_config(days=2, n_agents=6, seed=5, brain="llm:openai/fake-model")
+
+
+def _respond(body):
+    """Valid urban answers for any persona: stay home, keep plans, reflect briefly."""
+    prompt = body["messages"][1]["content"]
+    if "Plan today" in prompt:
+        return json_content(
+            {"activities": [], "long_term_reflection": "quiet", "concepts": []}
+        )
+    if "Choose action" in prompt:
+        return json_content({"action": "keep", "reason": "fine"})
+    if "is over" in prompt:
+        return json_content(
+            {
+                "reflections": [{"content": "a quiet day", "importance": 0.3}],
+                "long_term_reflection": "steady",
+            }
+        )
+    return Fault.schema_violation()
+
+
+def _options(server):
+    return {
+        "api_base": server.api_base,
+        "api_key": "sk-fake",
+        "timeout_s": 10,
+        "max_attempts": 1,
+    }
+
+
+@pytest.fixture(scope="module")
+def llm_source(tmp_path_factory):
+    with FakeLLMServer(_respond) as server:
+        result = run_urban(
+            tmp_path_factory.mktemp("llm") / "source",
+            LLM_CONFIG,
+            progress=False,
+            brain_options=_options(server),
+        )
+        assert server.request_count > 0
+    return result
+
+
+def _days(ledger_path):
+    return Ledger.read(ledger_path)
+
+
+def test_llm_fork_replays_identical_days_without_calls(llm_source, tmp_path):
+    source_day2 = [
+        r for r in _days(llm_source.run.ledger_path) if r["tags"]["day"] == 2
+    ]
+    assert source_day2
+    with FakeLLMServer(_respond) as server:
+        fork = fork_urban(
+            llm_source.run.path,
+            tmp_path / "fork",
+            from_day=1,
+            changes={"days": 3},
+            progress=False,
+            brain_options=_options(server),
+        )
+        asked = server.requests
+    assert not any("Day 2 is over" in r["messages"][1]["content"] for r in asked)
+    records = _days(fork.run.ledger_path)
+    day2 = [r for r in records if r["tags"]["day"] == 2]
+    assert len(day2) == len(source_day2) and all(r["replayed"] for r in day2)
+    day3 = [r for r in records if r["tags"]["day"] == 3]
+    assert day3 and len(asked) >= len(day3) > 0  # only the new day was asked
+    assert fork.run.table_days("trips") == [1, 2, 3]
+    for name in ("trips", "decisions"):
+        source = llm_source.run.read_table(name)
+        forked = fork.run.read_table(name)
+        pd.testing.assert_frame_equal(
+            source, forked[forked["day"] <= 2].reset_index(drop=True)
+        )
+    assert RunDirectory.open(fork.run.path).metadata["from_day"] == 1
+
+
+def test_llm_resume_answers_the_interrupted_day_from_its_ledger(llm_source, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(llm_source.run.path, copy)
+    recorded = _days(copy / "ledger.jsonl")
+    # as if the process died during day 2's checkpoint: day 2's tables and ledger are there
+    path = RunDirectory(copy).checkpoint_path(2)
+    path.write_bytes(b"truncated")
+    (copy / "summary.json").unlink()
+    with FakeLLMServer(_respond) as server:
+        resumed = resume_urban(copy, progress=False, brain_options=_options(server))
+        assert server.request_count == 0
+    records = _days(copy / "ledger.jsonl")
+    assert len(records) == len(recorded)  # day 2 replaced, not duplicated
+    assert all(r["replayed"] for r in records if r["tags"]["day"] == 2)
+    _assert_same_tables(llm_source.run, resumed.run)
+
+
+def test_fork_rejects_unknown_changes_and_switches_events_off(uninterrupted, tmp_path):
+    with pytest.raises(ValueError, match="cannot change 'seed'"):
+        fork_urban(
+            uninterrupted.run.path, tmp_path / "x", from_day=1, changes={"seed": 1}
+        )
+    fork = fork_urban(
+        uninterrupted.run.path,
+        tmp_path / "quiet",
+        from_day=1,
+        changes={"events": False},
+        progress=False,
+    )
+    assert fork.run.config["events"] is False
+    state = fork.run.read_checkpoint(2)
+    assert state["model"].town.events == ()
+    assert fork.run.table_days("trips") == [1, 2]
