@@ -7,6 +7,7 @@ import shutil
 import pandas as pd
 import pytest
 
+from mesa_llm_mobility.cli import main
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_content
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
@@ -181,3 +182,25 @@ def test_fork_rejects_unknown_changes_and_switches_events_off(uninterrupted, tmp
     state = fork.run.read_checkpoint(2)
     assert state["model"].town.events == ()
     assert fork.run.table_days("trips") == [1, 2]
+
+
+# ---------------------------------------------------------------------------- command line
+def test_cli_urban_resume_and_fork(uninterrupted, tmp_path, capsys):
+    out = tmp_path / "cli"
+    run_urban(out, CONFIG, progress=False, stop_after_day=1)
+    assert main(["urban", "resume", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert f"run directory: {out}" in printed and "punctuality" in printed
+    _assert_same_tables(uninterrupted.run, RunDirectory.open(out))
+
+    fork = tmp_path / "fork"
+    argv = ["urban", "fork", str(out), "--from-day", "2", "--out", str(fork)]
+    assert main([*argv, "--days", "3", "--no-events", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert f"run directory: {fork}" in printed and "plots:" in printed
+    assert RunDirectory.open(fork).table_days("trips") == [1, 2, 3]
+
+
+def test_cli_resume_of_a_missing_run_is_a_clear_error(tmp_path, capsys):
+    assert main(["urban", "resume", str(tmp_path / "nothing")]) == 2
+    assert "no such run directory" in capsys.readouterr().err
