@@ -204,3 +204,24 @@ def test_cli_urban_resume_and_fork(uninterrupted, tmp_path, capsys):
 def test_cli_resume_of_a_missing_run_is_a_clear_error(tmp_path, capsys):
     assert main(["urban", "resume", str(tmp_path / "nothing")]) == 2
     assert "no such run directory" in capsys.readouterr().err
+
+
+def test_fork_of_a_rule_run_with_an_llm_brain(uninterrupted, tmp_path):
+    with FakeLLMServer(_respond) as server:
+        fork = fork_urban(
+            uninterrupted.run.path,
+            tmp_path / "llm",
+            from_day=1,
+            changes={"brain": "llm:openai/fake-model"},
+            progress=False,
+            brain_options=_options(server),
+        )
+        assert server.request_count > 0
+    records = Ledger.read(fork.run.ledger_path)
+    assert {r["tags"]["day"] for r in records} == {2}
+    assert not any(r["replayed"] for r in records)
+    assert fork.run.config["brain"] == "llm:openai/fake-model"
+    with pytest.raises(ValueError, match="brain setting"):
+        fork_urban(
+            uninterrupted.run.path, tmp_path / "bad", from_day=1, changes={"brain": "x"}
+        )
