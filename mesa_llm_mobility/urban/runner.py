@@ -179,6 +179,10 @@ def resume_urban(
     """
     run = RunDirectory.open(run_dir)
     config = run.config
+    if config.get("model") != "urban":
+        raise RunDirectoryError(
+            f"{run.config_path}: not an urban run (model: {config.get('model')!r})"
+        )
     latest = run.latest_checkpoint(skip_corrupt=True)
     if latest is None:
         raise RunDirectoryError(
@@ -258,14 +262,19 @@ def fork_urban(
         )
     if "brain" in changes:
         parse_brain_setting(str(changes["brain"]))
-    run = fork(
-        source, target, from_day=from_day, config_changes=changes, overwrite=overwrite
-    )
-    snapshot = _snapshot_dir(RunDirectory(source), from_day)
+    snapshot = _snapshot_dir(RunDirectory.open(source), from_day)
     if not snapshot.is_dir():
         raise RunDirectoryError(
             f"{snapshot}: memory snapshot of day {from_day} missing"
         )
+    run = fork(
+        source,
+        target,
+        from_day=from_day,
+        config_changes=changes,
+        overwrite=overwrite,
+        copy_memory=False,  # resume_urban restores the snapshot of from_day
+    )
     shutil.copytree(snapshot, _snapshot_dir(run, from_day))
     if "events" in changes:
         state = run.read_checkpoint(from_day)

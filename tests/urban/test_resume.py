@@ -166,22 +166,36 @@ def test_llm_resume_answers_the_interrupted_day_from_its_ledger(llm_source, tmp_
     _assert_same_tables(llm_source.run, resumed.run)
 
 
-def test_fork_rejects_unknown_changes_and_switches_events_off(uninterrupted, tmp_path):
+def test_fork_rejects_unknown_changes(uninterrupted, tmp_path):
     with pytest.raises(ValueError, match="cannot change 'seed'"):
         fork_urban(
             uninterrupted.run.path, tmp_path / "x", from_day=1, changes={"seed": 1}
         )
+    with pytest.raises(ValueError, match="before from_day"):
+        fork_urban(
+            uninterrupted.run.path, tmp_path / "y", from_day=2, changes={"days": 1}
+        )
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_fork_with_events_off_from_day_0_equals_a_run_without_events(
+    uninterrupted, tmp_path
+):
+    quiet = run_urban(tmp_path / "quiet", {**CONFIG, "events": False}, progress=False)
     fork = fork_urban(
         uninterrupted.run.path,
-        tmp_path / "quiet",
-        from_day=1,
+        tmp_path / "fork",
+        from_day=0,
         changes={"events": False},
         progress=False,
     )
     assert fork.run.config["events"] is False
-    state = fork.run.read_checkpoint(2)
-    assert state["model"].town.events == ()
-    assert fork.run.table_days("trips") == [1, 2]
+    assert fork.run.read_checkpoint(2)["model"].town.events == ()
+    _assert_same_tables(quiet.run, fork.run)
+    source = uninterrupted.run.read_checkpoint(0)["model"]
+    forked = fork.run.read_checkpoint(0)["model"]
+    assert source.engine.announced_events(8 * 60)  # the fork's day 0 state has none
+    assert forked.engine.announced_events(8 * 60) == []
 
 
 # ---------------------------------------------------------------------------- command line
