@@ -195,7 +195,7 @@ def resume_urban(
         logger.info("%s: finished (%d days); nothing to resume", run.path, model.days)
         return UrbanRunResult(
             run=run,
-            summary=model.summary(),
+            summary=_run_summary(run, model),
             plots=sorted(run.plots_dir.glob("*.png")),
         )
     if model.minute < model.days * MINUTES_PER_DAY:
@@ -314,6 +314,14 @@ def checkpoint_model(run: RunDirectory, model: UrbanMobilityModel, day: int) -> 
     )
 
 
+def _run_summary(run: RunDirectory, model: UrbanMobilityModel) -> dict[str, Any]:
+    """The model's summary; LLM use from the whole ledger file (a resumed brain saw a part)."""
+    summary = model.summary()
+    if run.ledger_path.is_file():
+        summary["llm"] = Ledger.summarize_file(run.ledger_path)
+    return summary
+
+
 def _is_llm(config: Mapping[str, Any]) -> bool:
     return parse_brain_setting(str(config["brain"]))[0] == "llm"
 
@@ -402,9 +410,12 @@ def _run_days(
                 if stop_after_day is not None and stop_after_day <= day < model.days:
                     logger.info("%s: stopped after day %d", run.path, day)
                     return UrbanRunResult(
-                        run=run, summary=model.summary(), plots=[], finished=False
+                        run=run,
+                        summary=_run_summary(run, model),
+                        plots=[],
+                        finished=False,
                     )
-        summary = model.summary()
+        summary = _run_summary(run, model)
         run.write_table("memories", model.memories_frame())
         figures = _write_plots(run, model)
         _write_summary(run, summary)

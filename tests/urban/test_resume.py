@@ -164,6 +164,11 @@ def test_llm_resume_answers_the_interrupted_day_from_its_ledger(llm_source, tmp_
     assert len(records) == len(recorded)  # day 2 replaced, not duplicated
     assert all(r["replayed"] for r in records if r["tags"]["day"] == 2)
     _assert_same_tables(llm_source.run, resumed.run)
+    llm = resumed.summary["llm"].loc[
+        "all"
+    ]  # the whole ledger, not only the resumed day
+    assert llm["calls"] == len(records) == llm_source.summary["llm"].loc["all", "calls"]
+    assert llm["replayed"] == sum(r["tags"]["day"] == 2 for r in records)
 
 
 def test_fork_rejects_unknown_changes(uninterrupted, tmp_path):
