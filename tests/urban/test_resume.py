@@ -149,6 +149,20 @@ def test_llm_fork_replays_identical_days_without_calls(llm_source, tmp_path):
     assert RunDirectory.open(fork.run.path).metadata["from_day"] == 1
 
 
+def test_llm_fork_of_an_unchanged_day_makes_zero_requests(llm_source, tmp_path):
+    with FakeLLMServer(_respond) as server:
+        fork = fork_urban(
+            llm_source.run.path,
+            tmp_path / "same",
+            from_day=1,
+            progress=False,
+            brain_options=_options(server),
+        )
+        assert server.request_count == 0
+    assert fork.summary["llm"].loc["all", "replayed"] > 0
+    _assert_same_tables(llm_source.run, fork.run)
+
+
 def test_llm_resume_answers_the_interrupted_day_from_its_ledger(llm_source, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(llm_source.run.path, copy)
