@@ -176,6 +176,22 @@ class Ledger:
         return summarize(self.rows())
 
     @staticmethod
+    def summarize_file(path: str | Path) -> pd.DataFrame:
+        """:meth:`summary` of every record of a ledger file (e.g. a run resumed in a new process).
+
+        Args:
+            path: The JSONL ledger.
+
+        Returns:
+            The summary table, as :meth:`summary` gives it.
+        """
+        rows = [
+            tuple(record.get(name) for name in _ROW_FIELDS)
+            for record in Ledger.read(path)
+        ]
+        return summarize(pd.DataFrame(rows, columns=list(_ROW_FIELDS)))
+
+    @staticmethod
     def read(path: str | Path) -> list[dict[str, Any]]:
         """Load every record of a JSONL ledger file.
 

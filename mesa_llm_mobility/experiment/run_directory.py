@@ -661,6 +661,7 @@ def fork(
     from_day: int,
     config_changes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
+    copy_memory: bool = True,
 ) -> RunDirectory:
     """Start a new run from a checkpoint of another, with changed parameters.
 
@@ -682,6 +683,8 @@ def fork(
         from_day: Day of the source checkpoint to start from.
         config_changes: Parameters to change.
         overwrite: Replace an existing run directory at ``target``.
+        copy_memory: Copy the source's ``memory/``; False when the caller restores memory
+            from a snapshot of its own (as the urban runner does).
 
     Returns:
         The new run directory.
@@ -718,7 +721,7 @@ def fork(
                 part.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src.table_path(name, day), part)
 
-    if src.memory_dir.is_dir():
+    if copy_memory and src.memory_dir.is_dir():
         if any(day > from_day for day in src.checkpoint_days()):
             logger.warning(
                 "forking %s from day %d: its memory/ may hold memories of later days",

@@ -455,9 +455,14 @@ class MemoryStore:
         return sum(stream.flush() for stream in self._streams.values())
 
     def close(self) -> None:
-        """Write pending updates and release the store; an ephemeral store deletes its collections."""
+        """Write pending updates and release the store; an ephemeral store deletes its collections.
+
+        A persistent store also closes its Chroma client, so that the folder can be replaced
+        (e.g. by a checkpoint's memory snapshot) and reopened in the same process.
+        """
         if self.path is not None:
             self.flush()
+            self._client.close()
         else:
             for name in self._collection_names():
                 self._client.delete_collection(name)

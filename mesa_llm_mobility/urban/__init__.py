@@ -16,6 +16,7 @@ Submodules are imported on demand so that ``import mesa_llm_mobility.urban`` sta
 - :mod:`.population`: narrative person profiles, households and the validating loader.
 - :mod:`.synthesis`: Table 2 statistics, the rule and LLM population synthesisers.
 - :mod:`.plots`: departure histograms, traffic snapshots and mode shares from the tidy frames.
+- :mod:`.runner`: runs into a run directory, checkpointed daily; resume and fork.
 """
 
 from __future__ import annotations

@@ -124,6 +124,12 @@ class TravelerAgent(CellAgent):
         self.pending_reroute: tuple[str, list[str]] | None = None
         self.check_version = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the memory stream, which the model reattaches from its store."""
+        state = self.__dict__.copy()
+        state["memory"] = None
+        return state
+
     @property
     def name(self) -> str:
         """The persona's name (the engine's agent id)."""

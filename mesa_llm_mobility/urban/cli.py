@@ -9,6 +9,7 @@ Heavy imports happen inside the handlers, so ``mlm --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -31,6 +32,8 @@ def add_urban_commands(commands: Any) -> Any:
     )
     add_urban_synthesize_command(urban_commands)
     add_urban_run_command(urban_commands)
+    add_urban_resume_command(urban_commands)
+    add_urban_fork_command(urban_commands)
     return urban_commands
 
 
@@ -80,6 +83,12 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--embedding", default="hash", help="'hash' (default), 'minilm' or 'auto'"
     )
+    _add_brain_options(parser)
+    parser.set_defaults(handler=_run)
+    return parser
+
+
+def _add_brain_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-base", default=None, help="LLM server URL (else $MLM_API_BASE)"
     )
@@ -92,13 +101,18 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-progress", action="store_true", help="hide the progress bar"
     )
-    parser.set_defaults(handler=_run)
-    return parser
+
+
+def _brain_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if args.api_base:
+        options["api_base"] = args.api_base
+    if args.concurrency:
+        options["max_concurrency"] = args.concurrency
+    return options
 
 
 def _run(args: argparse.Namespace) -> int:
-    import pandas as pd  # noqa: PLC0415
-
     from mesa_llm_mobility.urban import runner  # noqa: PLC0415
 
     config = runner.urban_config(
@@ -111,18 +125,22 @@ def _run(args: argparse.Namespace) -> int:
         events=not args.no_events,
         embedding=args.embedding,
     )
-    options = {}
-    if args.api_base:
-        options["api_base"] = args.api_base
-    if args.concurrency:
-        options["max_concurrency"] = args.concurrency
     result = runner.run_urban(
         args.out,
         config,
         overwrite=args.overwrite,
         progress=not args.no_progress,
-        brain_options=options,
+        brain_options=_brain_options(args),
     )
+    return _print_result(result)
+
+
+def _print_result(result: Any) -> int:
+    """Print what ``run``, ``resume`` and ``fork`` print: daily table, summary, plots."""
+    import pandas as pd  # noqa: PLC0415
+
+    from mesa_llm_mobility.urban import runner  # noqa: PLC0415
+
     print(f"run directory: {result.run.path}")
     with pd.option_context("display.width", 160):
         print(runner.daily_table(result.run.read_table("trips")).to_string(index=False))
@@ -131,6 +149,117 @@ def _run(args: argparse.Namespace) -> int:
         print(line)
     print("plots: " + ", ".join(path.name for path in result.plots))
     return 0
+
+
+def add_urban_resume_command(urban_commands: Any) -> argparse.ArgumentParser:
+    """Register ``mlm urban resume`` on the ``urban`` group's subparsers.
+
+    Returns:
+        The ``resume`` parser.
+    """
+    parser = urban_commands.add_parser(
+        "resume",
+        help="continue an interrupted urban run from its latest good checkpoint",
+        description=(
+            "Continue a run written by 'mlm urban run' from its latest good checkpoint (a "
+            "corrupt one is skipped) to its last day. An LLM brain answers the requests of a "
+            "day that was under way from the run's ledger. A finished run is only reported."
+        ),
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    _add_brain_options(parser)
+    parser.set_defaults(handler=_resume)
+    return parser
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from mesa_llm_mobility.experiment.run_directory import (  # noqa: PLC0415
+        RunDirectoryError,
+    )
+    from mesa_llm_mobility.urban import runner  # noqa: PLC0415
+
+    try:
+        result = runner.resume_urban(
+            args.run_dir,
+            progress=not args.no_progress,
+            brain_options=_brain_options(args),
+        )
+    except RunDirectoryError as error:
+        print(f"mlm: error: {error}", file=sys.stderr)
+        return 2
+    return _print_result(result)
+
+
+def add_urban_fork_command(urban_commands: Any) -> argparse.ArgumentParser:
+    """Register ``mlm urban fork`` on the ``urban`` group's subparsers.
+
+    Returns:
+        The ``fork`` parser.
+    """
+    parser = urban_commands.add_parser(
+        "fork",
+        help="start a new urban run from a day's checkpoint of another, with changes",
+        description=(
+            "Copy the checkpoint of --from-day (and the tables up to it) of RUN_DIR into --out "
+            "and run on with another brain, more days or events off. An LLM brain answers "
+            "requests identical to the source's from the source's ledger, without calls."
+        ),
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run to fork")
+    parser.add_argument(
+        "--from-day",
+        type=int,
+        required=True,
+        help="day of the checkpoint to start from (0: the initial state)",
+    )
+    parser.add_argument("--out", required=True, help="the new run directory")
+    parser.add_argument(
+        "--brain", default=None, help="another brain: 'rules' or 'llm:<litellm model>'"
+    )
+    parser.add_argument(
+        "--days", type=int, default=None, help="total days of the fork (extend the run)"
+    )
+    parser.add_argument(
+        "--no-events",
+        action="store_true",
+        help="switch the scenario's events off from --from-day on",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier run in --out"
+    )
+    _add_brain_options(parser)
+    parser.set_defaults(handler=_fork)
+    return parser
+
+
+def _fork(args: argparse.Namespace) -> int:
+    from mesa_llm_mobility.urban import runner  # noqa: PLC0415
+
+    changes: dict[str, Any] = {}
+    if args.brain is not None:
+        changes["brain"] = args.brain
+    if args.days is not None:
+        changes["days"] = args.days
+    if args.no_events:
+        changes["events"] = False
+    from mesa_llm_mobility.experiment.run_directory import (  # noqa: PLC0415
+        RunDirectoryError,
+    )
+
+    try:
+        result = runner.fork_urban(
+            args.run_dir,
+            args.out,
+            from_day=args.from_day,
+            changes=changes,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+            brain_options=_brain_options(args),
+        )
+    except RunDirectoryError as error:
+        print(f"mlm: error: {error}", file=sys.stderr)
+        return 2
+    return _print_result(result)
 
 
 def add_urban_synthesize_command(urban_commands: Any) -> argparse.ArgumentParser:

@@ -83,6 +83,14 @@ PLAN_MINUTE = 1
 REFLECTION_MINUTE = 23 * 60 + 50
 NODE_REVISION_WAIT = 5.0
 """Drivers reconsider their path at a node when the waits ahead add up to this many minutes."""
+_COLLECTED_FIELDS = (
+    "model_vars",
+    "_collection_steps",
+    "_agent_records",
+    "_agenttype_records",
+    "tables",
+    "_validated",
+)
 
 
 def _load_population(population: Any, scenario: Scenario) -> Any:
@@ -253,7 +261,11 @@ class UrbanMobilityModel(mesa.Model):
         self._delay_sum = 0.0
         self._in_progress = 0
         self._congestion_cache: tuple[int, list[str]] | None = None
-        self.datacollector = mesa.DataCollector(
+        self.datacollector = self._make_datacollector()
+
+    @staticmethod
+    def _make_datacollector() -> mesa.DataCollector:
+        return mesa.DataCollector(
             model_reporters={
                 "minute": "minute",
                 "trips_in_progress": "trips_in_progress",
@@ -263,6 +275,61 @@ class UrbanMobilityModel(mesa.Model):
             },
             agent_reporters={"state": "state", "cell": "place"},
         )
+
+    # ------------------------------------------------------------------ checkpoints
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the brain, the memory store and the data collector's reporters.
+
+        The brain (network clients, ledger file) and the memory store (a Chroma client) are
+        reattached by :meth:`attach` after unpickling; the data collector, whose reporters are
+        closures, is rebuilt around its collected data.
+        """
+        state = self.__dict__.copy()
+        state["brain"] = None
+        state["memory_store"] = None
+        collector = state.pop("datacollector")
+        state["_collected"] = {
+            name: getattr(collector, name) for name in _COLLECTED_FIELDS
+        }
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled model; call :meth:`attach` before stepping it."""
+        state = dict(state)
+        collected = state.pop("_collected")
+        self.__dict__.update(state)
+        self.datacollector = self._make_datacollector()
+        for name, value in collected.items():
+            setattr(self.datacollector, name, value)
+
+    def attach(
+        self,
+        brain: str | Brain,
+        memory_store: MemoryStore,
+        brain_options: dict[str, Any] | None = None,
+    ) -> None:
+        """Give an unpickled model its brain and memory store back.
+
+        Args:
+            brain: ``"rules"``, ``"llm:<model>"`` or a :class:`Brain`; built on the model's
+                (restored) generator, so rule decisions continue the same random stream.
+            memory_store: The store holding the memories as they were at the checkpoint.
+            brain_options: Further :func:`make_brain` arguments (``ledger``, ``replay``, ...).
+        """
+        self.memory_store = memory_store
+        for agent in self.travellers.values():
+            agent.memory = memory_store.stream(agent.unique_id)
+        self.brain = make_brain(brain, rng=self.rng, **(brain_options or {}))
+        self._llm = not isinstance(self.brain, RuleBrain)
+
+    def replace_events(self, events: Sequence[Event]) -> None:
+        """Replace the scenario's events from now on (e.g. a fork with events switched off).
+
+        Args:
+            events: The new events; see :meth:`TrafficEngine.replace_events`.
+        """
+        self.engine.replace_events(events)
+        self.town = dataclasses.replace(self.town, events=tuple(events))
 
     # ------------------------------------------------------------------ reporters
     @property

@@ -5,6 +5,12 @@ resolved configuration, the LLM ledger (for LLM brains), the persistent memory s
 part per day of each table (trips, link states, decisions, plans), the end-of-run memories, the
 summary as JSON, and the paper's plots: departure histograms per day, traffic-state snapshots at
 07:00, 07:30, 08:00 and 08:30 of each day (Figure 10) and mode shares per day.
+
+After day 0 (the initial state) and after every day the runner writes a checkpoint: the pickled
+model (without its brain and memory store) and a copy of the memory store as it was then
+(``checkpoints/day_<d>_memory/``). :func:`resume_urban` continues an interrupted run from its
+latest good checkpoint; :func:`fork_urban` starts a new run from any checkpoint of another with
+changed parameters. LLM brains answer requests already in a ledger from that ledger (replay).
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,23 +28,42 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from mesa_llm_mobility.experiment.run_directory import RunDirectory
+from mesa_llm_mobility.cognition.ledger import Ledger, ReplayIndex
+from mesa_llm_mobility.cognition.settings import parse_brain_setting
+from mesa_llm_mobility.experiment.run_directory import (
+    RunDirectory,
+    RunDirectoryError,
+    fork,
+)
+from mesa_llm_mobility.memory import MemoryStore
 from mesa_llm_mobility.urban import plots
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
+from mesa_llm_mobility.urban.scenario import load_scenario
 
 logger = logging.getLogger(__name__)
 
 MINUTES_PER_DAY = 1440
 SNAPSHOT_TIMES = ("07:00", "07:30", "08:00", "08:30")
+SUMMARY_FILE = "summary.json"
+FORKABLE = frozenset({"brain", "days", "events"})
+"""Config values a fork may change."""
 
 
 @dataclass(frozen=True)
 class UrbanRunResult:
-    """What a finished run left behind."""
+    """What a run left behind.
+
+    Attributes:
+        run: The run directory.
+        summary: The model's summary (:meth:`UrbanMobilityModel.summary`).
+        plots: The plot files (none while the run is unfinished).
+        finished: Whether every day ran; False after ``stop_after_day``.
+    """
 
     run: RunDirectory
     summary: dict[str, Any]
     plots: list[Path]
+    finished: bool = True
 
 
 def urban_config(
@@ -73,6 +100,7 @@ def run_urban(
     overwrite: bool = False,
     progress: bool = True,
     brain_options: Mapping[str, Any] | None = None,
+    stop_after_day: int | None = None,
 ) -> UrbanRunResult:
     """Run the urban model day by day into the run directory ``out``.
 
@@ -83,6 +111,8 @@ def run_urban(
         progress: Show a progress bar (simulated minutes).
         brain_options: Extra :func:`~mesa_llm_mobility.cognition.make_brain` options for LLM
             brains (``api_base``, ``max_concurrency``, ...); never written to the config.
+        stop_after_day: Stop after this day's tables and checkpoint are written, as an
+            interrupted run would (continue with :func:`resume_urban`).
 
     Returns:
         The run directory, the summary and the plot files.
@@ -93,7 +123,7 @@ def run_urban(
     """
     run = RunDirectory.create(out, dict(config), overwrite=overwrite)
     options = dict(brain_options or {})
-    if str(config["brain"]).startswith("llm:"):
+    if _is_llm(config):
         options.setdefault("ledger", run.ledger_path)
     model = UrbanMobilityModel(
         scenario=config["scenario"],
@@ -110,13 +140,262 @@ def run_urban(
     )
     run.update_metadata({"memory": model.memory_store.run_metadata()})
     try:
+        checkpoint_model(run, model, 0)
+    except BaseException:
+        model.close()
+        raise
+    return _run_days(run, model, progress=progress, stop_after_day=stop_after_day)
+
+
+def resume_urban(
+    run_dir: str | Path,
+    *,
+    progress: bool = True,
+    brain_options: Mapping[str, Any] | None = None,
+    stop_after_day: int | None = None,
+) -> UrbanRunResult:
+    """Continue a run from its latest good checkpoint to its last day.
+
+    The model is unpickled from the checkpoint, its memory store is replaced by the
+    checkpoint's snapshot, and a new brain is built from the run's config. An LLM brain appends
+    to the run's ledger; the ledger's records of days after the checkpoint (a day that was
+    under way when the run stopped) are taken out of it and answer the same requests again
+    without calling the model. A forked run also replays its source's ledger. Tables and plots
+    are written as :func:`run_urban` does. A finished run is only reported.
+
+    Args:
+        run_dir: The run directory.
+        progress: Show a progress bar.
+        brain_options: Extra :func:`~mesa_llm_mobility.cognition.make_brain` options
+            (``api_base``, ...).
+        stop_after_day: As in :func:`run_urban`.
+
+    Returns:
+        The run directory, the summary and the plot files.
+
+    Raises:
+        RunDirectoryError: If ``run_dir`` is not a run directory, has no usable checkpoint
+            or its checkpoint has no memory snapshot.
+    """
+    run = RunDirectory.open(run_dir)
+    config = run.config
+    if config.get("model") != "urban":
+        raise RunDirectoryError(
+            f"{run.config_path}: not an urban run (model: {config.get('model')!r})"
+        )
+    latest = run.latest_checkpoint(skip_corrupt=True)
+    if latest is None:
+        raise RunDirectoryError(
+            f"{run.path}: no usable checkpoint to resume from (see {run.checkpoints_dir})"
+        )
+    day, state = latest
+    model: UrbanMobilityModel = state["model"]
+    model.days = int(config["days"])
+    if day >= model.days and (run.path / SUMMARY_FILE).is_file():
+        logger.info("%s: finished (%d days); nothing to resume", run.path, model.days)
+        return UrbanRunResult(
+            run=run,
+            summary=_run_summary(run, model),
+            plots=sorted(run.plots_dir.glob("*.png")),
+        )
+    if model.minute < model.days * MINUTES_PER_DAY:
+        model.running = True
+    store = _restore_memory(run, day, state, config)
+    options = dict(brain_options or {})
+    if _is_llm(config):
+        options.setdefault("ledger", run.ledger_path)
+        options.setdefault("replay", _replay_after(run, day))
+    try:
+        model.attach(config["brain"], store, options)
+    except BaseException:
+        store.close()
+        raise
+    logger.info("resuming %s after day %d", run.path, day)
+    return _run_days(run, model, progress=progress, stop_after_day=stop_after_day)
+
+
+def fork_urban(
+    source: str | Path,
+    target: str | Path,
+    *,
+    from_day: int,
+    changes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    brain_options: Mapping[str, Any] | None = None,
+) -> UrbanRunResult:
+    """Start a new run from the checkpoint of ``from_day`` of another, with changed parameters.
+
+    The fork's tables hold the source's days up to ``from_day``; then it runs on with its own
+    config. An LLM brain answers the requests its source already asked identically from the
+    source's ledger, so re-running a day that nothing changed makes no calls.
+
+    Args:
+        source: The run to fork.
+        target: The new run directory.
+        from_day: Day of the source checkpoint to start from (0: the initial state).
+        changes: Config values to change: ``brain`` (another brain setting), ``days`` (at
+            least ``from_day``; more extends the run) and ``events`` (on or off from
+            ``from_day`` on).
+        overwrite: Replace an earlier run in ``target``.
+        progress: Show a progress bar.
+        brain_options: Extra brain options (``api_base``, ...).
+
+    Returns:
+        The fork's run directory, summary and plots.
+
+    Raises:
+        ValueError: For a change of another parameter, or ``days`` below ``from_day``.
+        RunDirectoryError: If ``source`` is not a run or ``target`` is taken.
+        CheckpointError: If the source has no good checkpoint of ``from_day``.
+    """
+    changes = dict(changes or {})
+    unknown = sorted(set(changes) - FORKABLE)
+    if unknown:
+        raise ValueError(
+            f"fork of {source}: cannot change {', '.join(map(repr, unknown))}; "
+            f"forkable parameters: {', '.join(sorted(FORKABLE))}"
+        )
+    if "days" in changes and int(changes["days"]) < max(from_day, 1):
+        raise ValueError(
+            f"fork of {source}: days={changes['days']} is before from_day={from_day}"
+        )
+    if "brain" in changes:
+        parse_brain_setting(str(changes["brain"]))
+    snapshot = _snapshot_dir(RunDirectory.open(source), from_day)
+    if not snapshot.is_dir():
+        raise RunDirectoryError(
+            f"{snapshot}: memory snapshot of day {from_day} missing"
+        )
+    run = fork(
+        source,
+        target,
+        from_day=from_day,
+        config_changes=changes,
+        overwrite=overwrite,
+        copy_memory=False,  # resume_urban restores the snapshot of from_day
+    )
+    shutil.copytree(snapshot, _snapshot_dir(run, from_day))
+    if "events" in changes:
+        state = run.read_checkpoint(from_day)
+        model: UrbanMobilityModel = state["model"]
+        events = load_scenario(run.config["scenario"]).events
+        model.replace_events(events if changes["events"] else ())
+        run.write_checkpoint(from_day, {**state, "model": model})
+    return resume_urban(run.path, progress=progress, brain_options=brain_options)
+
+
+def checkpoint_model(run: RunDirectory, model: UrbanMobilityModel, day: int) -> Path:
+    """Checkpoint ``model`` after ``day``: memory snapshot first, then the pickled model.
+
+    The memory store is flushed and its folder copied to ``checkpoints/day_<d>_memory/``
+    (through a temporary folder, so a crash never leaves a partial snapshot under that name);
+    then :meth:`RunDirectory.write_checkpoint` records the model, so an indexed checkpoint
+    always has its snapshot.
+
+    Args:
+        run: The run directory.
+        model: The model, between two days.
+        day: Days completed (0: the initial state).
+
+    Returns:
+        The checkpoint file.
+    """
+    model.memory_store.flush()
+    snapshot = _snapshot_dir(run, day)
+    temporary = snapshot.with_name(f".{snapshot.name}.tmp")
+    for folder in (temporary, snapshot):
+        if folder.exists():
+            shutil.rmtree(folder)
+    shutil.copytree(run.memory_dir, temporary)
+    os.replace(temporary, snapshot)
+    return run.write_checkpoint(
+        day, {"model": model, "day": day, "memory_snapshot": snapshot.name}
+    )
+
+
+def _run_summary(run: RunDirectory, model: UrbanMobilityModel) -> dict[str, Any]:
+    """The model's summary; LLM use from the whole ledger file (a resumed brain saw a part)."""
+    summary = model.summary()
+    if run.ledger_path.is_file():
+        summary["llm"] = Ledger.summarize_file(run.ledger_path)
+    return summary
+
+
+def _is_llm(config: Mapping[str, Any]) -> bool:
+    return parse_brain_setting(str(config["brain"]))[0] == "llm"
+
+
+def _snapshot_dir(run: RunDirectory, day: int) -> Path:
+    return run.checkpoints_dir / f"day_{day}_memory"
+
+
+def _restore_memory(
+    run: RunDirectory, day: int, state: Mapping[str, Any], config: Mapping[str, Any]
+) -> MemoryStore:
+    """Replace ``memory/`` by the checkpoint's snapshot and open it."""
+    snapshot = run.checkpoints_dir / str(
+        state.get("memory_snapshot", _snapshot_dir(run, day).name)
+    )
+    if not snapshot.is_dir():
+        raise RunDirectoryError(
+            f"{snapshot}: memory snapshot of the day {day} checkpoint is missing"
+        )
+    if run.memory_dir.exists():
+        shutil.rmtree(run.memory_dir)
+    shutil.copytree(snapshot, run.memory_dir)
+    return MemoryStore.open(run.memory_dir, embedding=config["embedding"])
+
+
+def _replay_after(run: RunDirectory, day: int) -> ReplayIndex:
+    """Replay index of the ledger records of days after ``day``, taken out of the ledger.
+
+    The run's own records come first (a day under way when it stopped), then, for a fork, the
+    source's records of the same days.
+    """
+    later: list[dict[str, Any]] = []
+    if run.ledger_path.is_file():
+        records = Ledger.read(run.ledger_path)
+        kept = [r for r in records if _record_day(r) <= day]
+        later = [r for r in records if _record_day(r) > day]
+        if later:
+            text = "".join(json.dumps(r) + "\n" for r in kept)
+            temporary = run.ledger_path.with_name(f".{run.ledger_path.name}.tmp")
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, run.ledger_path)
+            logger.info(
+                "%s: %d ledger records of days after %d will be replayed",
+                run.ledger_path,
+                len(later),
+                day,
+            )
+    source = run.source_ledger_path
+    if source is not None and source.is_file():
+        later += [r for r in Ledger.read(source) if _record_day(r) > day]
+    return ReplayIndex(later)
+
+
+def _record_day(record: Mapping[str, Any]) -> int:
+    return int((record.get("tags") or {}).get("day", 0))
+
+
+def _run_days(
+    run: RunDirectory,
+    model: UrbanMobilityModel,
+    *,
+    progress: bool,
+    stop_after_day: int | None,
+) -> UrbanRunResult:
+    """Run ``model`` from its current day boundary to its last day; close it."""
+    try:
         with tqdm(
             total=model.days * MINUTES_PER_DAY,
+            initial=model.minute,
             unit="min",
             disable=not progress,
             desc="urban run",
         ) as bar:
-            for day in range(1, model.days + 1):
+            for day in range(model.minute // MINUTES_PER_DAY + 1, model.days + 1):
                 while model.running and model.minute < day * MINUTES_PER_DAY:
                     model.step()
                     bar.update(1)
@@ -127,7 +406,16 @@ def run_urban(
                             trips=model.trips_in_progress,
                         )
                 _write_day(run, model, day)
-        summary = model.summary()
+                checkpoint_model(run, model, day)
+                if stop_after_day is not None and stop_after_day <= day < model.days:
+                    logger.info("%s: stopped after day %d", run.path, day)
+                    return UrbanRunResult(
+                        run=run,
+                        summary=_run_summary(run, model),
+                        plots=[],
+                        finished=False,
+                    )
+        summary = _run_summary(run, model)
         run.write_table("memories", model.memories_frame())
         figures = _write_plots(run, model)
         _write_summary(run, summary)
@@ -187,7 +475,7 @@ def _write_summary(run: RunDirectory, summary: Mapping[str, Any]) -> None:
     if isinstance(llm, pd.DataFrame) and not llm.empty:
         payload["llm"] = json.loads(llm.to_json(orient="index"))
     text = json.dumps(payload, indent=2, default=_json_default)
-    (run.path / "summary.json").write_text(text + "\n", encoding="utf-8")
+    (run.path / SUMMARY_FILE).write_text(text + "\n", encoding="utf-8")
 
 
 def _json_default(value: Any) -> Any:

@@ -41,7 +41,7 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 import pandas as pd
@@ -750,6 +750,35 @@ class TrafficEngine:
         if self.record_facility_states:
             self._record_facilities(t)
         self.time = t + self.dt
+
+    def replace_events(self, events: Sequence[Event]) -> None:
+        """Replace the scenario's events from the current time on (for forked runs).
+
+        Capacity events already started keep their pending end, so the capacity they changed
+        is restored; pending starts of the old events are dropped; new events that start at
+        or after the current time are scheduled. :meth:`announced_events` reports the new ones.
+
+        Args:
+            events: The new events (e.g. ``()`` to switch events off).
+        """
+        started = {
+            id(action[2])
+            for action in self._event_actions[: self._event_pos]
+            if action[3]
+        }
+        pending = [
+            action
+            for action in self._event_actions[self._event_pos :]
+            if not action[3] and id(action[2]) in started
+        ]
+        offset = 2 * len(self.scenario.events)
+        for k, event in enumerate(events):
+            if event.attribute == "capacity" and event.start_time >= self.time - _EPS:
+                pending.append((event.start_time, offset + 2 * k + 1, event, True))
+                pending.append((event.end_time, offset + 2 * k, event, False))
+        pending.sort(key=lambda item: (item[0], item[1]))
+        self._event_actions = self._event_actions[: self._event_pos] + pending
+        self.scenario = replace(self.scenario, events=tuple(events))
 
     def _apply_events(self, t: float) -> None:
         while self._event_pos < len(self._event_actions):

@@ -1,0 +1,260 @@
+"""Checkpoints, resume and fork of urban runs (``mesa_llm_mobility.urban.runner``)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from mesa_llm_mobility.cli import main
+from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_content
+from mesa_llm_mobility.experiment.run_directory import RunDirectory
+from mesa_llm_mobility.memory import MemoryStore
+from mesa_llm_mobility.urban.runner import (
+    fork_urban,
+    resume_urban,
+    run_urban,
+    urban_config,
+)
+
+TABLES = ("trips", "decisions", "plans", "link_states")
+CONFIG = urban_config(days=2, n_agents=8, seed=3)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    return run_urban(tmp_path_factory.mktemp("runs") / "full", CONFIG, progress=False)
+
+
+def _assert_same_tables(left: RunDirectory, right: RunDirectory) -> None:
+    for name in TABLES:
+        pd.testing.assert_frame_equal(left.read_table(name), right.read_table(name))
+
+
+def test_every_day_boundary_has_a_checkpoint_and_a_memory_snapshot(uninterrupted):
+    run = uninterrupted.run
+    assert run.checkpoint_days() == [0, 1, 2]
+    for day in (0, 1, 2):
+        assert (run.checkpoints_dir / f"day_{day}_memory").is_dir()
+    store = MemoryStore.open(run.checkpoints_dir / "day_2_memory")
+    try:
+        assert store.agent_ids()  # the snapshot reopens with its agents' memories
+    finally:
+        store.close()
+
+
+def test_interrupted_run_resumed_equals_uninterrupted(uninterrupted, tmp_path):
+    stopped = run_urban(tmp_path / "b", CONFIG, progress=False, stop_after_day=1)
+    assert not stopped.finished and stopped.plots == []
+    assert stopped.run.table_days("trips") == [1]
+    resumed = resume_urban(tmp_path / "b", progress=False)
+    assert resumed.finished
+    _assert_same_tables(uninterrupted.run, resumed.run)
+    pd.testing.assert_frame_equal(
+        uninterrupted.run.read_table("memories"), resumed.run.read_table("memories")
+    )
+    assert resumed.summary["trips"] == uninterrupted.summary["trips"]
+    assert {p.name for p in resumed.plots} == {p.name for p in uninterrupted.plots}
+    again = resume_urban(tmp_path / "b", progress=False)  # finished: only reported
+    assert again.finished and again.summary["trips"] == resumed.summary["trips"]
+
+
+def test_corrupt_latest_checkpoint_falls_back_to_the_previous(uninterrupted, tmp_path):
+    stopped = run_urban(tmp_path / "c", CONFIG, progress=False, stop_after_day=1)
+    path = stopped.run.checkpoint_path(1)
+    path.write_bytes(path.read_bytes()[:100])  # truncated
+    resumed = resume_urban(tmp_path / "c", progress=False)  # from day 0
+    _assert_same_tables(uninterrupted.run, resumed.run)
+
+
+# ---------------------------------------------------------------------------- LLM brain
+LLM_CONFIG = urban_config(days=2, n_agents=6, seed=5, brain="llm:openai/fake-model")
+
+
+def _respond(body):
+    """Valid urban answers for any persona: stay home, keep plans, reflect briefly."""
+    prompt = body["messages"][1]["content"]
+    if "Plan today" in prompt:
+        return json_content(
+            {"activities": [], "long_term_reflection": "quiet", "concepts": []}
+        )
+    if "Choose action" in prompt:
+        return json_content({"action": "keep", "reason": "fine"})
+    if "is over" in prompt:
+        return json_content(
+            {
+                "reflections": [{"content": "a quiet day", "importance": 0.3}],
+                "long_term_reflection": "steady",
+            }
+        )
+    return Fault.schema_violation()
+
+
+def _options(server):
+    return {
+        "api_base": server.api_base,
+        "api_key": "sk-fake",
+        "timeout_s": 10,
+        "max_attempts": 1,
+    }
+
+
+@pytest.fixture(scope="module")
+def llm_source(tmp_path_factory):
+    with FakeLLMServer(_respond) as server:
+        result = run_urban(
+            tmp_path_factory.mktemp("llm") / "source",
+            LLM_CONFIG,
+            progress=False,
+            brain_options=_options(server),
+        )
+        assert server.request_count > 0
+    return result
+
+
+def _days(ledger_path):
+    return Ledger.read(ledger_path)
+
+
+def test_llm_fork_replays_identical_days_without_calls(llm_source, tmp_path):
+    source_day2 = [
+        r for r in _days(llm_source.run.ledger_path) if r["tags"]["day"] == 2
+    ]
+    assert source_day2
+    with FakeLLMServer(_respond) as server:
+        fork = fork_urban(
+            llm_source.run.path,
+            tmp_path / "fork",
+            from_day=1,
+            changes={"days": 3},
+            progress=False,
+            brain_options=_options(server),
+        )
+        asked = server.requests
+    assert not any("Day 2 is over" in r["messages"][1]["content"] for r in asked)
+    records = _days(fork.run.ledger_path)
+    day2 = [r for r in records if r["tags"]["day"] == 2]
+    assert len(day2) == len(source_day2) and all(r["replayed"] for r in day2)
+    day3 = [r for r in records if r["tags"]["day"] == 3]
+    assert day3 and len(asked) >= len(day3) > 0  # only the new day was asked
+    assert fork.run.table_days("trips") == [1, 2, 3]
+    for name in ("trips", "decisions"):
+        source = llm_source.run.read_table(name)
+        forked = fork.run.read_table(name)
+        pd.testing.assert_frame_equal(
+            source, forked[forked["day"] <= 2].reset_index(drop=True)
+        )
+    assert RunDirectory.open(fork.run.path).metadata["from_day"] == 1
+
+
+def test_llm_fork_of_an_unchanged_day_makes_zero_requests(llm_source, tmp_path):
+    with FakeLLMServer(_respond) as server:
+        fork = fork_urban(
+            llm_source.run.path,
+            tmp_path / "same",
+            from_day=1,
+            progress=False,
+            brain_options=_options(server),
+        )
+        assert server.request_count == 0
+    assert fork.summary["llm"].loc["all", "replayed"] > 0
+    _assert_same_tables(llm_source.run, fork.run)
+
+
+def test_llm_resume_answers_the_interrupted_day_from_its_ledger(llm_source, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(llm_source.run.path, copy)
+    recorded = _days(copy / "ledger.jsonl")
+    # as if the process died during day 2's checkpoint: day 2's tables and ledger are there
+    path = RunDirectory(copy).checkpoint_path(2)
+    path.write_bytes(b"truncated")
+    (copy / "summary.json").unlink()
+    with FakeLLMServer(_respond) as server:
+        resumed = resume_urban(copy, progress=False, brain_options=_options(server))
+        assert server.request_count == 0
+    records = _days(copy / "ledger.jsonl")
+    assert len(records) == len(recorded)  # day 2 replaced, not duplicated
+    assert all(r["replayed"] for r in records if r["tags"]["day"] == 2)
+    _assert_same_tables(llm_source.run, resumed.run)
+    llm = resumed.summary["llm"].loc[
+        "all"
+    ]  # the whole ledger, not only the resumed day
+    assert llm["calls"] == len(records) == llm_source.summary["llm"].loc["all", "calls"]
+    assert llm["replayed"] == sum(r["tags"]["day"] == 2 for r in records)
+
+
+def test_fork_rejects_unknown_changes(uninterrupted, tmp_path):
+    with pytest.raises(ValueError, match="cannot change 'seed'"):
+        fork_urban(
+            uninterrupted.run.path, tmp_path / "x", from_day=1, changes={"seed": 1}
+        )
+    with pytest.raises(ValueError, match="before from_day"):
+        fork_urban(
+            uninterrupted.run.path, tmp_path / "y", from_day=2, changes={"days": 1}
+        )
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_fork_with_events_off_from_day_0_equals_a_run_without_events(
+    uninterrupted, tmp_path
+):
+    quiet = run_urban(tmp_path / "quiet", {**CONFIG, "events": False}, progress=False)
+    fork = fork_urban(
+        uninterrupted.run.path,
+        tmp_path / "fork",
+        from_day=0,
+        changes={"events": False},
+        progress=False,
+    )
+    assert fork.run.config["events"] is False
+    assert fork.run.read_checkpoint(2)["model"].town.events == ()
+    _assert_same_tables(quiet.run, fork.run)
+    source = uninterrupted.run.read_checkpoint(0)["model"]
+    forked = fork.run.read_checkpoint(0)["model"]
+    assert source.engine.announced_events(8 * 60)  # the fork's day 0 state has none
+    assert forked.engine.announced_events(8 * 60) == []
+
+
+# ---------------------------------------------------------------------------- command line
+def test_cli_urban_resume_and_fork(uninterrupted, tmp_path, capsys):
+    out = tmp_path / "cli"
+    run_urban(out, CONFIG, progress=False, stop_after_day=1)
+    assert main(["urban", "resume", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert f"run directory: {out}" in printed and "punctuality" in printed
+    _assert_same_tables(uninterrupted.run, RunDirectory.open(out))
+
+    fork = tmp_path / "fork"
+    argv = ["urban", "fork", str(out), "--from-day", "2", "--out", str(fork)]
+    assert main([*argv, "--days", "3", "--no-events", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert f"run directory: {fork}" in printed and "plots:" in printed
+    assert RunDirectory.open(fork).table_days("trips") == [1, 2, 3]
+
+
+def test_cli_resume_of_a_missing_run_is_a_clear_error(tmp_path, capsys):
+    assert main(["urban", "resume", str(tmp_path / "nothing")]) == 2
+    assert "no such run directory" in capsys.readouterr().err
+
+
+def test_fork_of_a_rule_run_with_an_llm_brain(uninterrupted, tmp_path):
+    with FakeLLMServer(_respond) as server:
+        fork = fork_urban(
+            uninterrupted.run.path,
+            tmp_path / "llm",
+            from_day=1,
+            changes={"brain": "llm:openai/fake-model"},
+            progress=False,
+            brain_options=_options(server),
+        )
+        assert server.request_count > 0
+    records = Ledger.read(fork.run.ledger_path)
+    assert {r["tags"]["day"] for r in records} == {2}
+    assert not any(r["replayed"] for r in records)
+    assert fork.run.config["brain"] == "llm:openai/fake-model"
+    with pytest.raises(ValueError, match="brain setting"):
+        fork_urban(
+            uninterrupted.run.path, tmp_path / "bad", from_day=1, changes={"brain": "x"}
+        )
