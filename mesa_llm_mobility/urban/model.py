@@ -256,6 +256,12 @@ class UrbanMobilityModel(mesa.Model):
         self._trip_records: dict[str, TripRecord] = {}
         self._decisions: list[tuple] = []
         self._plans: list[tuple] = []
+        self._revisions: list[tuple] = []
+        # (time, agent, state, place) whenever a traveller's state or place changes
+        self._moves: list[tuple] = [
+            (0, name, agent.state, agent.place)
+            for name, agent in self.travellers.items()
+        ]
         self._issues: Counter[str] = Counter()
         self._n_arrived = 0
         self._delay_sum = 0.0
@@ -297,6 +303,8 @@ class UrbanMobilityModel(mesa.Model):
         """Restore a pickled model; call :meth:`attach` before stepping it."""
         state = dict(state)
         collected = state.pop("_collected")
+        state.setdefault("_revisions", [])  # checkpoints of earlier versions
+        state.setdefault("_moves", [])
         self.__dict__.update(state)
         self.datacollector = self._make_datacollector()
         for name, value in collected.items():
@@ -872,6 +880,10 @@ class UrbanMobilityModel(mesa.Model):
                 t, context.situation, context.place, out.action, out.reason
             )
         )
+        self._revisions.append(
+            (t // MINUTES_PER_DAY + 1, now, agent.name, context.situation,
+             context.place, out.action, out.reason)
+        )  # fmt: skip
         if out.concept is not None:
             agent.memory.remember(
                 out.concept.content, node_type="reflection", importance=out.concept.importance,
@@ -974,7 +986,10 @@ class UrbanMobilityModel(mesa.Model):
                 pending.departure = departure
             record = agent.current_trip()
             location = self.engine.location(name)
+            before = (agent.state, agent.place)
             agent.mirror(location, self.space)
+            if (agent.state, agent.place) != before:
+                self._moves.append((t, name, agent.state, agent.place))
             if record is not None:
                 in_progress += 1
             elif agent.state == "staying":
@@ -1022,6 +1037,25 @@ class UrbanMobilityModel(mesa.Model):
             columns=["day", "minute", "agent", "source", "position", "facility", "departure_time",
                      "mode", "path", "reflect_every", "description"],
         )  # fmt: skip
+
+    def revisions_frame(self) -> pd.DataFrame:
+        """One row per plan revision: day, minute, agent, situation, place, action, reason."""
+        return pd.DataFrame(
+            self._revisions,
+            columns=["day", "minute", "agent", "situation", "place", "action", "reason"],
+        )
+
+    def positions_frame(self) -> pd.DataFrame:
+        """Where travellers are: one row per change of a traveller's state or place.
+
+        Columns: time (absolute minute, the step after which the traveller is there), day,
+        agent, state, place (facility, node or link: the cell key). Every traveller has a row
+        at time 0 (at home, staying); its place at minute ``m`` is its last row at or before
+        ``m``.
+        """
+        frame = pd.DataFrame(self._moves, columns=["time", "agent", "state", "place"])
+        frame.insert(1, "day", (frame["time"] // MINUTES_PER_DAY + 1).astype(int))
+        return frame
 
     def memories_frame(self) -> pd.DataFrame:
         """One row per memory of every traveller (live, not yet pruned)."""

@@ -438,6 +438,8 @@ def _write_day(run: RunDirectory, model: UrbanMobilityModel, day: int) -> None:
     for name, frame in (
         ("decisions", model.decisions_frame()),
         ("plans", model.plans_frame()),
+        ("revisions", model.revisions_frame()),
+        ("positions", model.positions_frame()),
     ):
         run.write_table(
             name, frame[frame["day"] == day].reset_index(drop=True), day=day

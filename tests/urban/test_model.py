@@ -392,3 +392,28 @@ def test_llm_brain_that_never_answers_well_falls_back_and_the_day_completes():
     }
     assert decisions["reason"].str.contains("no valid answer").all()
     assert model.trips_frame()["arrival"].notna().all() and not model.running
+
+
+def test_positions_replay_every_cell_and_revisions_keep_their_reasons():
+    model = small_model(n=10, seed=4)
+    expected: dict[int, dict[str, str]] = {}
+    while model.running:
+        model.step()
+        if model.minute % 97 == 0:
+            expected[model.minute - 1] = {
+                name: agent.place for name, agent in model.travellers.items()
+            }
+    moves = model.positions_frame()
+    assert list(moves.columns) == ["time", "day", "agent", "state", "place"]
+    assert set(moves[moves["time"] == 0]["agent"]) == set(model.travellers)
+    for minute, places in expected.items():
+        last = moves[moves["time"] <= minute].groupby("agent").last()
+        assert last["place"].to_dict() == places, minute
+    assert {"driving", "staying"} <= set(moves["state"])
+
+    revisions = model.revisions_frame()
+    decided = model.decisions_frame()
+    assert len(revisions) == (decided["kind"] == "PlanRevision").sum() > 0
+    assert revisions["reason"].str.len().gt(0).all()
+    first = model.travellers[revisions["agent"].iloc[-1]].revisions[-1]
+    assert revisions.iloc[-1]["reason"] == first.reason

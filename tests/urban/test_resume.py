@@ -19,7 +19,7 @@ from mesa_llm_mobility.urban.runner import (
     urban_config,
 )
 
-TABLES = ("trips", "decisions", "plans", "link_states")
+TABLES = ("trips", "decisions", "plans", "revisions", "positions", "link_states")
 CONFIG = urban_config(days=2, n_agents=8, seed=3)
 
 
