@@ -404,6 +404,12 @@ def _offset_polyline(points: np.ndarray, offset: float) -> np.ndarray:
     return points + vertex * offset
 
 
+def snapshot_offset(positions: dict[str, np.ndarray]) -> float:
+    """How far :func:`traffic_snapshot` shifts a road direction sideways (metro lines: -3x)."""
+    xy = np.array(list(positions.values()))
+    return 0.011 * float(max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1.0))
+
+
 def _road_segments(
     scenario: Scenario, positions: dict[str, np.ndarray], offset: float
 ) -> dict[tuple[str, int], np.ndarray]:
@@ -475,7 +481,7 @@ def traffic_snapshot(
         raise ValueError(f"scenario {scenario.name!r}: no nodes to draw")
     xy = np.array(list(positions.values()))
     span = float(max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1.0))
-    offset = 0.011 * span
+    offset = snapshot_offset(positions)
 
     segments = _road_segments(scenario, positions, offset)
     road_rows = rows[rows["link"].isin(scenario.road_links)]

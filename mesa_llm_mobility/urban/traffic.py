@@ -71,6 +71,20 @@ logger = logging.getLogger(__name__)
 _EPS = 1e-9
 
 
+LINK_STATE_COLUMNS = [
+    "time",
+    "link",
+    "direction",
+    "kind",
+    "queue",
+    "traversing",
+    "entered",
+    "exited",
+    "wait_indicator",
+]
+"""Columns of :meth:`TrafficEngine.link_states_frame`."""
+
+
 class TravelState(StrEnum):
     """Where a traveller is in the engine's state machine."""
 
@@ -1197,20 +1211,15 @@ class TrafficEngine:
         within their free time, or riders aboard), entered and exited (road vehicles during the
         step), wait_indicator (minutes).
         """
-        return pd.DataFrame(
-            self._link_rows,
-            columns=[
-                "time",
-                "link",
-                "direction",
-                "kind",
-                "queue",
-                "traversing",
-                "entered",
-                "exited",
-                "wait_indicator",
-            ],
-        )
+        return pd.DataFrame(self._link_rows, columns=LINK_STATE_COLUMNS)
+
+    def latest_link_states(self) -> pd.DataFrame:
+        """The rows of :meth:`link_states_frame` of the last step only (cheap; for live views)."""
+        rows = self._link_rows
+        start = len(rows)
+        while start > 0 and rows[start - 1][0] == rows[-1][0]:
+            start -= 1
+        return pd.DataFrame(rows[start:], columns=LINK_STATE_COLUMNS)
 
     def facility_states_frame(self) -> pd.DataFrame:
         """Per-step facility table: time, facility, queue, staying, capacity, wait_indicator."""

@@ -1,0 +1,17 @@
+"""GATSim in the browser: the urban daily-travel model live, or a saved run replayed.
+
+    mlm viz install-assets                      # once: Solara's front end, for offline use
+    solara run examples/gatsim_app.py           # the live model (rule brain, no API key)
+    solara run examples/gatsim_app.py -- --run runs/urban   # replay and fork a saved run
+
+Each browser tab gets its own model. Set ``MLM_BRAIN=llm:<model>`` (and ``MLM_API_BASE`` /
+``MLM_API_KEY``) to offer an LLM brain in the parameters. See docs/app.md.
+"""
+
+import solara.server.settings
+
+from mesa_llm_mobility.urban.app.components import Page
+
+solara.server.settings.telemetry.mixpanel_enable = False  # no telemetry from our app
+
+page = Page()

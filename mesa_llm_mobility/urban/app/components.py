@@ -1,0 +1,423 @@
+"""The Solara components of the urban app (``examples/gatsim_app.py``).
+
+The live app is Mesa's :func:`~mesa.visualization.SolaraViz` around an :class:`AppModel` with
+our panels; the replay shows the same panels for a minute of a saved run, chosen with a time
+slider, and can fork the run from a day. Panels read a :mod:`.sources` object, never the model
+or the run directly. Every browser session builds its own model (``Page`` makes it with
+``use_memo``); nothing mutable lives at module level but per-session reactive variables.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import solara
+from mesa.visualization import SolaraViz
+from mesa.visualization.utils import force_update, update_counter
+
+from mesa_llm_mobility.urban.app import charts
+from mesa_llm_mobility.urban.app.saved_run import SavedRun
+from mesa_llm_mobility.urban.app.sources import LiveSource, ReplaySource
+from mesa_llm_mobility.urban.app.town_map import draw_town
+from mesa_llm_mobility.urban.model import UrbanMobilityModel
+from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY, format_hhmm
+
+logger = logging.getLogger(__name__)
+
+selected_traveller: solara.Reactive[str | None] = solara.reactive(None)
+"""The traveller shown in the inspector and ringed on the map (per browser session)."""
+
+MAP_DPI = 90
+
+
+class AppModel(UrbanMobilityModel):
+    """The urban model with the app's parameters (what SolaraViz re-creates on Reset).
+
+    Mesa's SolaraViz passes a Mesa ``Scenario`` to models whose ``__init__`` takes a
+    ``scenario`` argument; the urban model's ``scenario`` is the town, so the app model
+    takes only the parameters the app shows.
+    """
+
+    def __init__(
+        self,
+        n_agents: int = 70,
+        brain: str = "rules",
+        days: int = 1,
+        seed: int = 0,
+        events: bool = True,
+    ) -> None:
+        super().__init__(
+            n_agents=int(n_agents),
+            brain=brain,
+            days=int(days),
+            rng=int(seed),
+            events=bool(events),
+            collect_every=5,
+        )
+
+
+def brain_choices() -> list[str]:
+    """``"rules"``, plus the LLM brain of ``MLM_BRAIN`` when it names one."""
+    choices = ["rules"]
+    configured = os.environ.get("MLM_BRAIN", "")
+    if configured.startswith("llm:"):
+        choices.append(configured)
+    return choices
+
+
+def model_params() -> dict[str, Any]:
+    """SolaraViz model parameters: population size, brain, days, seed, events."""
+    return {
+        "n_agents": {"type": "SliderInt", "value": 70, "min": 10, "max": 500,
+                     "step": 10, "label": "Travellers"},
+        "brain": {"type": "Select", "value": "rules", "values": brain_choices(),
+                  "label": "Brain"},
+        "days": {"type": "SliderInt", "value": 1, "min": 1, "max": 7, "step": 1,
+                 "label": "Days"},
+        "seed": {"type": "SliderInt", "value": 0, "min": 0, "max": 99, "step": 1,
+                 "label": "Seed"},
+        "events": {"type": "Checkbox", "value": True, "label": "Events on"},
+    }  # fmt: skip
+
+
+def figure_image(figure: Any, classes: Sequence[str] = ()) -> solara.Element:
+    """A matplotlib figure as a PNG that fills its panel's width (panels are resizable)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=MAP_DPI)
+    return solara.Image(buffer.getvalue(), width="100%", classes=list(classes))
+
+
+def html_table(frame: pd.DataFrame, empty: str = "none") -> solara.Element:
+    """A small escaped HTML table (no widget needed), or a note when empty."""
+    if not len(frame):
+        return solara.Text(empty, style={"color": "#757575"})
+    return solara.HTML(
+        tag="div",
+        unsafe_innerHTML=frame.to_html(index=False, escape=True, border=0),
+        classes=["mlm-table"],
+        style="font-size: 12px; overflow-x: auto;",
+    )
+
+
+# ---------------------------------------------------------------------------- panels
+@solara.component
+def TownMapPanel(source: LiveSource | ReplaySource, live_model: Any = None) -> None:
+    """The network map with the clock and what is on it (and fast-forward when live)."""
+    update_counter.get()  # redraw when the live model steps
+    view = source.view()
+    figure = draw_town(view, selected=selected_traveller.value)
+    moving = int((view.travellers["state"] != "staying").sum())
+    inside = int((view.travellers["state"] == "staying").sum())
+    with solara.Column(classes=["mlm-map"]):
+        solara.Text(view.clock, classes=["mlm-clock"], style={"font-weight": "bold"})
+        figure_image(figure, classes=["mlm-map-image"])
+        solara.Text(
+            f"{moving} travellers on the map, {inside} inside facilities",
+            classes=["mlm-map-count"],
+        )
+        if live_model is not None:
+            FastForward(live_model)
+
+
+@solara.component
+def FastForward(model: UrbanMobilityModel) -> None:
+    """Buttons that run the live model 15 minutes or an hour on."""
+
+    def run_for(minutes: int) -> Callable[[], None]:
+        def run() -> None:
+            end = min(model.minute + minutes, model.days * MINUTES_PER_DAY)
+            while model.running and model.minute < end:
+                model.step()
+            force_update()
+
+        return run
+
+    with solara.Row():
+        solara.Button("+15 min", on_click=run_for(15), outlined=True,
+                      disabled=not model.running, classes=["mlm-plus15"])  # fmt: skip
+        solara.Button("+1 h", on_click=run_for(60), outlined=True,
+                      disabled=not model.running, classes=["mlm-plus60"])  # fmt: skip
+
+
+@solara.component
+def InspectorPanel(source: LiveSource | ReplaySource) -> None:
+    """Pick a traveller; show profile, plan, revisions, chats, memories, trips."""
+    update_counter.get()  # redraw when the live model steps
+    names = source.travellers()
+    with solara.Column(classes=["mlm-inspector"]):
+        solara.Select(
+            "Traveller",
+            values=names,
+            value=selected_traveller.value,
+            on_value=selected_traveller.set,
+            classes=["mlm-traveller-select"],
+        )
+        name = selected_traveller.value
+        if name is None or name not in names:
+            solara.Text("Choose a traveller to inspect.")
+            return
+        report = source.report(name)
+        solara.Text(f"{report.name}: {report.state}", classes=["mlm-state"],
+                    style={"font-weight": "bold"})  # fmt: skip
+        with solara.Details("Profile"):
+            html_table(pd.DataFrame(report.profile.items(), columns=["field", "value"]))
+        solara.Text("Today's plan")
+        with solara.Column(classes=["mlm-plan"]):
+            html_table(report.plan, "no plan yet today")
+        with solara.Details("Plan as decided at day start"):
+            html_table(report.first_plan, "no plan yet today")
+        solara.Text("Revisions (with reasons)")
+        with solara.Column(classes=["mlm-revisions"]):
+            html_table(report.revisions, "no revision yet today")
+        with solara.Details("Chats"):
+            html_table(pd.DataFrame({"chat": report.chats}), "no chat today")
+        with solara.Details("Memories"):
+            solara.Text("Recently retrieved")
+            html_table(report.recent_memories)
+            solara.Text("Most important")
+            html_table(report.important_memories)
+        with solara.Details("Reflections"):
+            html_table(pd.DataFrame({"reflection": report.reflections}))
+        solara.Text("Trips")
+        html_table(report.trips, "no trip yet")
+
+
+@solara.component
+def TimelinePanel(source: LiveSource | ReplaySource) -> None:
+    """Trips in progress and network delay over today."""
+    update_counter.get()  # redraw when the live model steps
+    view = source.view()
+    line = charts.timeline(view.trips, source.link_states(), view.minute)
+    figure_image(charts.timeline_figure(line))
+
+
+@solara.component
+def DeparturesPanel(source: LiveSource | ReplaySource) -> None:
+    """Departure times of today against the earlier days."""
+    update_counter.get()  # redraw when the live model steps
+    trips = source.view().trips
+    figure_image(charts.departures_figure(trips))
+
+
+@solara.component
+def ModeSharesPanel(source: LiveSource | ReplaySource) -> None:
+    """Mode shares per day."""
+    update_counter.get()  # redraw when the live model steps
+    trips = source.view().trips
+    figure_image(charts.mode_shares_figure(trips))
+
+
+@solara.component
+def DecisionsPanel(source: LiveSource | ReplaySource) -> None:
+    """Decisions (LLM calls when an LLM brain decides) by kind and outcome."""
+    update_counter.get()  # redraw when the live model steps
+    decisions = source.decisions()
+    figure_image(charts.decisions_figure(decisions))
+    html_table(charts.decision_counts(decisions).reset_index(), "no decisions yet")
+
+
+# ---------------------------------------------------------------------------- live app
+def _live(panel: Callable[..., Any], **extra: Any) -> Callable[[Any], Any]:
+    """A SolaraViz component function showing ``panel`` for the live model."""
+
+    def component(model: UrbanMobilityModel) -> Any:
+        update_counter.get()
+        options = {"live_model": model} if extra.get("fast_forward") else {}
+        return panel(LiveSource(model), **options)
+
+    component.__name__ = panel.__name__
+    return component
+
+
+LIVE_COMPONENTS: list[tuple[Callable[[Any], Any], int]] = [
+    (_live(TownMapPanel, fast_forward=True), 0),
+    (_live(InspectorPanel), 0),
+    (_live(TimelinePanel), 1),
+    (_live(DeparturesPanel), 1),
+    (_live(ModeSharesPanel), 1),
+    (_live(DecisionsPanel), 1),
+]
+"""SolaraViz components of the live app: map and inspector (page 0), charts (page 1)."""
+
+
+@solara.component
+def LiveApp() -> None:
+    """Mesa's SolaraViz around this session's own model."""
+    model = solara.use_memo(AppModel, [])
+    SolaraViz(
+        model,
+        components=LIVE_COMPONENTS,
+        model_params=model_params(),
+        name="GATSim: urban daily travel",
+        play_interval=150,
+        render_interval=5,
+    )
+
+
+# ---------------------------------------------------------------------------- replay
+def find_runs(root: str | Path = "runs") -> list[str]:
+    """Urban run directories under ``root`` (folders with a ``config.json``), sorted."""
+    base = Path(root)
+    if not base.is_dir():
+        return []
+    return sorted(str(p.parent) for p in base.glob("*/config.json"))
+
+
+def fork_target(source: Path, from_day: int) -> Path:
+    """A free folder name beside ``source`` for a fork from ``from_day``."""
+    n = 1
+    while (target := source.with_name(f"{source.name}-fork-d{from_day}-{n}")).exists():
+        n += 1
+    return target
+
+
+@solara.component
+def ReplayApp(path: str, on_open: Callable[[str], None]) -> None:
+    """A saved run, read-only: time slider, the panels, and a fork form."""
+    run, error = solara.use_memo(lambda: _open_run(path), [path])
+    if run is None:
+        solara.Error(f"cannot replay {path}: {error}", classes=["mlm-error"])
+    else:
+        ReplayView(run, on_open)
+
+
+@solara.component
+def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
+    """The replay of an opened run."""
+    first, last = run.minutes
+    minute = solara.use_reactive(min(first + 8 * 60, last))
+    source = ReplaySource(run, minute.value)
+    with solara.AppBar():
+        solara.AppBarTitle(f"GATSim replay: {run.path.name}")
+    with solara.Sidebar():
+        with solara.Card("Replay"):
+            solara.Text(f"{run.path} ({len(run.days)} days, read-only)")
+            with solara.Column(classes=["mlm-time-slider"]):
+                solara.SliderInt("Minute", value=minute, min=first, max=last, step=1,
+                                 tick_labels=False)  # fmt: skip
+            solara.Text(
+                f"Day {minute.value // MINUTES_PER_DAY + 1}, {format_hhmm(minute.value)}",
+                classes=["mlm-replay-clock"],
+            )
+            with solara.Row():
+                for label, delta in (("-1 h", -60), ("-5 min", -5), ("+5 min", 5),
+                                     ("+1 h", 60)):  # fmt: skip
+                    solara.Button(
+                        label,
+                        outlined=True,
+                        on_click=lambda d=delta: minute.set(
+                            min(max(minute.value + d, first), last)
+                        ),
+                    )
+        ForkForm(run, on_open)
+    with solara.Columns([3, 2]):
+        TownMapPanel(source)
+        InspectorPanel(source)
+    with solara.Columns([1, 1]):
+        TimelinePanel(source)
+        DeparturesPanel(source)
+    with solara.Columns([1, 1]):
+        ModeSharesPanel(source)
+        DecisionsPanel(source)
+
+
+def _open_run(path: str) -> tuple[SavedRun | None, str | None]:
+    try:
+        return SavedRun.open(path), None
+    except (OSError, ValueError, KeyError) as error:
+        logger.warning("cannot open %s: %s", path, error)
+        return None, str(error)
+
+
+@solara.component
+def ForkForm(run: SavedRun, on_open: Callable[[str], None]) -> None:
+    """Fork the run from a day with another brain, more days or events off."""
+    days = [0, *run.days]
+    from_day = solara.use_reactive(days[0])
+    brain = solara.use_reactive(str(run.config.get("brain", "rules")))
+    n_days = solara.use_reactive(int(run.config.get("days", 1)))
+    events = solara.use_reactive(bool(run.config.get("events", True)))
+    status = solara.use_reactive("")
+
+    def fork() -> None:
+        from mesa_llm_mobility.urban.runner import fork_urban  # noqa: PLC0415
+
+        target = fork_target(run.path, from_day.value)
+        status.set(f"forking into {target} ...")
+        try:
+            fork_urban(
+                run.path,
+                target,
+                from_day=from_day.value,
+                changes={
+                    "brain": brain.value,
+                    "days": max(n_days.value, from_day.value, 1),
+                    "events": events.value,
+                },
+                progress=False,
+            )
+        except (OSError, ValueError) as error:
+            status.set(f"fork failed: {error}")
+            return
+        status.set(f"forked into {target}")
+        on_open(str(target))
+
+    with solara.Card("Fork from a day"):
+        solara.Select("From day (0: the start)", values=days, value=from_day)
+        solara.InputText("Brain ('rules' or 'llm:<model>')", value=brain)
+        solara.SliderInt("Days", value=n_days, min=1, max=max(14, n_days.value))
+        solara.Checkbox(label="Events on", value=events)
+        solara.Button("Fork", on_click=lambda: threading.Thread(target=fork).start(),
+                      color="primary", classes=["mlm-fork"])  # fmt: skip
+        if status.value:
+            solara.Text(status.value, classes=["mlm-fork-status"])
+
+
+@solara.component
+def RunPicker(current: str | None, on_open: Callable[[str], None]) -> None:
+    """Open a run directory: type its path or pick one found under ``runs/``."""
+    typed = solara.use_reactive(current or "")
+    with solara.Card("Saved runs"):
+        found = find_runs()
+        if found:
+            solara.Select("Runs under runs/", values=found, value=current if current in found
+                          else None, on_value=on_open)  # fmt: skip
+        solara.InputText("Run directory", value=typed, classes=["mlm-run-path"])
+        with solara.Row():
+            solara.Button("Open", on_click=lambda: on_open(typed.value),
+                          disabled=not typed.value, classes=["mlm-open-run"])  # fmt: skip
+            if current:
+                solara.Button("Live model", on_click=lambda: on_open(""), text=True)
+
+
+def run_from_argv(argv: Sequence[str] | None = None) -> str | None:
+    """The ``--run DIR`` given after ``--`` to ``solara run`` (or ``MLM_APP_RUN``)."""
+    args = list(sys.argv if argv is None else argv)
+    if "--" in args:
+        rest = args[args.index("--") + 1 :]
+        for k, arg in enumerate(rest):
+            if arg == "--run" and k + 1 < len(rest):
+                return rest[k + 1]
+            if arg.startswith("--run="):
+                return arg.split("=", 1)[1]
+    return os.environ.get("MLM_APP_RUN") or None
+
+
+@solara.component
+def Page() -> None:
+    """The app: the live model, or a saved run when one is opened."""
+    run_path = solara.use_reactive(run_from_argv() or "")
+    if run_path.value:
+        ReplayApp(run_path.value, on_open=run_path.set)
+    else:
+        LiveApp()
+    with solara.Sidebar():
+        RunPicker(run_path.value or None, on_open=run_path.set)

@@ -1,0 +1,254 @@
+"""What the app's inspector shows of one traveller, from a live model or a saved run.
+
+:func:`report_of_model` reads the traveller object itself (its memory stream included, so the
+memories it retrieved last are known); :func:`report_of_run` rebuilds the same report at a
+minute of a saved run from its tables (its memories table holds the memories alive at the end
+of the run, shown as they were created by then; retrieval times are not stored, so
+"recently retrieved" lists the most recently created).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from mesa_llm_mobility.urban.decisions import PersonaFacts
+from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY, format_hhmm
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.urban.app.saved_run import SavedRun
+    from mesa_llm_mobility.urban.model import UrbanMobilityModel
+
+PLAN_COLUMNS = ["facility", "departure_time", "mode", "path", "description"]
+REVISION_COLUMNS = ["time", "situation", "place", "action", "reason"]
+MEMORY_COLUMNS = ["type", "content", "importance", "created"]
+TRIP_COLUMNS = [
+    "origin",
+    "destination",
+    "mode",
+    "departure",
+    "arrival",
+    "delay",
+    "late",
+]
+MEMORIES_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class TravellerReport:
+    """One traveller as the inspector shows it.
+
+    Attributes:
+        name: The traveller.
+        state: Current state and place, in words.
+        profile: Persona fields with a value (name first).
+        plan: Today's activities as now planned (``PLAN_COLUMNS``).
+        first_plan: Today's plan as decided at day start.
+        revisions: Today's revisions with their reasons (``REVISION_COLUMNS``; time as HH:MM).
+        chats: Today's chats, in words.
+        recent_memories: Memories retrieved (or, in replay, created) most recently.
+        important_memories: The most important memories.
+        reflections: Reflections, newest first, and the long-term reflection if any.
+        trips: Every trip so far (``TRIP_COLUMNS``; times as ``d HH:MM``).
+    """
+
+    name: str
+    state: str
+    profile: dict[str, Any]
+    plan: pd.DataFrame
+    first_plan: pd.DataFrame
+    revisions: pd.DataFrame
+    chats: list[str]
+    recent_memories: pd.DataFrame
+    important_memories: pd.DataFrame
+    reflections: list[str]
+    trips: pd.DataFrame
+
+
+def profile_of(persona: PersonaFacts) -> dict[str, Any]:
+    """The persona's fields that have a value, times as HH:MM and lists joined."""
+    profile: dict[str, Any] = {}
+    for item in dataclasses.fields(persona):
+        value = getattr(persona, item.name)
+        if value in (None, "", ()):
+            continue
+        if item.name in ("work_start", "work_end"):
+            value = format_hhmm(value)
+        elif isinstance(value, tuple):
+            value = ", ".join(map(str, value))
+        profile[item.name] = value
+    return profile
+
+
+def day_clock(minute: float) -> str:
+    """``"d HH:MM"`` of an absolute minute (empty for NaN)."""
+    if minute is None or (isinstance(minute, float) and math.isnan(minute)):
+        return ""
+    return f"{int(minute // MINUTES_PER_DAY) + 1} {format_hhmm(minute)}"
+
+
+def _trip_rows(trips: pd.DataFrame, agent: str) -> pd.DataFrame:
+    mine = trips[trips["agent"] == agent] if len(trips) else trips
+    if not len(mine):
+        return pd.DataFrame(columns=TRIP_COLUMNS)
+    frame = mine[TRIP_COLUMNS].copy()
+    for column in ("planned_departure", "departure", "arrival"):
+        frame[column] = frame[column].map(day_clock)
+    for column in ("delay", "late"):
+        frame[column] = (
+            frame[column].round(1).astype(object).where(frame[column].notna(), "")
+        )
+    return frame.reset_index(drop=True)
+
+
+def _memory_rows(nodes: pd.DataFrame, order: str) -> pd.DataFrame:
+    if not len(nodes):
+        return pd.DataFrame(columns=MEMORY_COLUMNS)
+    top = nodes.sort_values(order, ascending=False, kind="stable").head(MEMORIES_SHOWN)
+    frame = top[MEMORY_COLUMNS].copy()
+    frame["importance"] = frame["importance"].round(2)
+    frame["created"] = frame["created"].map(day_clock)
+    return frame.reset_index(drop=True)
+
+
+def report_of_model(model: UrbanMobilityModel, agent: str) -> TravellerReport:
+    """The inspector's report of a traveller of a live model.
+
+    Raises:
+        KeyError: For an unknown traveller (the message lists a few known names).
+    """
+    traveller = _traveller(model.travellers, agent)
+    activities = pd.DataFrame(
+        [_activity_row(a) for a in traveller.activities], columns=PLAN_COLUMNS
+    )
+    first = (
+        pd.DataFrame(
+            [_activity_row(a) for a in traveller.plan.activities], columns=PLAN_COLUMNS
+        )
+        if traveller.plan is not None
+        else pd.DataFrame(columns=PLAN_COLUMNS)
+    )
+    revisions = pd.DataFrame(
+        [
+            (format_hhmm(r.minute), r.situation, r.place, r.action, r.reason)
+            for r in traveller.revisions
+        ],
+        columns=REVISION_COLUMNS,
+    )
+    nodes = pd.DataFrame(
+        [
+            (str(n.type), n.content, n.importance, n.created, n.last_accessed)
+            for n in traveller.memory.nodes()
+        ],
+        columns=[*MEMORY_COLUMNS, "last_accessed"],
+    )
+    reflections = _reflections(nodes, traveller.long_term_reflection)
+    return TravellerReport(
+        name=agent,
+        state=f"{traveller.state.replace('_', ' ')} at {traveller.place}",
+        profile=profile_of(traveller.persona),
+        plan=activities,
+        first_plan=first,
+        revisions=revisions,
+        chats=list(traveller.today.chats),
+        recent_memories=_memory_rows(nodes, "last_accessed"),
+        important_memories=_memory_rows(nodes, "importance"),
+        reflections=reflections,
+        trips=_trip_rows(model.trips_frame(), agent),
+    )
+
+
+def report_of_run(run: SavedRun, agent: str, minute: float) -> TravellerReport:
+    """The inspector's report of a traveller at the end of ``minute`` of a saved run.
+
+    Raises:
+        KeyError: For an unknown traveller.
+    """
+    persona = _traveller(run.personas, agent)
+    view = run.view_at(minute)
+    minute = view.minute
+    day, now = view.day, minute % MINUTES_PER_DAY
+    where = view.travellers[view.travellers["agent"] == agent]
+    state = (
+        f"{where['state'].iloc[0].replace('_', ' ')} at {where['place'].iloc[0]}"
+        if len(where)
+        else "unknown"
+    )
+    plans = _today(run.table("plans"), agent, day, now)
+    current = plans[plans["minute"] == plans["minute"].max()] if len(plans) else plans
+    first = plans[plans["source"] == "plan"] if len(plans) else plans
+    revisions = _today(run.table("revisions"), agent, day, now)
+    revision_rows = pd.DataFrame(
+        [
+            (format_hhmm(r.minute), r.situation, r.place, r.action, r.reason)
+            for r in revisions.itertuples()
+        ],
+        columns=REVISION_COLUMNS,
+    )
+    memories = run.table("memories")
+    nodes = (
+        memories[(memories["agent"] == agent) & (memories["created"] <= minute)]
+        if len(memories)
+        else pd.DataFrame(columns=["agent", *MEMORY_COLUMNS])
+    )
+    today_start = (day - 1) * MINUTES_PER_DAY
+    chats = nodes[(nodes["type"] == "chat") & (nodes["created"] >= today_start)]
+    return TravellerReport(
+        name=agent,
+        state=state,
+        profile=profile_of(persona),
+        plan=_plan_rows(current),
+        first_plan=_plan_rows(first),
+        revisions=revision_rows,
+        chats=list(chats.sort_values("created")["content"]),
+        recent_memories=_memory_rows(nodes, "created"),
+        important_memories=_memory_rows(nodes, "importance"),
+        reflections=_reflections(nodes, ""),
+        trips=_trip_rows(view.trips, agent),
+    )
+
+
+def _traveller(known: dict[str, Any], agent: str) -> Any:
+    if agent not in known:
+        names = ", ".join(sorted(known)[:5])
+        raise KeyError(f"no traveller {agent!r} (travellers include {names}, ...)")
+    return known[agent]
+
+
+def _activity_row(activity: Any) -> tuple:
+    path = activity.path if isinstance(activity.path, str) else " ".join(activity.path)
+    return (
+        activity.facility,
+        activity.departure_time or "on arrival",
+        activity.mode,
+        path,
+        activity.description,
+    )
+
+
+def _today(table: pd.DataFrame, agent: str, day: int, now: int) -> pd.DataFrame:
+    if not len(table):
+        return table
+    return table[
+        (table["agent"] == agent) & (table["day"] == day) & (table["minute"] <= now)
+    ]
+
+
+def _plan_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    if not len(rows):
+        return pd.DataFrame(columns=PLAN_COLUMNS)
+    frame = rows.sort_values("position")[PLAN_COLUMNS].copy()
+    frame["departure_time"] = frame["departure_time"].fillna("on arrival")
+    return frame.reset_index(drop=True)
+
+
+def _reflections(nodes: pd.DataFrame, long_term: str) -> list[str]:
+    found = nodes[nodes["type"] == "reflection"] if len(nodes) else nodes
+    texts = list(found.sort_values("created", ascending=False)["content"])
+    if long_term:
+        texts.append(f"Long-term: {long_term}")
+    return texts

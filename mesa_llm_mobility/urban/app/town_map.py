@@ -1,0 +1,207 @@
+"""The network map of the app: congestion, metro trains, facility counts and travellers.
+
+Built on :func:`~mesa_llm_mobility.urban.plots.traffic_snapshot` (roads coloured by congestion
+label, metro lines, facility names), with the live layer on top: trains at their timetable
+positions, the number of people inside and queueing at each facility, and one marker per
+traveller on a link (spread along it), at a node or at a facility (a small ring around it).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from mesa_llm_mobility.urban import plots
+from mesa_llm_mobility.urban.app.town_view import TownView, train_positions
+from mesa_llm_mobility.urban.scenario import Scenario
+
+STATE_COLOURS: dict[str, str] = {
+    "driving": "#1565c0",
+    "riding": "#00838f",
+    "walking": "#2e7d32",
+    "waiting_at_node": "#c62828",
+    "waiting_at_door": "#ef6c00",
+    "at_node": "#6d4c41",
+    "staying": "#9e9e9e",
+}
+"""Marker colour of each traveller state."""
+
+
+def link_ends(scenario: Scenario) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The drawn end points of every road and metro link, by link name (direction 0).
+
+    Metro links are shifted beside the roads, as :func:`~..plots.traffic_snapshot` draws them.
+    """
+    xy = {n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()}
+    ends = {
+        link.name: (xy[link.from_node], xy[link.to_node])
+        for link in scenario.road_links.values()
+    }
+    for line, points in metro_polylines(scenario).items():
+        for k, name in enumerate(scenario.metro_lines[line].link_names):
+            ends[name] = (points[k], points[k + 1])
+    return ends
+
+
+def metro_polylines(scenario: Scenario) -> dict[str, np.ndarray]:
+    """Each metro line's stops as drawn: shifted beside the roads."""
+    xy = {n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()}
+    offset = -3.0 * plots.snapshot_offset(xy)
+    return {
+        line.name: plots._offset_polyline(np.array([xy[s] for s in line.stops]), offset)
+        for line in scenario.metro_lines.values()
+    }
+
+
+def metro_drawing_positions(scenario: Scenario, trains: pd.DataFrame) -> pd.DataFrame:
+    """Move trains onto their line as drawn (metro lines are drawn beside the roads)."""
+    drawn = metro_polylines(scenario)
+    frame = trains.copy()
+    for index, (line, segment, share) in frame[["line", "segment", "share"]].iterrows():
+        points = drawn[line]
+        frame.loc[index, ["x", "y"]] = points[segment] + share * (
+            points[segment + 1] - points[segment]
+        )
+    return frame
+
+
+def _spread(agent: str, scale: float) -> np.ndarray:
+    """A fixed small offset per traveller, so markers at one place do not hide each other."""
+    angle = (zlib.crc32(agent.encode()) % 360) * np.pi / 180.0
+    return scale * np.array([np.cos(angle), np.sin(angle)])
+
+
+def traveller_positions(view: TownView) -> pd.DataFrame:
+    """Map coordinates of every traveller: agent, state, place, x, y.
+
+    Travellers on a link are spread evenly along its middle 80 %; at a facility or a node each
+    sits at a fixed small offset (from its name) around the node.
+    """
+    scenario = view.scenario
+    xy = {n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()}
+    ends = link_ends(scenario)
+    span = max(np.ptp([p[0] for p in xy.values()]), np.ptp([p[1] for p in xy.values()]))
+    ring = 0.02 * max(span, 1.0)
+    rows = []
+    for place, group in view.travellers.groupby("place", sort=False):
+        if place in ends:
+            a, b = ends[place]
+            shares = 0.1 + 0.8 * (np.arange(len(group)) + 0.5) / len(group)
+            points = a + shares[:, None] * (b - a)
+        else:
+            node = (
+                scenario.facilities[place].node
+                if place in scenario.facilities
+                else place
+            )
+            centre = xy.get(node)
+            if centre is None:
+                continue
+            points = np.array(
+                [centre + _spread(agent, ring) for agent in group["agent"]]
+            )
+        for (agent, state), (x, y) in zip(
+            group[["agent", "state"]].itertuples(index=False), points, strict=True
+        ):
+            rows.append((agent, state, place, float(x), float(y)))
+    return pd.DataFrame(rows, columns=["agent", "state", "place", "x", "y"])
+
+
+def draw_town(
+    view: TownView,
+    *,
+    selected: str | None = None,
+    ax: Axes | None = None,
+    show_staying: bool = False,
+    figsize: tuple[float, float] = (8.0, 6.4),
+) -> Figure:
+    """Draw the town at the view's minute.
+
+    Args:
+        view: What to draw.
+        selected: A traveller to highlight (ring and name).
+        ax: Draw into these axes instead of a new figure.
+        show_staying: Also draw a marker for everyone inside a facility (the counts show them
+            anyway; off by default, as most people are at home most of the time).
+        figsize: Size of a new figure in inches.
+
+    Returns:
+        The figure. Travellers are the scatter with gid ``"travellers"``, trains ``"trains"``.
+    """
+    if ax is None:
+        figure = plots._new_figure(figsize)
+        ax = figure.subplots()
+    figure = ax.figure.figure
+    plots.traffic_snapshot(
+        view.scenario, view.link_states, view.minute, ax=ax, legend=False
+    )
+    ax.set_title(view.clock, fontsize=11)
+
+    handles = list(plots._congestion_handles())
+    trains = metro_drawing_positions(
+        view.scenario, train_positions(view.scenario, view.minute)
+    )
+    if len(trains):
+        scatter = ax.scatter(
+            trains["x"], trains["y"], marker="s", s=36, c="#263238", zorder=6
+        )
+        scatter.set_gid("trains")
+        handles.append(
+            Line2D([], [], marker="s", color="#263238", linestyle="", label="train")
+        )
+
+    counts = view.facility_counts()
+    for facility, staying, queue in counts.itertuples(index=False):
+        if not staying and not queue:
+            continue
+        node = view.scenario.nodes[view.scenario.facilities[facility].node]
+        text = f"{staying}" + (f" +{queue} queue" if queue else "")
+        ax.annotate(
+            text,
+            (node.x, node.y),
+            xytext=(3, -9),
+            textcoords="offset points",
+            fontsize=7,
+            color="#b71c1c" if queue else "#37474f",
+            zorder=7,
+        )
+
+    positions = traveller_positions(view)
+    shown = positions if show_staying else positions[positions["state"] != "staying"]
+    colours = [STATE_COLOURS.get(state, "#000000") for state in shown["state"]]
+    scatter = ax.scatter(
+        shown["x"],
+        shown["y"],
+        s=18,
+        c=colours,
+        edgecolors="white",
+        linewidths=0.4,
+        zorder=8,
+    )
+    scatter.set_gid("travellers")
+    for state in dict.fromkeys(shown["state"]):
+        handles.append(
+            Line2D([], [], marker="o", color=STATE_COLOURS.get(state, "#000000"),
+                   linestyle="", label=state.replace("_", " "))
+        )  # fmt: skip
+    if selected is not None:
+        mine = positions[positions["agent"] == selected]
+        if len(mine):
+            x, y = mine[["x", "y"]].iloc[0]
+            ax.scatter([x], [y], s=160, facecolors="none", edgecolors="#d500f9",
+                       linewidths=2.0, zorder=9, gid="selected")  # fmt: skip
+            ax.annotate(selected, (x, y), xytext=(6, 6), textcoords="offset points",
+                        fontsize=8, color="#6a1b9a", weight="bold", zorder=9)  # fmt: skip
+    ax.legend(
+        handles=handles,
+        fontsize=7,
+        frameon=False,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+    )
+    return figure
