@@ -67,7 +67,11 @@ _EXACT_VERSION = r"\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?"
 _CDN_REFERENCE = re.compile(
     r"(?:\{\{\s*cdn\s*\}\}|\$\{\s*this\.getCdn\(\)\s*\}|[\"'`])"
     r"/(?P<name>" + _NAME + r")@(?P<version>" + _EXACT_VERSION + r")/"
+    r"(?P<file>[^\"'`\s{}$?#]*)"
 )
+# jsDelivr minifies on request: ``require.min.js`` exists there though the package has only
+# ``require.js``, and solara.Markdown asks for it
+_MINIFIED = re.compile(r"(?P<stem>.+)\.min\.(?P<suffix>js|css)")
 _VERSION_OR_RANGE = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+-]*")
 _SRI_ALGORITHMS = ("sha1", "sha256", "sha384", "sha512")  # weakest first
 _HTTP_TIMEOUT_S = 60.0
@@ -197,9 +201,15 @@ def cdn_packages(
     Returns:
         The packages, sorted and without repeats.
     """
+    return sorted(set(_cdn_references(roots)) | set(extra))
+
+
+def _cdn_references(
+    roots: Iterable[str | os.PathLike[str]] | None = None,
+) -> dict[NpmPackage, set[str]]:
+    """Each package the files under ``roots`` ask the CDN for, with the files asked for."""
     if roots is None:
         roots = [path for path in map(_package_dir, ("solara", "mesa")) if path]
-    found: set[NpmPackage] = set(extra)
     fontawesome = os.environ.get("SOLARA_ASSETS_FONTAWESOME_PATH")
     texts = (
         [("$SOLARA_ASSETS_FONTAWESOME_PATH", f'"{fontawesome}"')] if fontawesome else []
@@ -210,13 +220,14 @@ def cdn_packages(
                 texts.append(
                     (str(path), path.read_text(encoding="utf-8", errors="ignore"))
                 )
+    found: dict[NpmPackage, set[str]] = {}
     for source, text in texts:
         for match in _CDN_REFERENCE.finditer(text):
             package = NpmPackage(match["name"], match["version"])
             if package not in found:
                 logger.debug("%s asks the CDN for %s", source, package.spec)
-                found.add(package)
-    return sorted(found)
+            found.setdefault(package, set()).add(match["file"])
+    return found
 
 
 def install_assets(
@@ -233,6 +244,8 @@ def install_assets(
     members that would land outside the folder (absolute paths, ``..``, links) are refused before
     anything is written. A package is unpacked into a temporary folder that is renamed into place,
     with a marker file, so a later call skips it and a broken download never leaves half a package.
+    Where the installed Solara asks for a ``.min.js`` or ``.min.css`` file that the package lacks
+    (jsDelivr minifies on request), the unminified file is copied to that name.
 
     Args:
         cache_dir: The cache folder; by default Solara's (:func:`default_cache_dir`).
@@ -249,15 +262,23 @@ def install_assets(
     """
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     registry_url = (registry or default_registry()).rstrip("/")
+    referenced = _cdn_references()
     if packages is None:
-        packages = cdn_packages()
+        packages = sorted(referenced)
     return [
-        _install_package(package, cache, registry_url, force) for package in packages
+        _install_package(
+            package, cache, registry_url, force, referenced.get(package, set())
+        )
+        for package in packages
     ]
 
 
 def _install_package(
-    package: NpmPackage, cache: Path, registry: str, force: bool
+    package: NpmPackage,
+    cache: Path,
+    registry: str,
+    force: bool,
+    referenced_files: set[str],
 ) -> InstalledPackage:
     target = cache / package.spec
     marker = target / MARKER_NAME
@@ -287,6 +308,7 @@ def _install_package(
         package,
         tarball_url,
         target,
+        referenced_files,
         {
             "name": package.name,
             "requested": package.version,
@@ -443,7 +465,12 @@ def _safe_members(
 
 
 def _unpack(
-    data: bytes, package: NpmPackage, url: str, target: Path, record: dict
+    data: bytes,
+    package: NpmPackage,
+    url: str,
+    target: Path,
+    referenced_files: set[str],
+    record: dict,
 ) -> tuple[int, int]:
     """Unpack into a temporary sibling of ``target`` and rename it into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -457,6 +484,7 @@ def _unpack(
             raise AssetInstallError(
                 f"{package.spec}: cannot unpack {url} ({error})"
             ) from None
+        _add_minified_copies(staging, referenced_files, package)
         unpacked = [path for path in staging.rglob("*") if path.is_file()]
         files, size_bytes = len(unpacked), sum(path.stat().st_size for path in unpacked)
         record |= {"files": files, "size_bytes": size_bytes}
@@ -470,6 +498,20 @@ def _unpack(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return files, size_bytes
+
+
+def _add_minified_copies(
+    folder: Path, referenced_files: set[str], package: NpmPackage
+) -> None:
+    """Serve the unminified file where Solara asks for a ``.min`` one the package lacks."""
+    for name in sorted(referenced_files):
+        minified = _MINIFIED.fullmatch(name)
+        if minified is None or ".." in PurePosixPath(name).parts:
+            continue
+        source = folder / f"{minified['stem']}.{minified['suffix']}"
+        if not (folder / name).exists() and source.is_file():
+            logger.info("%s has no %s; copying %s", package.spec, name, source.name)
+            shutil.copyfile(source, folder / name)
 
 
 def _replace(staging: Path, target: Path) -> None:

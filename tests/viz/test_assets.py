@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from mesa_llm_mobility.cli import main
+from mesa_llm_mobility.viz import assets
 from mesa_llm_mobility.viz.assets import (
     ALREADY_PRESENT,
     INSTALLED,
@@ -192,6 +193,25 @@ def test_files_the_proxy_cached_one_by_one_are_replaced(registry, tmp_path):
     installed = install_assets(tmp_path, registry=registry.url, packages=[PLAIN])
     assert installed[0].status == INSTALLED
     assert (tmp_path / "loader@2.0.0-beta.1" / MARKER_NAME).is_file()
+
+
+def test_a_min_file_the_package_lacks_is_the_unminified_one(
+    registry, tmp_path, monkeypatch
+):
+    # jsDelivr minifies on request; solara.Markdown asks for requirejs's require.min.js
+    references = {PLAIN: {"require.min.js", "dist/main.min.js", "dist/main.css"}}
+    monkeypatch.setattr(assets, "_cdn_references", lambda: references)
+    files = {
+        **package_files(PLAIN),
+        "package/dist/main.min.js": b"m();",
+        "package/require.js": b"r",
+    }
+    registry.publish(PLAIN, npm_tarball(files))
+    installed = install_assets(tmp_path, registry=registry.url, packages=[PLAIN])
+    folder = tmp_path / PLAIN.spec
+    assert (folder / "require.min.js").read_bytes() == b"r"
+    assert (folder / "dist/main.min.js").read_bytes() == b"m();"
+    assert installed[0].files == 6
 
 
 def test_an_integrity_mismatch_names_the_package(registry, tmp_path):
