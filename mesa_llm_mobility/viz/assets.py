@@ -133,7 +133,7 @@ class InstalledPackage:
 
 
 def default_registry() -> str:
-    """The npm registry to download from: ``$NPM_CONFIG_REGISTRY`` (any case) or npmjs.org."""
+    """The npm registry: ``$NPM_CONFIG_REGISTRY`` (or ``$npm_config_registry``), else npmjs.org."""
     for key in ("NPM_CONFIG_REGISTRY", "npm_config_registry"):
         if os.environ.get(key):
             return os.environ[key]
