@@ -16,6 +16,7 @@ import pandas as pd
 from mesa_llm_mobility import __version__
 from mesa_llm_mobility.evacuation.cli import add_evac_commands
 from mesa_llm_mobility.urban.cli import add_urban_commands
+from mesa_llm_mobility.viz.cli import add_viz_commands
 
 
 def _demo_cognition(args: argparse.Namespace) -> int:
@@ -109,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     cognition.set_defaults(handler=_demo_cognition)
     add_urban_commands(commands)
     add_evac_commands(commands)
+    add_viz_commands(commands)
     return parser
 
 
