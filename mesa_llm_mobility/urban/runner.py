@@ -43,7 +43,6 @@ from mesa_llm_mobility.urban.scenario import load_scenario
 logger = logging.getLogger(__name__)
 
 MINUTES_PER_DAY = 1440
-SNAPSHOT_TIMES = ("07:00", "07:30", "08:00", "08:30")
 SUMMARY_FILE = "summary.json"
 FORKABLE = frozenset({"brain", "days", "events"})
 """Config values a fork may change."""
@@ -459,7 +458,7 @@ def _write_plots(run: RunDirectory, model: UrbanMobilityModel) -> list[Path]:
         written.append(path)
     path = run.plots_dir / "traffic_snapshots.png"
     plots.traffic_snapshots_grid(
-        model.town, model.link_states_frame(), SNAPSHOT_TIMES, path=path
+        model.town, model.link_states_frame(), plots.SNAPSHOT_TIMES, path=path
     )
     written.append(path)
     return written
