@@ -45,8 +45,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LINK_STATES = "link_states"
-ANIMATION_SUFFIXES = (".gif", ".mp4")
-"""File types :func:`animate_run` writes (``.mp4`` only with ffmpeg on the PATH)."""
 
 
 def open_urban_run(run_dir: str | os.PathLike[str] | RunDirectory) -> RunDirectory:
