@@ -41,7 +41,7 @@ import platform
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -475,28 +475,39 @@ class RunDirectory:
                 days.append(int(match.group(1)))
         return sorted(days)
 
-    def read_table(self, name: str) -> pd.DataFrame:
+    def read_table(self, name: str, days: Sequence[int] | None = None) -> pd.DataFrame:
         """Read a table; the parts of a per-day table are concatenated in day order.
 
         Args:
             name: Table name.
+            days: Read only these days' parts of a per-day table (in this order).
 
         Returns:
             The table (a per-day table has its ``day`` column).
 
         Raises:
-            RunDirectoryError: If no such table exists (the message lists the stored ones).
+            RunDirectoryError: If no such table exists (the message lists the stored ones),
+                or ``days`` asks for a day it does not store or of a whole-run table.
         """
         whole = self.table_path(name)
-        if whole.is_file():
+        if whole.is_file() and days is None:
             return pd.read_parquet(whole)
-        days = self.table_days(name)
-        if not days:
+        stored_days = self.table_days(name)
+        if not stored_days and not whole.is_file():
             stored = ", ".join(self.table_names()) or "none"
             raise RunDirectoryError(
                 f"{self.tables_dir}: no table {name!r} (stored tables: {stored})"
             )
-        parts = [pd.read_parquet(self.table_path(name, day)) for day in days]
+        if days is not None:
+            missing = [day for day in days if day not in stored_days]
+            if missing or not stored_days:
+                raise RunDirectoryError(
+                    f"{self.tables_dir}: table {name!r} has no day "
+                    f"{', '.join(map(str, missing or days))} (stored days: "
+                    f"{', '.join(map(str, stored_days)) or 'none, a whole-run table'})"
+                )
+            stored_days = list(days)
+        parts = [pd.read_parquet(self.table_path(name, day)) for day in stored_days]
         return pd.concat(parts, ignore_index=True)
 
     # ------------------------------------------------------------------ checkpoints

@@ -34,6 +34,8 @@ def add_urban_commands(commands: Any) -> Any:
     add_urban_run_command(urban_commands)
     add_urban_resume_command(urban_commands)
     add_urban_fork_command(urban_commands)
+    add_urban_snapshot_command(urban_commands)
+    add_urban_animate_command(urban_commands)
     return urban_commands
 
 
@@ -260,6 +262,134 @@ def _fork(args: argparse.Namespace) -> int:
         print(f"mlm: error: {error}", file=sys.stderr)
         return 2
     return _print_result(result)
+
+
+def _comma_list(
+    text: str | None, convert: Any, option: str, what: str
+) -> list[Any] | None:
+    """A comma-separated option value (``"1,2"``) as a list; None when not given."""
+    if text is None:
+        return None
+    try:
+        return [convert(item.strip()) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise ValueError(
+            f"{option}: expected {what} separated by commas, got {text!r}"
+        ) from None
+
+
+def add_urban_snapshot_command(urban_commands: Any) -> argparse.ArgumentParser:
+    """Register ``mlm urban snapshot`` on the ``urban`` group's subparsers.
+
+    Returns:
+        The ``snapshot`` parser.
+    """
+    parser = urban_commands.add_parser(
+        "snapshot",
+        help="draw traffic snapshots of a saved urban run as a PNG grid (days x times)",
+        description=(
+            "Draw the road network of a run written by 'mlm urban run', each link coloured by "
+            "its congestion, with one row per day and one column per time of day (the "
+            "paper's Figure 10), from the run's link_states table. Prints the PNG written."
+        ),
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    parser.add_argument(
+        "--times",
+        default=None,
+        help="clock times of the columns (default 07:00,07:30,08:00,08:30)",
+    )
+    parser.add_argument(
+        "--days",
+        default=None,
+        help="days of the rows, e.g. 1,2 (default: every day of the run)",
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="PNG to write (default RUN_DIR/plots/snapshot_<times>[_day<days>].png)",
+    )
+    parser.add_argument("--dpi", type=int, default=150, help="resolution (default 150)")
+    parser.set_defaults(handler=_snapshot)
+    return parser
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    from mesa_llm_mobility.urban import plots, replay  # noqa: PLC0415
+
+    times = _comma_list(args.times, str, "--times", "clock times")
+    path = replay.snapshot_run(
+        args.run_dir,
+        plots.SNAPSHOT_TIMES if times is None else times,
+        _comma_list(args.days, int, "--days", "day numbers"),
+        out=args.out,
+        dpi=args.dpi,
+    )
+    print(f"snapshots written to {path}")
+    return 0
+
+
+def add_urban_animate_command(urban_commands: Any) -> argparse.ArgumentParser:
+    """Register ``mlm urban animate`` on the ``urban`` group's subparsers.
+
+    Returns:
+        The ``animate`` parser.
+    """
+    parser = urban_commands.add_parser(
+        "animate",
+        help="animate the traffic of one day of a saved urban run as a GIF",
+        description=(
+            "Animate the road network of one day of a run written by 'mlm urban run', each "
+            "link coloured by its congestion, one frame every --every minutes from --start "
+            "to --end. Writes a GIF (or an MP4 when ffmpeg is installed); prints the file "
+            "and its number of frames."
+        ),
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    parser.add_argument("--day", type=int, default=1, help="day to animate (default 1)")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="file to write, .gif or .mp4 (default RUN_DIR/plots/day<d>_<start>-<end>.gif)",
+    )
+    parser.add_argument(
+        "--start", default="05:00", help="clock time of the first frame (default 05:00)"
+    )
+    parser.add_argument(
+        "--end", default="11:00", help="clock time of the last frame (default 11:00)"
+    )
+    parser.add_argument(
+        "--every",
+        type=float,
+        default=5,
+        help="simulated minutes between frames (default 5)",
+    )
+    parser.add_argument(
+        "--fps", type=float, default=8, help="frames per second (default 8)"
+    )
+    parser.add_argument(
+        "--dpi", type=int, default=100, help="resolution (default 100: 640 x 540)"
+    )
+    parser.set_defaults(handler=_animate)
+    return parser
+
+
+def _animate(args: argparse.Namespace) -> int:
+    from mesa_llm_mobility.urban import replay  # noqa: PLC0415
+
+    frames = len(replay.animation_clocks(args.start, args.end, args.every))
+    path = replay.animate_run(
+        args.run_dir,
+        args.day,
+        out=args.out,
+        start=args.start,
+        end=args.end,
+        every_minutes=args.every,
+        fps=args.fps,
+        dpi=args.dpi,
+    )
+    print(f"animation of {frames} frames written to {path}")
+    return 0
 
 
 def add_urban_synthesize_command(urban_commands: Any) -> argparse.ArgumentParser:

@@ -1042,7 +1042,15 @@ class UrbanMobilityModel(mesa.Model):
         """One row per plan revision: day, minute, agent, situation, place, action, reason."""
         return pd.DataFrame(
             self._revisions,
-            columns=["day", "minute", "agent", "situation", "place", "action", "reason"],
+            columns=[
+                "day",
+                "minute",
+                "agent",
+                "situation",
+                "place",
+                "action",
+                "reason",
+            ],
         )
 
     def positions_frame(self) -> pd.DataFrame:

@@ -4,8 +4,10 @@
   per day (or overlaid steps): the paper's peak-spreading figure.
 - :func:`traffic_snapshot`: the network at its real coordinates, each direction of each road
   link coloured by the congestion label of its wait indicator at a minute, metro lines dashed,
-  facilities labelled; :func:`traffic_snapshots_grid` arranges snapshots with one row per day
-  and one column per time of day (the paper's Figure 10: 07:00, 07:30, 08:00, 08:30).
+  facilities labelled; :func:`update_traffic_snapshot` recolours a drawn snapshot to another
+  minute (the frames of an animation); :func:`traffic_snapshots_grid` arranges snapshots with
+  one row per day and one column per time of day (the paper's Figure 10: 07:00, 07:30, 08:00,
+  08:30).
 - :func:`mode_shares`: stacked bars of the mode shares per day.
 
 Times in the frames are minutes since 00:00 of day 1 (the engine's clock, see
@@ -59,6 +61,9 @@ MODE_COLOURS: dict[str, str] = {
 }
 """Colour of each travel mode in :func:`mode_shares`."""
 
+SIDE_OFFSET = 0.011
+"""Sideways shift of a road direction, as a share of the drawing's span."""
+
 METRO_COLOURS: tuple[str, ...] = ("#00838f", "#6a1b9a", "#283593", "#00695c")
 """Colours of the metro lines, in scenario order (cycled)."""
 
@@ -72,6 +77,9 @@ _GROUP_COLOURS = (
     *_OTHER_COLOURS,
 )
 _LINK_COLUMNS = ("time", "link", "direction", "wait_indicator")
+
+SNAPSHOT_TIMES: tuple[str, ...] = ("07:00", "07:30", "08:00", "08:30")
+"""Clock times of the paper's Figure 10, the columns of :func:`traffic_snapshots_grid`."""
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -404,10 +412,9 @@ def _offset_polyline(points: np.ndarray, offset: float) -> np.ndarray:
     return points + vertex * offset
 
 
-def snapshot_offset(positions: dict[str, np.ndarray]) -> float:
+def snapshot_offset(scenario: Scenario) -> float:
     """How far :func:`traffic_snapshot` shifts a road direction sideways (metro lines: -3x)."""
-    xy = np.array(list(positions.values()))
-    return 0.011 * float(max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1.0))
+    return SIDE_OFFSET * _layout(scenario)[1]
 
 
 def _road_segments(
@@ -423,6 +430,41 @@ def _road_segments(
             ends_xy = np.array([positions[tail], positions[head]])
             segments[(link.name, direction)] = _offset_polyline(ends_xy, offset)
     return segments
+
+
+def _layout(scenario: Scenario) -> tuple[dict[str, np.ndarray], float]:
+    """Node positions and the drawing's span (the larger side of the bounding box)."""
+    positions = {
+        n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()
+    }
+    if not positions:
+        raise ValueError(f"scenario {scenario.name!r}: no nodes to draw")
+    xy = np.array(list(positions.values()))
+    return positions, float(max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1.0))
+
+
+def _road_lines(
+    scenario: Scenario,
+    rows: pd.DataFrame,
+    positions: dict[str, np.ndarray],
+    offset: float,
+) -> tuple[list[np.ndarray], list[str]]:
+    """Segments and colours of the road link directions at one step (rows first, then free)."""
+    segments = _road_segments(scenario, positions, offset)
+    road_rows = rows[rows["link"].isin(scenario.road_links)]
+    if "kind" in rows.columns:
+        road_rows = road_rows[road_rows["kind"] == "road"]
+    colour_of = {
+        (link, int(direction)): colour
+        for link, direction, colour in road_rows[
+            ["link", "direction", "colour"]
+        ].itertuples(index=False)
+    }
+    keys = [key for key in colour_of if key in segments]
+    keys += [key for key in segments if key not in colour_of]
+    return [segments[key] for key in keys], [
+        colour_of.get(key, CONGESTION_COLOURS["free"]) for key in keys
+    ]
 
 
 def traffic_snapshot(
@@ -474,30 +516,14 @@ def traffic_snapshot(
         ax = figure.subplots()
     else:
         figure = ax.figure.figure  # the root figure, also for axes in a subfigure
-    positions = {
-        n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()
-    }
-    if not positions:
-        raise ValueError(f"scenario {scenario.name!r}: no nodes to draw")
+    positions, span = _layout(scenario)
     xy = np.array(list(positions.values()))
-    span = float(max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1.0))
-    offset = snapshot_offset(positions)
+    offset = snapshot_offset(scenario)
 
-    segments = _road_segments(scenario, positions, offset)
-    road_rows = rows[rows["link"].isin(scenario.road_links)]
-    if "kind" in rows.columns:
-        road_rows = road_rows[road_rows["kind"] == "road"]
-    colour_of = {
-        (link, int(direction)): colour
-        for link, direction, colour in road_rows[
-            ["link", "direction", "colour"]
-        ].itertuples(index=False)
-    }
-    keys = [key for key in colour_of if key in segments]
-    keys += [key for key in segments if key not in colour_of]
+    segments, colours = _road_lines(scenario, rows, positions, offset)
     roads = LineCollection(
-        [segments[key] for key in keys],
-        colors=[colour_of.get(key, CONGESTION_COLOURS["free"]) for key in keys],
+        segments,
+        colors=colours,
         linewidths=linewidth,
         capstyle="butt",
         zorder=2,
@@ -552,7 +578,7 @@ def traffic_snapshot(
     ax.set_xticks([])
     ax.set_yticks([])
     ax.spines[:].set_visible(False)
-    ax.set_title(_day_clock(minute, sep=", ").capitalize(), fontsize=9)
+    _snapshot_title(ax, minute)
     if legend:
         ax.legend(
             handles=_congestion_handles() + handles,
@@ -563,6 +589,10 @@ def traffic_snapshot(
         )
     _save(figure, path, dpi)
     return figure
+
+
+def _snapshot_title(ax: Axes, minute: float) -> None:
+    ax.set_title(_day_clock(minute, sep=", ").capitalize(), fontsize=9)
 
 
 def _congestion_handles() -> list[Line2D]:
@@ -578,10 +608,48 @@ def _congestion_handles() -> list[Line2D]:
     ]
 
 
+def update_traffic_snapshot(
+    ax: Axes,
+    scenario: Scenario,
+    link_states: pd.DataFrame,
+    time_minute: float | str,
+    *,
+    day: int | None = None,
+) -> Figure:
+    """Recolour a snapshot drawn by :func:`traffic_snapshot` to another minute, and retitle it.
+
+    Only the road links and the title change, so a sequence of minutes (an animation) costs
+    one drawing and then one recolouring per frame.
+
+    Args:
+        ax: Axes holding a snapshot of ``scenario``.
+        scenario: The scenario of the snapshot.
+        link_states: ``TrafficEngine.link_states_frame()``.
+        time_minute: ``"HH:MM"`` or a minute (absolute unless ``day`` is given).
+        day: Day of a clock time (default 1 for a string).
+
+    Returns:
+        The figure holding the axes.
+
+    Raises:
+        ValueError: If ``ax`` holds no snapshot, or as :func:`link_congestion_at`.
+    """
+    roads = [c for c in ax.collections if c.get_gid() == "road_links"]
+    if len(roads) != 1:
+        raise ValueError("ax: no traffic snapshot to update (draw one first)")
+    rows = link_congestion_at(link_states, time_minute, day=day)
+    positions, span = _layout(scenario)
+    segments, colours = _road_lines(scenario, rows, positions, SIDE_OFFSET * span)
+    roads[0].set_segments(segments)
+    roads[0].set_color(colours)
+    _snapshot_title(ax, float(rows["time"].iloc[0]))
+    return ax.figure.figure
+
+
 def traffic_snapshots_grid(
     scenario: Scenario,
     link_states: pd.DataFrame,
-    times: Sequence[float | str] = ("07:00", "07:30", "08:00", "08:30"),
+    times: Sequence[float | str] = SNAPSHOT_TIMES,
     days: Sequence[int] | None = None,
     *,
     label_facilities: bool = False,

@@ -38,12 +38,11 @@ from mesa_llm_mobility.experiment.run_directory import (
 from mesa_llm_mobility.memory import MemoryStore
 from mesa_llm_mobility.urban import plots
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
-from mesa_llm_mobility.urban.scenario import load_scenario
+from mesa_llm_mobility.urban.replay import load_run_scenario, open_urban_run
 
 logger = logging.getLogger(__name__)
 
 MINUTES_PER_DAY = 1440
-SNAPSHOT_TIMES = ("07:00", "07:30", "08:00", "08:30")
 SUMMARY_FILE = "summary.json"
 FORKABLE = frozenset({"brain", "days", "events"})
 """Config values a fork may change."""
@@ -177,12 +176,8 @@ def resume_urban(
         RunDirectoryError: If ``run_dir`` is not a run directory, has no usable checkpoint
             or its checkpoint has no memory snapshot.
     """
-    run = RunDirectory.open(run_dir)
+    run = open_urban_run(run_dir)
     config = run.config
-    if config.get("model") != "urban":
-        raise RunDirectoryError(
-            f"{run.config_path}: not an urban run (model: {config.get('model')!r})"
-        )
     latest = run.latest_checkpoint(skip_corrupt=True)
     if latest is None:
         raise RunDirectoryError(
@@ -279,7 +274,7 @@ def fork_urban(
     if "events" in changes:
         state = run.read_checkpoint(from_day)
         model: UrbanMobilityModel = state["model"]
-        events = load_scenario(run.config["scenario"]).events
+        events = load_run_scenario(run).events
         model.replace_events(events if changes["events"] else ())
         run.write_checkpoint(from_day, {**state, "model": model})
     return resume_urban(run.path, progress=progress, brain_options=brain_options)
@@ -461,7 +456,7 @@ def _write_plots(run: RunDirectory, model: UrbanMobilityModel) -> list[Path]:
         written.append(path)
     path = run.plots_dir / "traffic_snapshots.png"
     plots.traffic_snapshots_grid(
-        model.town, model.link_states_frame(), SNAPSHOT_TIMES, path=path
+        model.town, model.link_states_frame(), plots.SNAPSHOT_TIMES, path=path
     )
     written.append(path)
     return written

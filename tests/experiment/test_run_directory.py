@@ -166,6 +166,7 @@ def test_partitioned_table_appends_without_rewriting(run):
     assert sorted(plain["day"]) == [1, 1, 1, 2, 2, 10]
     assert run.table_days("trips") == [1, 2, 10]
     assert run.table_names() == ["trips"]
+    assert list(run.read_table("trips", days=[10, 2])["day"]) == [10, 2, 2]
 
 
 def test_partitioned_table_rewrites_one_day_and_checks_day_column(run):
@@ -192,6 +193,12 @@ def test_table_errors(run):
         run.write_table("trips", trips(1))
     with pytest.raises(RunDirectoryError, match=r"stored tables: summary, trips"):
         run.read_table("links")
+    with pytest.raises(
+        RunDirectoryError, match=r"'trips' has no day 3 \(stored days: 1\)"
+    ):
+        run.read_table("trips", days=[1, 3])
+    with pytest.raises(RunDirectoryError, match=r"stored days: none, a whole-run"):
+        run.read_table("summary", days=[1])
     for bad in ("../x", "a/b", "", ".hidden"):
         with pytest.raises(ValueError, match="table name"):
             run.write_table(bad, trips(1))

@@ -1,10 +1,11 @@
-"""A small synthetic town population for the urban model tests (population_70-like)."""
+"""Shared fixtures of the urban tests: a synthetic town population, a small finished run."""
 
 from __future__ import annotations
 
 import pytest
 
 from mesa_llm_mobility.urban.decisions import PersonaFacts
+from mesa_llm_mobility.urban.runner import UrbanRunResult, run_urban, urban_config
 
 WORKPLACES = ["Factory"] * 20 + ["Office"] * 17 + [
     "Coffee shop", "Hospital", "Gym", "Food court", "Supermarket", "Museum", "Cinema", "School",
@@ -59,3 +60,10 @@ def town_personas(n_households: int = 43, seed: int = 0) -> list[PersonaFacts]:
 @pytest.fixture(scope="session")
 def personas() -> list[PersonaFacts]:
     return town_personas()
+
+
+@pytest.fixture(scope="session")
+def finished_run(tmp_path_factory) -> UrbanRunResult:
+    """A finished rule-brain run of 12 travellers over 2 days (a few seconds)."""
+    out = tmp_path_factory.mktemp("runs") / "u1"
+    return run_urban(out, urban_config(days=2, n_agents=12, seed=3), progress=False)

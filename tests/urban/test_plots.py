@@ -18,6 +18,7 @@ from mesa_llm_mobility.urban.plots import (
     mode_shares,
     traffic_snapshot,
     traffic_snapshots_grid,
+    update_traffic_snapshot,
 )
 from mesa_llm_mobility.urban.scenario import load_scenario
 from mesa_llm_mobility.urban.traffic import TrafficEngine
@@ -263,6 +264,25 @@ def test_traffic_snapshot_on_given_axes_and_synthetic_frame(town):
     root = Figure()
     sub_ax = root.subfigures(1, 2)[1].subplots()
     assert traffic_snapshot(town, states, 480, ax=sub_ax) is root
+
+
+def test_update_traffic_snapshot_equals_a_fresh_snapshot(town, frames):
+    _, states = frames
+    figure = traffic_snapshot(town, states, "06:00", day=2)
+    (ax,) = figure.axes
+    assert update_traffic_snapshot(ax, town, states, "07:30") is figure
+    fresh = road_colours(traffic_snapshot(town, states, "07:30").axes[0])
+    updated = road_colours(ax)
+    assert ax.get_title() == "Day 1, 07:30"
+    assert ax.title.get_fontsize() == fresh.axes.title.get_fontsize()
+    assert np.array_equal(updated.get_colors(), fresh.get_colors())
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(updated.get_segments(), fresh.get_segments(), strict=True)
+    )
+    assert len(ax.collections) == len(fresh.axes.collections)  # nothing added
+    with pytest.raises(ValueError, match="no traffic snapshot"):
+        update_traffic_snapshot(Figure().subplots(), town, states, "07:30")
 
 
 def test_traffic_snapshots_grid(town, frames, tmp_path):

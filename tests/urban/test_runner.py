@@ -13,12 +13,6 @@ from mesa_llm_mobility.urban.runner import (
 )
 
 
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "u1"
-    return run_urban(out, urban_config(days=2, n_agents=12, seed=3), progress=False)
-
-
 def test_run_directory_holds_config_tables_plots_and_summary(finished_run):
     run = RunDirectory.open(finished_run.run.path)
     assert run.config["days"] == 2

@@ -51,7 +51,7 @@ def link_ends(scenario: Scenario) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 def metro_polylines(scenario: Scenario) -> dict[str, np.ndarray]:
     """Each metro line's stops as drawn: shifted beside the roads."""
     xy = {n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()}
-    offset = -3.0 * plots.snapshot_offset(xy)
+    offset = -3.0 * plots.snapshot_offset(scenario)
     return {
         line.name: plots._offset_polyline(np.array([xy[s] for s in line.stops]), offset)
         for line in scenario.metro_lines.values()
