@@ -8,10 +8,9 @@ Each browser tab gets its own model. Set ``MLM_BRAIN=llm:<model>`` (and ``MLM_AP
 ``MLM_API_KEY``) to offer an LLM brain in the parameters. See docs/app.md.
 """
 
-import solara.server.settings
-
 from mesa_llm_mobility.urban.app.components import Page
+from mesa_llm_mobility.viz.assets import disable_solara_telemetry
 
-solara.server.settings.telemetry.mixpanel_enable = False  # no telemetry from our app
+disable_solara_telemetry()  # no usage data leaves the machine
 
 page = Page()

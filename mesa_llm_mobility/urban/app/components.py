@@ -301,7 +301,7 @@ def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
         with solara.Card("Replay"):
             solara.Text(f"{run.path} ({len(run.days)} days, read-only)")
             with solara.Column(classes=["mlm-time-slider"]):
-                solara.SliderInt("Minute", value=minute, min=first, max=last, step=1,
+                solara.SliderInt("Minute", value=minute, min=first, max=last + 1, step=1,
                                  tick_labels=False)  # fmt: skip
             solara.Text(
                 f"Day {minute.value // MINUTES_PER_DAY + 1}, {format_hhmm(minute.value)}",
@@ -314,7 +314,7 @@ def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
                         label,
                         outlined=True,
                         on_click=lambda d=delta: minute.set(
-                            min(max(minute.value + d, first), last)
+                            min(max(minute.value + d, first), last + 1)
                         ),
                     )
         ForkForm(run, on_open)

@@ -30,6 +30,7 @@ TRIP_COLUMNS = [
     "origin",
     "destination",
     "mode",
+    "planned_departure",
     "departure",
     "arrival",
     "delay",
@@ -163,7 +164,9 @@ def report_of_model(model: UrbanMobilityModel, agent: str) -> TravellerReport:
 
 
 def report_of_run(run: SavedRun, agent: str, minute: float) -> TravellerReport:
-    """The inspector's report of a traveller at the end of ``minute`` of a saved run.
+    """The inspector's report of a traveller at clock ``minute`` of a saved run.
+
+    What was decided or remembered in the steps before the clock counts (as in the live app).
 
     Raises:
         KeyError: For an unknown traveller.
@@ -191,7 +194,7 @@ def report_of_run(run: SavedRun, agent: str, minute: float) -> TravellerReport:
     )
     memories = run.table("memories")
     nodes = (
-        memories[(memories["agent"] == agent) & (memories["created"] <= minute)]
+        memories[(memories["agent"] == agent) & (memories["created"] < minute)]
         if len(memories)
         else pd.DataFrame(columns=["agent", *MEMORY_COLUMNS])
     )
@@ -234,7 +237,7 @@ def _today(table: pd.DataFrame, agent: str, day: int, now: int) -> pd.DataFrame:
     if not len(table):
         return table
     return table[
-        (table["agent"] == agent) & (table["day"] == day) & (table["minute"] <= now)
+        (table["agent"] == agent) & (table["day"] == day) & (table["minute"] < now)
     ]
 
 

@@ -23,6 +23,7 @@ from mesa_llm_mobility.urban.app.town_view import (
     trips_by,
 )
 from mesa_llm_mobility.urban.decisions import PersonaFacts
+from mesa_llm_mobility.urban.replay import open_urban_run
 from mesa_llm_mobility.urban.scenario import Scenario
 
 REPLAY_TABLES = ("link_states", "positions", "trips")
@@ -52,12 +53,7 @@ class SavedRun:
             RunDirectoryError: If ``path`` is not an urban run directory, or lacks its day-0
                 checkpoint or a table replay needs (the message names the file).
         """
-        run = RunDirectory.open(path)
-        config = run.config
-        if config.get("model") != "urban":
-            raise RunDirectoryError(
-                f"{run.config_path}: not an urban run (model: {config.get('model')!r})"
-            )
+        run = open_urban_run(path)
         missing = [name for name in REPLAY_TABLES if name not in run.table_names()]
         if missing:
             raise RunDirectoryError(
@@ -90,7 +86,7 @@ class SavedRun:
 
     @cached_property
     def minutes(self) -> tuple[int, int]:
-        """First and last minute recorded (absolute minutes)."""
+        """First and last step recorded (absolute minutes; the clock runs to ``last + 1``)."""
         times = self.table("link_states")["time"]
         return int(times.min()), int(times.max())
 
@@ -100,14 +96,15 @@ class SavedRun:
         return self.run.table_days("link_states")
 
     def view_at(self, minute: float) -> TownView:
-        """The town at the end of ``minute`` (clipped to the recorded minutes)."""
+        """The town at clock ``minute``: as the step before it left it (clipped to the run)."""
         first, last = self.minutes
-        minute = int(min(max(minute, first), last))
-        links = self._links_by_time.get(minute)
+        minute = int(min(max(minute, first), last + 1))
+        step = max(minute - 1, first)
+        links = self._links_by_time.get(step)
         if links is None:
-            links = empty_link_states(self.scenario, minute)
+            links = empty_link_states(self.scenario, step)
         moves = self.table("positions")
-        before = moves[moves["time"] <= minute]
+        before = moves[moves["time"] <= step]
         travellers = (
             before.groupby("agent", sort=True)[["state", "place"]]
             .last()
@@ -118,7 +115,7 @@ class SavedRun:
             minute,
             links,
             travellers,
-            trips_by(self.table("trips"), minute + 1e-9),
+            trips_by(self.table("trips"), minute),
         )
 
     @cached_property

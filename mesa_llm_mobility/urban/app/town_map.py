@@ -137,9 +137,8 @@ def draw_town(
         figure = plots._new_figure(figsize)
         ax = figure.subplots()
     figure = ax.figure.figure
-    plots.traffic_snapshot(
-        view.scenario, view.link_states, view.minute, ax=ax, legend=False
-    )
+    step = float(view.link_states["time"].max())  # the step that left the links so
+    plots.traffic_snapshot(view.scenario, view.link_states, step, ax=ax, legend=False)
     ax.set_title(view.clock, fontsize=11)
 
     handles = list(plots._congestion_handles())

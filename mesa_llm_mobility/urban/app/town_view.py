@@ -27,11 +27,12 @@ TRAIN_COLUMNS = ["line", "direction", "train", "segment", "share", "x", "y", "at
 
 @dataclass(frozen=True)
 class TownView:
-    """The town at the end of one simulated minute.
+    """The town at a clock time: the state the last simulated minute left.
 
     Attributes:
         scenario: The town.
-        minute: Absolute minute shown (0 is 00:00 of day 1).
+        minute: The clock, in absolute minutes (0 is 00:00 of day 1): ``minute`` minutes have
+            been simulated, so links and travellers are as step ``minute - 1`` left them.
         link_states: One row per directed link (``LINK_STATE_COLUMNS``).
         travellers: One row per traveller: agent, state, place (facility, node or link).
         trips: Trips departed by ``minute`` (the model's ``trips_frame`` columns; arrivals
@@ -95,12 +96,12 @@ def trips_by(trips: pd.DataFrame, minute: float) -> pd.DataFrame:
 
 
 def view_of_model(model: UrbanMobilityModel) -> TownView:
-    """The live model's town after its last step (minute 0 before the first).
+    """The live model's town now (the clock is the number of minutes simulated).
 
     Args:
         model: An :class:`~mesa_llm_mobility.urban.model.UrbanMobilityModel`.
     """
-    minute = max(model.minute - 1, 0)
+    minute = model.minute
     links = model.engine.latest_link_states()
     if links.empty:
         links = empty_link_states(model.town, minute)
@@ -109,9 +110,7 @@ def view_of_model(model: UrbanMobilityModel) -> TownView:
         columns=TRAVELLER_COLUMNS,
     )
     trips = model.trips_frame()
-    return TownView(
-        model.town, minute, links, travellers, trips_by(trips, minute + 1e-9)
-    )
+    return TownView(model.town, minute, links, travellers, trips_by(trips, minute))
 
 
 def train_positions(scenario: Scenario, minute: float) -> pd.DataFrame:

@@ -1,0 +1,188 @@
+"""The app in a real browser: ``solara run examples/gatsim_app.py`` driven by Playwright.
+
+Needs Debian's chromium (``/usr/bin/chromium``, or ``MLM_CHROMIUM``) and Solara's front-end
+assets (``mlm viz install-assets``); ``.ci/run`` and ``scripts/install-dev.sh`` provide both.
+Screenshots go to the test's folder; with ``MLM_UPDATE_SCREENSHOTS=1`` also to
+``docs/images/app/`` (the ones docs/app.md shows).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from mesa_llm_mobility.viz.assets import cdn_packages, default_cache_dir
+
+playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+ROOT = Path(__file__).resolve().parents[3]
+APP = ROOT / "examples" / "gatsim_app.py"
+DOC_IMAGES = ROOT / "docs" / "images" / "app"
+CHROMIUM = os.environ.get("MLM_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+]
+
+
+def _require_browser_and_assets() -> None:
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(
+            f"no chromium at {CHROMIUM}: apt-get install chromium (or set MLM_CHROMIUM)"
+        )
+    cache = default_cache_dir()
+    missing = [p.spec for p in cdn_packages() if not (cache / p.spec).is_dir()]
+    if missing:
+        pytest.fail(
+            f"Solara assets missing in {cache}: {missing}; run mlm viz install-assets"
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def serve_app(*app_args: str, log: Path) -> Iterator[str]:
+    """Run ``solara run examples/gatsim_app.py`` on a free port; yield its URL."""
+    port = _free_port()
+    command = [sys.executable, "-m", "solara", "run", str(APP), "--host", "127.0.0.1",
+               "--port", str(port), "--no-open", "--production"]  # fmt: skip
+    if app_args:
+        command += ["--", *app_args]
+    env = {
+        **os.environ,
+        "SOLARA_TELEMETRY_MIXPANEL_ENABLE": "False",
+        "MPLBACKEND": "Agg",
+    }
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    urllib.request.urlopen(url, timeout=2).close()
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        pytest.fail(
+                            f"solara run did not start:\n{log.read_text()[-3000:]}"
+                        )
+                    time.sleep(0.5)
+            yield url
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    _require_browser_and_assets()
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _open(browser, url: str, ready: str):
+    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    failed: list[str] = []
+    page.on("requestfailed", lambda request: failed.append(request.url))
+    page.on(
+        "response",
+        lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None,
+    )
+    page.goto(url)
+    page.wait_for_selector(ready, timeout=90_000)
+    return page, failed
+
+
+def _screenshot(page, tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    page.screenshot(path=str(path))
+    if os.environ.get("MLM_UPDATE_SCREENSHOTS") == "1":
+        DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, DOC_IMAGES / name)
+    return path
+
+
+def _wait_text_change(locator, old: str, timeout_s: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = locator.inner_text()
+        if text != old:
+            return text
+        time.sleep(0.2)
+    raise AssertionError(f"{locator} still shows {old!r}")
+
+
+def test_live_app_steps_draws_travellers_and_inspects_a_plan(browser, tmp_path):
+    with serve_app(log=tmp_path / "solara.log") as url:
+        page, failed = _open(browser, url, ".mlm-clock")
+        clock = page.locator(".mlm-clock")
+        assert clock.inner_text() == "Day 1, 00:00"
+        for _ in range(3):  # Mesa's Step: render interval 5 -> 5 minutes a click
+            before = clock.inner_text()
+            page.get_by_role("button", name="Step", exact=True).click()
+            _wait_text_change(clock, before)
+        assert clock.inner_text() == "Day 1, 00:15"
+        for _ in range(7):
+            before = clock.inner_text()
+            page.get_by_role("button", name="+1 h").click()
+            _wait_text_change(clock, before)
+        assert clock.inner_text() == "Day 1, 07:15"
+        count = page.locator(".mlm-map-count").inner_text()
+        on_map = int(count.split()[0])
+        assert on_map > 0, count
+        assert page.locator(".mlm-map-image img, img.mlm-map-image").count() >= 1
+
+        page.locator(".mlm-traveller-select .v-select__slot").click()
+        page.locator(".menuable__content__active .v-list-item").first.click()
+        page.wait_for_selector(".mlm-plan table", timeout=30_000)
+        plan = page.locator(".mlm-plan table").inner_text()
+        assert "facility" in plan and "departure_time" in plan
+        assert len(page.locator(".mlm-plan table tbody tr").all()) >= 1
+        assert page.locator(".mlm-state").inner_text()
+        shot = _screenshot(page, tmp_path, "live.png")
+        assert shot.stat().st_size > 10_000
+        assert not failed, failed
+
+
+def test_saved_run_replays_with_the_time_slider(browser, finished_run, tmp_path):
+    run_dir = str(finished_run.run.path)
+    with serve_app("--run", run_dir, log=tmp_path / "solara.log") as url:
+        page, failed = _open(browser, url, ".mlm-replay-clock")
+        clock = page.locator(".mlm-replay-clock")
+        assert clock.inner_text() == "Day 1, 08:00"
+        thumb = page.locator(".mlm-time-slider .v-slider__thumb-container")
+        thumb.focus()
+        page.keyboard.press("ArrowRight")  # one minute on
+        assert _wait_text_change(clock, "Day 1, 08:00") == "Day 1, 08:01"
+        map_clock = page.locator(".mlm-clock")
+        assert _wait_text_change(map_clock, "Day 1, 08:00") == "Day 1, 08:01"
+        thumb.focus()
+        page.keyboard.press("End")  # to the end of the run
+        assert _wait_text_change(clock, "Day 1, 08:01") == "Day 3, 00:00"
+        assert _wait_text_change(map_clock, "Day 1, 08:01") == "Day 3, 00:00"
+        page.get_by_role("button", name="-1 h").click()
+        assert _wait_text_change(clock, "Day 3, 00:00") == "Day 2, 23:00"
+        _screenshot(page, tmp_path, "replay.png")
+        assert not failed, failed
