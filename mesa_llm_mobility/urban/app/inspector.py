@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from mesa_llm_mobility.urban.app.town_view import trips_by
 from mesa_llm_mobility.urban.decisions import PersonaFacts
 from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY, format_hhmm
 
@@ -54,7 +55,7 @@ class TravellerReport:
         recent_memories: Memories retrieved (or, in replay, created) most recently.
         important_memories: The most important memories.
         reflections: Reflections, newest first, and the long-term reflection if any.
-        trips: Every trip so far (``TRIP_COLUMNS``; times as ``d HH:MM``).
+        trips: Every trip departed so far (``TRIP_COLUMNS``; times as ``d HH:MM``).
     """
 
     name: str
@@ -159,22 +160,23 @@ def report_of_model(model: UrbanMobilityModel, agent: str) -> TravellerReport:
         recent_memories=_memory_rows(nodes, "last_accessed"),
         important_memories=_memory_rows(nodes, "importance"),
         reflections=reflections,
-        trips=_trip_rows(model.trips_frame(), agent),
+        trips=_trip_rows(trips_by(model.trips_frame(), model.minute), agent),
     )
 
 
 def report_of_run(run: SavedRun, agent: str, minute: float) -> TravellerReport:
     """The inspector's report of a traveller at clock ``minute`` of a saved run.
 
-    What was decided or remembered in the steps before the clock counts (as in the live app).
+    What was decided or remembered in the steps before the clock counts, and "today" is the
+    day of the last of them, as in the live model (which starts a day with its first step).
 
     Raises:
         KeyError: For an unknown traveller.
     """
     persona = _traveller(run.personas, agent)
     view = run.view_at(minute)
-    minute = view.minute
-    day, now = view.day, minute % MINUTES_PER_DAY
+    step = max(view.minute - 1, 0)  # the last simulated minute; its day is "today"
+    day, now = step // MINUTES_PER_DAY + 1, step % MINUTES_PER_DAY
     where = view.travellers[view.travellers["agent"] == agent]
     state = (
         f"{where['state'].iloc[0].replace('_', ' ')} at {where['place'].iloc[0]}"
@@ -194,7 +196,7 @@ def report_of_run(run: SavedRun, agent: str, minute: float) -> TravellerReport:
     )
     memories = run.table("memories")
     nodes = (
-        memories[(memories["agent"] == agent) & (memories["created"] < minute)]
+        memories[(memories["agent"] == agent) & (memories["created"] <= step)]
         if len(memories)
         else pd.DataFrame(columns=["agent", *MEMORY_COLUMNS])
     )
@@ -237,7 +239,7 @@ def _today(table: pd.DataFrame, agent: str, day: int, now: int) -> pd.DataFrame:
     if not len(table):
         return table
     return table[
-        (table["agent"] == agent) & (table["day"] == day) & (table["minute"] < now)
+        (table["agent"] == agent) & (table["day"] == day) & (table["minute"] <= now)
     ]
 
 
