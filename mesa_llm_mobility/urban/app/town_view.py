@@ -84,9 +84,13 @@ def empty_link_states(scenario: Scenario, minute: int = 0) -> pd.DataFrame:
 
 
 def trips_by(trips: pd.DataFrame, minute: float) -> pd.DataFrame:
-    """Trips departed by ``minute``, with arrival (and what follows from it) emptied if later."""
-    frame = trips[trips["departure"] <= minute].copy()
-    later = ~(frame["arrival"] <= minute)
+    """Trips departed before clock ``minute``, arrivals after it emptied.
+
+    A trip departs in step ``departure`` and arrives in step ``arrival`` (both minutes), so at
+    clock ``minute`` (steps ``0 .. minute - 1`` done) what happened is what is below ``minute``.
+    """
+    frame = trips[trips["departure"] < minute].copy()
+    later = ~(frame["arrival"] < minute)
     for column in ("arrival", "admitted", "travel_time", "delay", "late"):
         if column in frame.columns:
             frame.loc[later, column] = math.nan

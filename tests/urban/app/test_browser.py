@@ -163,6 +163,12 @@ def test_live_app_steps_draws_travellers_and_inspects_a_plan(browser, tmp_path):
         assert page.locator(".mlm-state").inner_text()
         shot = _screenshot(page, tmp_path, "live.png")
         assert shot.stat().st_size > 10_000
+
+        page.get_by_role("tab", name="Page 1").click()  # the charts
+        page.wait_for_function(
+            "document.querySelectorAll('.v-window-item--active img').length >= 4"
+        )
+        _screenshot(page, tmp_path, "charts.png")
         assert not failed, failed
 
 
@@ -178,11 +184,15 @@ def test_saved_run_replays_with_the_time_slider(browser, finished_run, tmp_path)
         assert _wait_text_change(clock, "Day 1, 08:00") == "Day 1, 08:01"
         map_clock = page.locator(".mlm-clock")
         assert _wait_text_change(map_clock, "Day 1, 08:00") == "Day 1, 08:01"
+        page.locator(".mlm-traveller-select .v-select__slot").click()
+        page.locator(".menuable__content__active .v-list-item").nth(2).click()
+        page.wait_for_selector(".mlm-revisions", timeout=30_000)
+        assert "at" in page.locator(".mlm-state").inner_text()
+        _screenshot(page, tmp_path, "replay.png")
         thumb.focus()
         page.keyboard.press("End")  # to the end of the run
         assert _wait_text_change(clock, "Day 1, 08:01") == "Day 3, 00:00"
         assert _wait_text_change(map_clock, "Day 1, 08:01") == "Day 3, 00:00"
         page.get_by_role("button", name="-1 h").click()
         assert _wait_text_change(clock, "Day 3, 00:00") == "Day 2, 23:00"
-        _screenshot(page, tmp_path, "replay.png")
         assert not failed, failed

@@ -95,6 +95,9 @@ def test_facility_counts_and_trips_by(town):
     cut = trips_by(trips, 30)
     assert list(cut["departure"]) == [10.0, 20.0]
     assert cut["arrival"].iloc[0] == 15.0 and np.isnan(cut["arrival"].iloc[1])
+    assert list(trips_by(trips, 20)["departure"]) == [10.0]  # departs in step 20
+    assert trips_by(trips, 15)["arrival"].isna().all()  # arrives in step 15
+    assert trips_by(trips, 16)["arrival"].iloc[0] == 15.0
     assert np.isnan(cut["delay"].iloc[1]) and cut["state"].iloc[1] == "under way"
 
 
@@ -112,5 +115,22 @@ def test_view_of_model_follows_the_engine():
     for name, state, place in view.travellers.itertuples(index=False):
         agent = model.travellers[name]
         assert (agent.state, agent.place) == (state, place)
-    assert (view.trips["departure"] <= 450).all()
-    assert len(view.trips) == int((model.trips_frame()["departure"] <= 450).sum())
+    assert (view.trips["departure"] < 450).all()
+    assert len(view.trips) == int((model.trips_frame()["departure"] < 450).sum())
+
+
+def test_travellers_on_the_move_have_a_trip_under_way():
+    model = UrbanMobilityModel(n_agents=20, rng=2)
+    checked = 0
+    while model.minute < 20 * 60:
+        model.step()
+        if model.minute % 7:
+            continue
+        view = view_of_model(model)
+        under_way = set(view.trips[view.trips["arrival"].isna()]["agent"])
+        moving = view.travellers["state"].isin(
+            ["driving", "riding", "walking", "waiting_at_node"]
+        )
+        assert set(view.travellers[moving]["agent"]) == under_way, view.clock
+        checked += len(under_way)
+    assert checked > 0
