@@ -286,7 +286,7 @@ def ReplayApp(path: str, on_open: Callable[[str], None]) -> None:
     if run is None:
         solara.Error(f"cannot replay {path}: {error}", classes=["mlm-error"])
     else:
-        ReplayView(run, on_open)
+        ReplayView(run, on_open).key(str(run.path))  # a new run starts at its own 08:00
 
 
 @solara.component

@@ -195,4 +195,12 @@ def test_saved_run_replays_with_the_time_slider(browser, finished_run, tmp_path)
         assert _wait_text_change(map_clock, "Day 1, 08:01") == "Day 3, 00:00"
         page.get_by_role("button", name="-1 h").click()
         assert _wait_text_change(clock, "Day 3, 00:00") == "Day 2, 23:00"
+
+        page.get_by_role(
+            "button", name="Fork", exact=True
+        ).click()  # from day 0, as it was
+        page.wait_for_selector("text=GATSim replay: u1-fork-d0-1", timeout=120_000)
+        forked = Path(run_dir).with_name("u1-fork-d0-1")
+        assert (forked / "summary.json").is_file()
+        assert page.locator(".mlm-replay-clock").inner_text() == "Day 1, 08:00"
         assert not failed, failed
