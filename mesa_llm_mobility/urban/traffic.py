@@ -36,6 +36,7 @@ References:
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import logging
 import math
@@ -43,6 +44,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from operator import itemgetter
 
 import pandas as pd
 
@@ -1203,15 +1205,18 @@ class TrafficEngine:
                 )
             )
 
-    def link_states_frame(self) -> pd.DataFrame:
-        """Return the per-step link table.
+    def link_states_frame(self, since: float | None = None) -> pd.DataFrame:
+        """Return the per-step link table (from minute ``since`` on, if given).
 
         Columns: time, link, direction, kind (road / metro), queue (waiting to enter, plus the
         exit point queue of flow links, or riders waiting at the stop), traversing (vehicles
         within their free time, or riders aboard), entered and exited (road vehicles during the
         step), wait_indicator (minutes).
         """
-        return pd.DataFrame(self._link_rows, columns=LINK_STATE_COLUMNS)
+        rows = self._link_rows
+        if since is not None:  # rows are in time order
+            rows = rows[bisect.bisect_left(rows, since, key=itemgetter(0)) :]
+        return pd.DataFrame(rows, columns=LINK_STATE_COLUMNS)
 
     def latest_link_states(self) -> pd.DataFrame:
         """The rows of :meth:`link_states_frame` of the last step only (cheap; for live views)."""

@@ -3,6 +3,7 @@ import math
 import random
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from mesa_llm_mobility.urban.routing import PathError
@@ -488,3 +489,17 @@ def test_metro_on_later_days_and_other_steps(town, dt, day):
     assert ride.train.tolist() == [(day, 43)] and ride.departure.tolist() == [
         day * 1440 + 430
     ]
+
+
+def test_link_states_since_a_minute_are_the_tail_of_the_table():
+    engine = TrafficEngine(load_scenario("nguyen_dupuis"))
+    for _ in range(30):
+        engine.step()
+    full = engine.link_states_frame()
+    tail = engine.link_states_frame(since=12)
+    expected = full[full["time"] >= 12].reset_index(drop=True)
+    pd.testing.assert_frame_equal(tail, expected)
+    assert engine.link_states_frame(since=1000).empty
+    assert (
+        len(engine.latest_link_states()) == (full["time"] == full["time"].max()).sum()
+    )

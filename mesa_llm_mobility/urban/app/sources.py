@@ -18,6 +18,7 @@ from mesa_llm_mobility.urban.app.inspector import (
 )
 from mesa_llm_mobility.urban.app.saved_run import SavedRun
 from mesa_llm_mobility.urban.app.town_view import TownView, view_of_model
+from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.model import UrbanMobilityModel
@@ -46,8 +47,9 @@ class LiveSource:
         return self.model.decisions_frame()
 
     def link_states(self) -> pd.DataFrame:
-        """The link table so far."""
-        return self.model.link_states_frame()
+        """Today's link table so far (what the charts need; cheap on long runs)."""
+        today = (self.model.day - 1) * MINUTES_PER_DAY
+        return self.model.engine.link_states_frame(since=today)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ class ReplaySource:
         table = self.run.table("decisions")
         if not len(table):
             return table
-        absolute = (table["day"] - 1) * 1440 + table["minute"]
+        absolute = (table["day"] - 1) * MINUTES_PER_DAY + table["minute"]
         return table[absolute <= self.minute]
 
     def link_states(self) -> pd.DataFrame:
