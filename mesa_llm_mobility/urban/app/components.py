@@ -222,6 +222,11 @@ def DecisionsPanel(source: LiveSource | ReplaySource) -> None:
     decisions = source.decisions()
     figure_image(charts.decisions_figure(decisions))
     html_table(charts.decision_counts(decisions).reset_index(), "no decisions yet")
+    llm = source.llm_summary()
+    if len(llm):
+        solara.Text("LLM calls (ledger)")
+        with solara.Column(classes=["mlm-llm-summary"]):
+            html_table(llm.reset_index())
 
 
 # ---------------------------------------------------------------------------- live app

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from mesa_llm_mobility.cognition import RuleBrain
+from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.urban.app.inspector import (
     TravellerReport,
     report_of_model,
@@ -46,6 +48,13 @@ class LiveSource:
         """Decisions so far (``decisions_frame``)."""
         return self.model.decisions_frame()
 
+    def llm_summary(self) -> pd.DataFrame:
+        """The LLM brain's ledger summary (calls, outcomes, tokens, latency); empty for rules."""
+        brain = self.model.brain
+        if isinstance(brain, RuleBrain) or brain.ledger is None:
+            return pd.DataFrame()
+        return brain.ledger.summary()
+
     def link_states(self) -> pd.DataFrame:
         """Today's link table so far (what the charts need; cheap on long runs)."""
         today = (self.model.day - 1) * MINUTES_PER_DAY
@@ -78,6 +87,11 @@ class ReplaySource:
             return table
         absolute = (table["day"] - 1) * MINUTES_PER_DAY + table["minute"]
         return table[absolute <= self.minute]
+
+    def llm_summary(self) -> pd.DataFrame:
+        """The run's ledger summary (the whole run's; empty without an LLM brain)."""
+        path = self.run.run.ledger_path
+        return Ledger.summarize_file(path) if path.is_file() else pd.DataFrame()
 
     def link_states(self) -> pd.DataFrame:
         """The link table up to the minute."""

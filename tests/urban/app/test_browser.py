@@ -149,7 +149,9 @@ def test_live_app_steps_draws_travellers_and_inspects_a_plan(browser, tmp_path):
             page.get_by_role("button", name="+1 h").click()
             _wait_text_change(clock, before)
         assert clock.inner_text() == "Day 1, 07:15"
-        other, _ = _open(browser, url, ".mlm-clock")  # another visitor: a model of its own
+        other, _ = _open(
+            browser, url, ".mlm-clock"
+        )  # another visitor: a model of its own
         assert other.locator(".mlm-clock").inner_text() == "Day 1, 00:00"
         other.close()
         assert clock.inner_text() == "Day 1, 07:15"
