@@ -185,6 +185,7 @@ def resume_urban(
         )
     day, state = latest
     model: UrbanMobilityModel = state["model"]
+    _restore_link_history(run, model, day)
     model.days = int(config["days"])
     if day >= model.days and (run.path / SUMMARY_FILE).is_file():
         logger.info("%s: finished (%d days); nothing to resume", run.path, model.days)
@@ -297,6 +298,8 @@ def checkpoint_model(run: RunDirectory, model: UrbanMobilityModel, day: int) -> 
         The checkpoint file.
     """
     model.memory_store.flush()
+    # the link rows of the days written are in tables/link_states: not in every checkpoint
+    model.engine.link_history_stored_until = float(day * MINUTES_PER_DAY)
     snapshot = _snapshot_dir(run, day)
     temporary = snapshot.with_name(f".{snapshot.name}.tmp")
     for folder in (temporary, snapshot):
@@ -315,6 +318,23 @@ def _run_summary(run: RunDirectory, model: UrbanMobilityModel) -> dict[str, Any]
     if run.ledger_path.is_file():
         summary["llm"] = Ledger.summarize_file(run.ledger_path)
     return summary
+
+
+def _restore_link_history(
+    run: RunDirectory, model: UrbanMobilityModel, day: int
+) -> None:
+    """Give a model from a checkpoint the link rows of days 1..day back, from the tables."""
+    if model.engine.link_history_stored_until is None or day < 1:
+        return  # a checkpoint written before link rows were left out holds them all
+    days = list(range(1, day + 1))
+    stored = run.table_days("link_states")
+    if not set(days) <= set(stored):
+        raise RunDirectoryError(
+            f"{run.tables_dir}: link_states of day(s) "
+            f"{', '.join(str(d) for d in days if d not in stored)} missing; the day {day} "
+            "checkpoint needs them"
+        )
+    model.engine.restore_link_history(run.read_table("link_states", days=days))
 
 
 def _is_llm(config: Mapping[str, Any]) -> bool:
@@ -427,7 +447,7 @@ def _clock(minute: int) -> str:
 def _write_day(run: RunDirectory, model: UrbanMobilityModel, day: int) -> None:
     trips = model.trips_frame()
     run.write_table("trips", trips[trips["day"] == day].reset_index(drop=True), day=day)
-    links = model.link_states_frame()
+    links = model.engine.link_states_frame(since=(day - 1) * MINUTES_PER_DAY)
     in_day = (links["time"] // MINUTES_PER_DAY + 1) == day
     run.write_table("link_states", links[in_day].reset_index(drop=True), day=day)
     for name, frame in (

@@ -45,6 +45,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from operator import itemgetter
+from typing import Any
 
 import pandas as pd
 
@@ -350,6 +351,7 @@ class TrafficEngine:
         self._reserved: dict[int, int] = {}
         self._alighted: dict[tuple, int] = {}
         self._link_rows: list[tuple] = []
+        self.link_history_stored_until: float | None = None
         self._facility_rows: list[tuple] = []
         self._metro_rows: list[tuple] = []
         self._metro_metadata = {
@@ -1217,6 +1219,43 @@ class TrafficEngine:
         if since is not None:  # rows are in time order
             rows = rows[bisect.bisect_left(rows, since, key=itemgetter(0)) :]
         return pd.DataFrame(rows, columns=LINK_STATE_COLUMNS)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The engine's state for a checkpoint, without link rows stored elsewhere.
+
+        Link rows before :attr:`link_history_stored_until` (set by whoever stores them, e.g. a
+        run directory's per-day ``link_states`` table) are left out, so a checkpoint does not
+        hold the whole history again every day; :meth:`restore_link_history` puts them back.
+        """
+        state = self.__dict__.copy()
+        until = self.link_history_stored_until
+        if until is not None:
+            rows = self._link_rows
+            state["_link_rows"] = rows[
+                bisect.bisect_left(rows, until, key=itemgetter(0)) :
+            ]
+        return state
+
+    def restore_link_history(self, history: pd.DataFrame) -> None:
+        """Put back the link rows a checkpoint left out (``link_states_frame`` columns).
+
+        Args:
+            history: The rows before :attr:`link_history_stored_until`, in time order.
+
+        Raises:
+            ValueError: If ``history`` lacks columns, or overlaps the rows the engine holds.
+        """
+        missing = sorted(set(LINK_STATE_COLUMNS) - set(history.columns))
+        if missing:
+            raise ValueError(f"link history: missing columns {', '.join(missing)}")
+        kept = self._link_rows
+        if len(history) and kept and history["time"].max() >= kept[0][0]:
+            raise ValueError(
+                f"link history: rows up to minute {history['time'].max():g} overlap the "
+                f"engine's rows from minute {kept[0][0]:g}"
+            )
+        restored = list(history[LINK_STATE_COLUMNS].itertuples(index=False, name=None))
+        self._link_rows = restored + kept
 
     def latest_link_states(self) -> pd.DataFrame:
         """The rows of :meth:`link_states_frame` of the last step only (cheap; for live views)."""

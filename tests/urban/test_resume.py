@@ -258,3 +258,26 @@ def test_fork_of_a_rule_run_with_an_llm_brain(uninterrupted, tmp_path):
         fork_urban(
             uninterrupted.run.path, tmp_path / "bad", from_day=1, changes={"brain": "x"}
         )
+
+
+def test_checkpoints_leave_out_stored_link_rows_and_resume_puts_them_back(tmp_path):
+    from mesa_llm_mobility.urban import runner  # noqa: PLC0415
+    from mesa_llm_mobility.urban.traffic import LINK_STATE_COLUMNS  # noqa: PLC0415
+
+    out = tmp_path / "r"
+    config = runner.urban_config(days=2, n_agents=8, seed=1)
+    runner.run_urban(out, config, progress=False, stop_after_day=1)
+    run = RunDirectory.open(out)
+    model = run.read_checkpoint(1)["model"]
+    assert (
+        model.engine.link_states_frame().empty
+    )  # day 1's rows live in tables/link_states
+    runner._restore_link_history(run, model, 1)
+    stored = run.read_table("link_states")[LINK_STATE_COLUMNS]
+    pd.testing.assert_frame_equal(model.link_states_frame(), stored, check_dtype=False)
+    with pytest.raises(ValueError, match="overlap"):
+        model.engine.restore_link_history(stored)
+
+    shutil.rmtree(run.tables_dir / "link_states")
+    with pytest.raises(ValueError, match="link_states"):
+        runner.resume_urban(out, progress=False)
