@@ -1016,7 +1016,10 @@ class UrbanMobilityModel(mesa.Model):
         frame = self.engine.trips_frame()
         frame = frame[frame["state"] != "cancelled"].reset_index(drop=True)
         frame["day"] = (frame["planned_departure"] // MINUTES_PER_DAY + 1).astype(int)
-        frame["late"] = (frame["arrival"] - frame["planned_arrival"]).clip(lower=0)
+        # late at the door that lets them in (empty if a full facility never did)
+        to_facility = frame["destination"].isin(self.facilities)
+        at_door = frame["admitted"].where(to_facility, frame["arrival"])
+        frame["late"] = (at_door - frame["planned_arrival"]).clip(lower=0)
         return frame
 
     def link_states_frame(self) -> pd.DataFrame:
@@ -1115,7 +1118,7 @@ class UrbanMobilityModel(mesa.Model):
             )
         work = work.assign(lead=work["planned_arrival"] - work["departure"])
         grouped = work.assign(
-            dep=work["departure"] % MINUTES_PER_DAY, is_late=work["late"] > 0
+            dep=work["departure"] % MINUTES_PER_DAY, is_late=~(work["late"] <= 0)
         ).groupby("day")
         frame = grouped.agg(
             commuters=("agent", "count"),

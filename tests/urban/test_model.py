@@ -417,3 +417,25 @@ def test_positions_replay_every_cell_and_revisions_keep_their_reasons():
     assert revisions["reason"].str.len().gt(0).all()
     first = model.travellers[revisions["agent"].iloc[-1]].revisions[-1]
     assert revisions.iloc[-1]["reason"] == first.reason
+
+
+def test_late_is_counted_at_the_door_that_lets_them_in():
+    town = load_scenario("nguyen_dupuis")
+    office = dataclasses.replace(town.facilities["Office"], capacity=1)
+    town = dataclasses.replace(town, facilities={**town.facilities, "Office": office})
+    people = [_persona("Ann", "Office"), _persona("Ben", "Office")]
+    model = UrbanMobilityModel(
+        scenario=town, population=people, days=1, rng=0, chat_probability=0.0
+    )
+    model.run()
+    commute = model.trips_frame().dropna(subset=["planned_arrival"]).set_index("agent")
+    first, second = commute.sort_values("arrival").index
+    assert commute.loc[first, "admitted"] == commute.loc[first, "arrival"]
+    assert commute.loc[first, "late"] == 0
+    # the one-person office never lets the second in: not punctual, though at the door on time
+    assert commute.loc[second, "arrival"] < commute.loc[second, "planned_arrival"]
+    assert np.isnan(commute.loc[second, "admitted"]) and np.isnan(
+        commute.loc[second, "late"]
+    )
+    assert model.summary()["punctuality"] == 0.5
+    assert model.commute_frame()["late_share"].iloc[0] == 0.5
