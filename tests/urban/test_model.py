@@ -16,7 +16,7 @@ from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_conte
 from mesa_llm_mobility.urban.decisions import PersonaFacts, PlanRevisionOutput
 from mesa_llm_mobility.urban.model import UrbanMobilityModel, scale_personas
 from mesa_llm_mobility.urban.network_space import cell_of
-from mesa_llm_mobility.urban.plans import Activity, format_hhmm
+from mesa_llm_mobility.urban.plans import Activity, DailyPlan, format_hhmm
 from mesa_llm_mobility.urban.routing import NetworkIndex, Router
 from mesa_llm_mobility.urban.scenario import load_scenario
 
@@ -417,3 +417,72 @@ def test_positions_replay_every_cell_and_revisions_keep_their_reasons():
     assert revisions["reason"].str.len().gt(0).all()
     first = model.travellers[revisions["agent"].iloc[-1]].revisions[-1]
     assert revisions.iloc[-1]["reason"] == first.reason
+
+
+class FarFirstErrand(RuleBrain):
+    """Dana drives to the Factory at 07:00 but is due to leave it for work at 07:10."""
+
+    def decide_all(self, requests, *, tags=None):
+        results = []
+        for result in super().decide_all(requests, tags=tags):
+            if result.agent_id == "Dana" and result.kind == "DailyPlan":
+                plan = DailyPlan(
+                    activities=[
+                        Activity(facility="Factory", departure_time="07:00"),
+                        Activity(facility="Office", departure_time="07:10"),
+                        Activity(facility="Uptown apartment", departure_time="17:00"),
+                    ]
+                )
+                result = DecisionResult(result.request, plan, result.outcome)
+            elif result.agent_id == "Dana" and result.kind == "PlanRevision":
+                keep = PlanRevisionOutput(action="keep", reason="as planned")
+                result = DecisionResult(result.request, keep, result.outcome)
+            results.append(result)
+        return results
+
+
+def test_travel_is_interrupted_when_the_next_activity_is_due():
+    model = UrbanMobilityModel(
+        population=[_persona("Dana", "Office"), _persona("Eve", "Office")],
+        days=1, rng=0, chat_probability=0.0, brain=FarFirstErrand(),
+    )  # fmt: skip
+    model.run()
+    trips = model.trips_frame()
+    dana = trips[trips["agent"] == "Dana"].reset_index(drop=True)
+    # the 07:00 trip ends at the Office (a work target of 08:00); the Factory is never reached
+    assert list(dana["origin"]) == ["Uptown apartment", "Office"]
+    assert list(dana["destination"]) == ["Office", "Uptown apartment"]
+    first, back = dana.iloc[0], dana.iloc[1]
+    assert (first["departure"], first["planned_arrival"]) == (420, 480)
+    assert first["arrival"] < 480 and first["path"][-1] != "Factory"
+    assert back["departure"] == 1020 and back["arrival"] > 1020  # later trip as planned
+    positions = model.positions_frame()
+    assert "Factory" not in set(positions[positions["agent"] == "Dana"]["place"])
+    revisions = model.revisions_frame()
+    interrupts = revisions[revisions["action"] == "interrupt"]
+    assert len(interrupts) == 1
+    row = interrupts.iloc[0]
+    assert (row["agent"], row["situation"], row["day"]) == ("Dana", "en_route", 1)
+    assert row["minute"] >= 430  # the first node reached at or after 07:10
+    assert row["reason"] == (
+        "activity at Office due at 07:10 while still travelling to Factory"
+    )
+    agent = model.travellers["Dana"]
+    assert [r.action for r in agent.revisions if r.situation == "en_route"] == [
+        "interrupt"
+    ]
+    assert [a.facility for a in agent.activities] == ["Office", "Uptown apartment"]
+    kept = [r for r in agent.trips if not r.cancelled]
+    assert [(r.origin, r.destination) for r in kept] == [
+        ("Uptown apartment", "Office"),
+        ("Office", "Uptown apartment"),
+    ]
+    assert kept[0].activity.facility == "Office"
+    assert model.summary()["interruptions"] == 1  # Eve's rule plan goes as planned
+
+
+def test_a_normal_day_has_no_interruptions():
+    model = small_model()
+    model.run()
+    assert model.summary()["interruptions"] == 0
+    assert "interrupt" not in set(model.revisions_frame()["action"])
