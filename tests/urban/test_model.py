@@ -16,7 +16,7 @@ from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_conte
 from mesa_llm_mobility.urban.decisions import PersonaFacts, PlanRevisionOutput
 from mesa_llm_mobility.urban.model import UrbanMobilityModel, scale_personas
 from mesa_llm_mobility.urban.network_space import cell_of
-from mesa_llm_mobility.urban.plans import Activity, DailyPlan, format_hhmm
+from mesa_llm_mobility.urban.plans import Activity, DailyPlan, format_hhmm, parse_hhmm
 from mesa_llm_mobility.urban.routing import NetworkIndex, Router
 from mesa_llm_mobility.urban.scenario import load_scenario
 
@@ -420,7 +420,11 @@ def test_positions_replay_every_cell_and_revisions_keep_their_reasons():
 
 
 class FarFirstErrand(RuleBrain):
-    """Dana drives to the Factory at 07:00 but is due to leave it for work at 07:10."""
+    """Dana heads for the Factory at 07:00 but is due to leave it for work soon after."""
+
+    def __init__(self, mode="drive", due="07:10", **kw):
+        super().__init__(**kw)
+        self.mode, self.due = mode, due
 
     def decide_all(self, requests, *, tags=None):
         results = []
@@ -428,9 +432,17 @@ class FarFirstErrand(RuleBrain):
             if result.agent_id == "Dana" and result.kind == "DailyPlan":
                 plan = DailyPlan(
                     activities=[
-                        Activity(facility="Factory", departure_time="07:00"),
-                        Activity(facility="Office", departure_time="07:10"),
-                        Activity(facility="Uptown apartment", departure_time="17:00"),
+                        Activity(
+                            facility="Factory", departure_time="07:00", mode=self.mode
+                        ),
+                        Activity(
+                            facility="Office", departure_time=self.due, mode=self.mode
+                        ),
+                        Activity(
+                            facility="Uptown apartment",
+                            departure_time="17:00",
+                            mode=self.mode,
+                        ),
                     ]
                 )
                 result = DecisionResult(result.request, plan, result.outcome)
@@ -441,10 +453,12 @@ class FarFirstErrand(RuleBrain):
         return results
 
 
-def test_travel_is_interrupted_when_the_next_activity_is_due():
+@pytest.mark.parametrize(("mode", "due"), [("drive", "07:10"), ("walk", "07:20")])
+def test_travel_is_interrupted_when_the_next_activity_is_due(mode, due):
+    dana = dataclasses.replace(_persona("Dana", "Office"), licensed=mode == "drive")
     model = UrbanMobilityModel(
-        population=[_persona("Dana", "Office"), _persona("Eve", "Office")],
-        days=1, rng=0, chat_probability=0.0, brain=FarFirstErrand(),
+        population=[dana, _persona("Eve", "Office")],
+        days=1, rng=0, chat_probability=0.0, brain=FarFirstErrand(mode, due),
     )  # fmt: skip
     model.run()
     trips = model.trips_frame()
@@ -454,7 +468,9 @@ def test_travel_is_interrupted_when_the_next_activity_is_due():
     assert list(dana["destination"]) == ["Office", "Uptown apartment"]
     first, back = dana.iloc[0], dana.iloc[1]
     assert (first["departure"], first["planned_arrival"]) == (420, 480)
-    assert first["arrival"] < 480 and first["path"][-1] != "Factory"
+    assert first["mode"] == mode and first["arrival"] > first["departure"]
+    if mode == "drive":
+        assert first["arrival"] < 480
     assert back["departure"] == 1020 and back["arrival"] > 1020  # later trip as planned
     positions = model.positions_frame()
     assert "Factory" not in set(positions[positions["agent"] == "Dana"]["place"])
@@ -463,9 +479,9 @@ def test_travel_is_interrupted_when_the_next_activity_is_due():
     assert len(interrupts) == 1
     row = interrupts.iloc[0]
     assert (row["agent"], row["situation"], row["day"]) == ("Dana", "en_route", 1)
-    assert row["minute"] >= 430  # the first node reached at or after 07:10
+    assert row["minute"] >= parse_hhmm(due)  # the first node reached when due
     assert row["reason"] == (
-        "activity at Office due at 07:10 while still travelling to Factory"
+        f"activity at Office due at {due} while still travelling to Factory"
     )
     agent = model.travellers["Dana"]
     assert [r.action for r in agent.revisions if r.situation == "en_route"] == [
