@@ -7,7 +7,9 @@ One step is one simulated minute, in the order of the paper's Algorithm 1:
    ``decide_all`` call, and the answers are applied (trips added to or withdrawn from the traffic
    engine);
 2. activity state updates: departures that are due happen inside the engine (a trip leaves at
-   its planned minute once the previous one has arrived);
+   its planned minute once the previous one has arrived); a traveller still en route when its
+   next activity is due gives up the current one and heads for the next, decided at each node it
+   reaches (``UrbanMobilityModel._interrupt``);
 3. network movement: :meth:`TrafficEngine.step`; completed trips are remembered (event memories
    with departure, travel time, delay and lateness) and en-route path decisions are applied on
    reaching the node they were made for;
@@ -963,7 +965,9 @@ class UrbanMobilityModel(mesa.Model):
         self, engine: TrafficEngine, trip: Any, node: str, when: float
     ) -> None:
         agent = self.travellers.get(str(trip.agent))
-        if agent is None or agent.pending_reroute is None:
+        if agent is None or self._interrupt(agent, trip, node):
+            return
+        if agent.pending_reroute is None:
             return
         at, links = agent.pending_reroute
         if at != node:
@@ -973,6 +977,60 @@ class UrbanMobilityModel(mesa.Model):
             engine.reroute(trip, links)
         except (PathError, ValueError) as error:
             logger.warning("%s: reroute at %s refused: %s", agent.name, node, error)
+
+    def _interrupt(self, agent: TravelerAgent, trip: Any, node: str) -> bool:
+        """GATSim's ``InterruptCurrentTravel`` (Algorithm 1, step 2), checked at each node.
+
+        En route to activity k when the departure minute of activity k + 1 (an explicit
+        departure time) has come: give up activity k and head for k + 1's facility from here.
+        The current trip takes over k + 1's destination, activity and target arrival; the trip
+        k -> k + 1 is dropped, and the later activities are scheduled again from k + 1's
+        facility (the engine cancels the trips that started at k's). A state update, not a
+        decision: no brain is asked.
+
+        Returns:
+            Whether the trip was redirected.
+        """
+        record = self._trip_records.get(trip.trip_id)
+        pending = agent.pending_trips()
+        if record is None or not pending:
+            return False
+        following = pending[0]
+        due = following.planned_departure
+        if following.activity.departure_minute is None or self.engine.now + 1e-9 < due:
+            return False
+        try:
+            self.engine.redirect(
+                trip, following.destination, planned_arrival=following.planned_arrival
+            )
+        except (PathError, ValueError) as error:
+            logger.warning(
+                "%s: interruption at %s refused: %s", agent.name, node, error
+            )
+            return False
+        for cancelled in pending:
+            cancelled.cancelled = True
+        reason = (
+            f"activity at {following.destination} due at "
+            f"{format_hhmm(int(due) % MINUTES_PER_DAY)} while still travelling to "
+            f"{record.destination}"
+        )
+        given_up = record.activity
+        record.destination = following.destination
+        record.activity = following.activity
+        record.planned_arrival = following.planned_arrival
+        agent.pending_reroute = None  # chosen for the old destination
+        agent.activities = [a for a in agent.activities if a is not given_up]
+        t = self.minute
+        self._schedule(agent, [r.activity for r in pending[1:]], t, following.day)
+        agent.revisions.append(
+            PlanRevisionRecord(t, "en_route", node, "interrupt", reason)
+        )
+        self._revisions.append(
+            (t // MINUTES_PER_DAY + 1, t % MINUTES_PER_DAY, agent.name, "en_route",
+             node, "interrupt", reason)
+        )  # fmt: skip
+        return True
 
     # ------------------------------------------------------------------ mirroring
     def _mirror(self, t: int) -> None:
@@ -1042,7 +1100,11 @@ class UrbanMobilityModel(mesa.Model):
         )  # fmt: skip
 
     def revisions_frame(self) -> pd.DataFrame:
-        """One row per plan revision: day, minute, agent, situation, place, action, reason."""
+        """One row per plan revision: day, minute, agent, situation, place, action, reason.
+
+        Interrupted travels (situation ``"en_route"``, action ``"interrupt"``) are rows too,
+        although no brain decided them.
+        """
         return pd.DataFrame(
             self._revisions,
             columns=[
@@ -1157,7 +1219,11 @@ class UrbanMobilityModel(mesa.Model):
         return table
 
     def summary(self) -> dict[str, Any]:
-        """Run KPIs: trips, delay, punctuality, mode shares, decisions, LLM use, plan errors."""
+        """Run KPIs: trips, delay, punctuality, mode shares, decisions, LLM use, plan errors.
+
+        ``interruptions`` counts the travels given up for the next activity (see
+        :meth:`revisions_frame`, action ``"interrupt"``).
+        """
         trips = self.trips_frame()
         done = trips[trips["arrival"].notna()]
         targeted = done[done["planned_arrival"].notna()]
@@ -1176,4 +1242,5 @@ class UrbanMobilityModel(mesa.Model):
             else {},
             "llm": ledger.summary() if ledger is not None else pd.DataFrame(),
             "plan_errors": dict(self._issues),
+            "interruptions": sum(1 for row in self._revisions if row[5] == "interrupt"),
         }

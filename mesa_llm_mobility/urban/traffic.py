@@ -555,6 +555,88 @@ class TrafficEngine:
         trip.remaining = deque(new)
         trip.route = "explicit"
 
+    def redirect(
+        self,
+        trip: Trip | Hashable,
+        destination: str,
+        links: Sequence[str] | str = "shortest",
+        *,
+        planned_arrival: float | None = None,
+    ) -> list[Hashable]:
+        """Send an en-route trip to a new destination (e.g. from an ``on_node_arrival`` hook).
+
+        The agent's later trips start at the old destination, so they are cancelled as by
+        :meth:`cancel_trip`; :meth:`add_trip` the ones still wanted from the new destination.
+        This is GATSim's ``InterruptCurrentTravel``: the traveller gives up the activity it was
+        heading for and goes straight to the next one.
+
+        Args:
+            trip: The trip or its id; it must be at a node (state ``at_node``).
+            destination: New destination node id or facility name.
+            links: Link names from the current node to the new destination, or ``"shortest"``
+                (fastest path now, on free time plus current wait indicators), ``"free_flow"``
+                or ``"dynamic"`` (drive only, next link chosen at each node).
+            planned_arrival: When the traveller now means to arrive (NaN if None).
+
+        Returns:
+            Ids of the agent's cancelled later trips, in order.
+
+        Raises:
+            ValueError: If the trip is not at a node, the destination is unknown or the route
+                name is not one of the above.
+            PathError: If the new path is broken (naming the first broken link) or no path
+                exists for the trip's mode.
+        """
+        trip = trip if isinstance(trip, Trip) else self._trips[trip]
+        if trip.state is not TravelState.AT_NODE:
+            raise ValueError(f"trip {trip.trip_id!r} is {trip.state}, not at a node")
+        node = trip.links[-1].head if trip.links else trip.origin_node
+        try:
+            destination_node = self.index.node_of(destination)
+        except PathError as error:
+            raise ValueError(f"trip {trip.trip_id!r}: {error}") from error
+        if isinstance(links, str):
+            if links not in ("shortest", "free_flow", "dynamic"):
+                raise ValueError(f"trip {trip.trip_id!r}: unknown route {links!r}")
+            if links == "dynamic" and (
+                trip.mode != "drive" or self.route_interval is None
+            ):
+                raise ValueError(
+                    f"trip {trip.trip_id!r}: route 'dynamic' needs mode 'drive' and a "
+                    "route_interval"
+                )
+            router = self.router if links == "shortest" else self._free_router
+            try:
+                new = router.path(node, destination_node, trip.mode)
+            except PathError as error:
+                raise PathError(f"trip {trip.trip_id!r}: {error}") from error
+            if links == "dynamic":
+                new = []
+            route = links
+        else:
+            try:
+                new = validate_path(
+                    self.index, node, destination, list(links), trip.mode
+                )
+            except PathError as error:
+                raise PathError(f"trip {trip.trip_id!r}: {error}") from error
+            route = "explicit"
+        state = self._agents[trip.agent]
+        later = list(state.pending)[1:]  # pending[0] is the active trip
+        cancelled = self.cancel_trip(later[0].trip_id) if later else []
+        trip.destination = destination
+        trip.destination_node = destination_node
+        trip.destination_facility = (
+            destination if destination in self._facilities else None
+        )
+        trip.planned_arrival = (
+            math.nan if planned_arrival is None else float(planned_arrival)
+        )
+        trip.remaining = deque(new)
+        trip.route = route
+        state.last_destination = destination
+        return cancelled
+
     def set_capacity(
         self, place: str, capacity: float, direction: int | None = None
     ) -> None:
@@ -926,6 +1008,9 @@ class TrafficEngine:
             trip.state = TravelState.AT_NODE
             for hook in self.on_node_arrival:
                 hook(self, trip, node, when)
+            if node == trip.destination_node and not trip.remaining:
+                self._finish(trip, when)  # redirected to where it already is
+                continue
             at_nodes.append(trip)
         return at_nodes
 

@@ -16,7 +16,7 @@ from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_conte
 from mesa_llm_mobility.urban.decisions import PersonaFacts, PlanRevisionOutput
 from mesa_llm_mobility.urban.model import UrbanMobilityModel, scale_personas
 from mesa_llm_mobility.urban.network_space import cell_of
-from mesa_llm_mobility.urban.plans import Activity, format_hhmm
+from mesa_llm_mobility.urban.plans import Activity, DailyPlan, format_hhmm, parse_hhmm
 from mesa_llm_mobility.urban.routing import NetworkIndex, Router
 from mesa_llm_mobility.urban.scenario import load_scenario
 
@@ -439,3 +439,88 @@ def test_late_is_counted_at_the_door_that_lets_them_in():
     )
     assert model.summary()["punctuality"] == 0.5
     assert model.commute_frame()["late_share"].iloc[0] == 0.5
+
+
+class FarFirstErrand(RuleBrain):
+    """Dana heads for the Factory at 07:00 but is due to leave it for work soon after."""
+
+    def __init__(self, mode="drive", due="07:10", **kw):
+        super().__init__(**kw)
+        self.mode, self.due = mode, due
+
+    def decide_all(self, requests, *, tags=None):
+        results = []
+        for result in super().decide_all(requests, tags=tags):
+            if result.agent_id == "Dana" and result.kind == "DailyPlan":
+                plan = DailyPlan(
+                    activities=[
+                        Activity(
+                            facility="Factory", departure_time="07:00", mode=self.mode
+                        ),
+                        Activity(
+                            facility="Office", departure_time=self.due, mode=self.mode
+                        ),
+                        Activity(
+                            facility="Uptown apartment",
+                            departure_time="17:00",
+                            mode=self.mode,
+                        ),
+                    ]
+                )
+                result = DecisionResult(result.request, plan, result.outcome)
+            elif result.agent_id == "Dana" and result.kind == "PlanRevision":
+                keep = PlanRevisionOutput(action="keep", reason="as planned")
+                result = DecisionResult(result.request, keep, result.outcome)
+            results.append(result)
+        return results
+
+
+@pytest.mark.parametrize(("mode", "due"), [("drive", "07:10"), ("walk", "07:20")])
+def test_travel_is_interrupted_when_the_next_activity_is_due(mode, due):
+    dana = dataclasses.replace(_persona("Dana", "Office"), licensed=mode == "drive")
+    model = UrbanMobilityModel(
+        population=[dana, _persona("Eve", "Office")],
+        days=1, rng=0, chat_probability=0.0, brain=FarFirstErrand(mode, due),
+    )  # fmt: skip
+    model.run()
+    trips = model.trips_frame()
+    dana = trips[trips["agent"] == "Dana"].reset_index(drop=True)
+    # the 07:00 trip ends at the Office (a work target of 08:00); the Factory is never reached
+    assert list(dana["origin"]) == ["Uptown apartment", "Office"]
+    assert list(dana["destination"]) == ["Office", "Uptown apartment"]
+    first, back = dana.iloc[0], dana.iloc[1]
+    assert (first["departure"], first["planned_arrival"]) == (420, 480)
+    assert first["mode"] == mode and first["arrival"] > first["departure"]
+    if mode == "drive":
+        assert first["arrival"] < 480
+    assert back["departure"] == 1020 and back["arrival"] > 1020  # later trip as planned
+    positions = model.positions_frame()
+    assert "Factory" not in set(positions[positions["agent"] == "Dana"]["place"])
+    revisions = model.revisions_frame()
+    interrupts = revisions[revisions["action"] == "interrupt"]
+    assert len(interrupts) == 1
+    row = interrupts.iloc[0]
+    assert (row["agent"], row["situation"], row["day"]) == ("Dana", "en_route", 1)
+    assert row["minute"] >= parse_hhmm(due)  # the first node reached when due
+    assert row["reason"] == (
+        f"activity at Office due at {due} while still travelling to Factory"
+    )
+    agent = model.travellers["Dana"]
+    assert [r.action for r in agent.revisions if r.situation == "en_route"] == [
+        "interrupt"
+    ]
+    assert [a.facility for a in agent.activities] == ["Office", "Uptown apartment"]
+    kept = [r for r in agent.trips if not r.cancelled]
+    assert [(r.origin, r.destination) for r in kept] == [
+        ("Uptown apartment", "Office"),
+        ("Office", "Uptown apartment"),
+    ]
+    assert kept[0].activity.facility == "Office"
+    assert model.summary()["interruptions"] == 1  # Eve's rule plan goes as planned
+
+
+def test_a_normal_day_has_no_interruptions():
+    model = small_model()
+    model.run()
+    assert model.summary()["interruptions"] == 0
+    assert "interrupt" not in set(model.revisions_frame()["action"])

@@ -503,3 +503,73 @@ def test_link_states_since_a_minute_are_the_tail_of_the_table():
     assert (
         len(engine.latest_link_states()) == (full["time"] == full["time"].max()).sum()
     )
+
+
+def test_redirect_goes_to_the_next_destination_and_drops_later_trips():
+    # A - B - C - D, two-way: heading for D, the traveller turns at B for C
+    scenario = scenario_from_dict(
+        {
+            "nodes": [{"id": n, "x": k, "y": 0} for k, n in enumerate("ABCD")],
+            "road_links": [
+                {
+                    "name": f"L{k}",
+                    "from": a,
+                    "to": b,
+                    "free_time": k + 2,
+                    "capacity": 10,
+                }
+                for k, (a, b) in enumerate(["AB", "BC", "CD"])
+            ],
+        },
+        "chain.json",
+    )
+    engine = TrafficEngine(scenario)
+    engine.add_trip("gym", "A", "D", depart=0, agent="ann")
+    engine.add_trip("shop", "D", "C", depart=3, agent="ann", planned_arrival=20)
+    engine.add_trip("home", "C", "A", depart=30, agent="ann")
+    seen = []
+
+    def interrupt(eng, trip, node, when):
+        seen.append((node, when))
+        if trip.trip_id == "gym":
+            dropped = eng.redirect(trip, "C", planned_arrival=20)
+            assert dropped == ["shop", "home"]
+            eng.add_trip("home2", "C", "A", depart=30, agent="ann")
+
+    engine.on_node_arrival.append(interrupt)
+    places = set()
+    while engine.time <= 60:
+        engine.step()
+        places.add(engine.location("ann").place)
+    assert seen == [("B", 2), ("B", 33)]
+    trips = engine.trips_frame().set_index("trip_id")
+    # uncongested: arrival at the new destination = now + free time of the new path (L1: 3)
+    gym = trips.loc["gym"]
+    assert (gym.destination, gym.arrival, gym.planned_arrival) == ("C", 5, 20)
+    assert gym.path == ("L0", "L1") and gym.free_flow_time == 5 and gym.delay == 0
+    assert trips.loc[["shop", "home"], "state"].tolist() == ["cancelled"] * 2
+    assert (trips.loc["home2", "departure"], trips.loc["home2", "arrival"]) == (30, 35)
+    assert "D" not in places and "L2" not in places
+    assert sum(engine.census().values()) == 1
+
+
+def test_redirect_errors(town):
+    engine = TrafficEngine(town)
+    engine.add_trip("x", "Uptown apartment", "Office", depart=0, path="free_flow")
+    failures = []
+
+    def bad(eng, trip, node, when):
+        with pytest.raises(ValueError, match="unknown node or facility 'Nowhere'"):
+            eng.redirect(trip, "Nowhere")
+        with pytest.raises(ValueError, match="unknown route 'fastest'"):
+            eng.redirect(trip, "Gym", "fastest")
+        with pytest.raises(PathError, match=r"trip 'x': path link 0 \('St_4_link_1'\)"):
+            eng.redirect(trip, "Gym", ["St_4_link_1"])
+        failures.append(node)
+
+    engine.on_node_arrival.append(bad)
+    engine.run_until(8)
+    assert failures == ["Node_12"]
+    assert engine.trip("x").destination == "Office"  # nothing changed
+    with pytest.raises(ValueError, match="not at a node"):
+        engine.redirect("x", "Gym")
