@@ -555,6 +555,10 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
                 for (kind, outcome), n in sorted(decisions.items())
             )
         )
+    if "interruptions" in summary:
+        lines.append(
+            f"interrupted      {summary['interruptions']} trips (next activity due)"
+        )
     errors = summary.get("plan_errors") or {}
     lines.append(
         "plan errors      "

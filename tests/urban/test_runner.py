@@ -44,6 +44,10 @@ def test_daily_table_and_summary_lines(finished_run):
     lines = summary_lines(finished_run.summary)
     assert lines[0].startswith("trips")
     assert any(line.startswith("punctuality") for line in lines)
+    assert (
+        f"interrupted      {finished_run.summary['interruptions']} trips"
+        in "\n".join(lines)
+    )
 
 
 def test_a_run_directory_is_not_overwritten_by_accident(finished_run):
