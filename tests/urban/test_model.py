@@ -4,7 +4,6 @@ import dataclasses
 import itertools
 import json
 import math
-import time
 
 import mesa
 import numpy as np
@@ -203,12 +202,10 @@ def test_llm_brain_day_with_malformed_and_invalid_plans():
 
 @pytest.mark.slow
 def test_three_days_reproduce_the_macro_pattern():
-    start = time.perf_counter()
     model = UrbanMobilityModel(
         population=town_personas(), days=3, rng=1, collect_every=60
     )
     model.run()
-    elapsed = time.perf_counter() - start
     commute = model.commute_frame().set_index("day")
     day1, day3 = commute.loc[1], commute.loc[3]
     assert (
@@ -217,7 +214,6 @@ def test_three_days_reproduce_the_macro_pattern():
     assert day1["late_share"] > 0.4  # congestion makes many late
     assert day3["mean_departure"] < day1["mean_departure"] - 5  # peak spreading earlier
     assert day3["late_share"] < day1["late_share"]  # punctuality rises
-    assert elapsed < 30
     histogram = model.departure_histogram(10)
     assert list(histogram.columns) == [1, 2, 3]
     assert (histogram.sum() == commute["commuters"]).all()
