@@ -13,6 +13,7 @@ import zlib
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -62,18 +63,25 @@ def metro_drawing_positions(scenario: Scenario, trains: pd.DataFrame) -> pd.Data
     """Move trains onto their line as drawn (metro lines are drawn beside the roads)."""
     drawn = metro_polylines(scenario)
     frame = trains.copy()
-    for index, (line, segment, share) in frame[["line", "segment", "share"]].iterrows():
-        points = drawn[line]
-        frame.loc[index, ["x", "y"]] = points[segment] + share * (
-            points[segment + 1] - points[segment]
-        )
+    if not len(frame):
+        return frame
+    points = np.array(
+        [
+            drawn[line][segment]
+            + share * (drawn[line][segment + 1] - drawn[line][segment])
+            for line, segment, share in zip(
+                frame["line"], frame["segment"], frame["share"], strict=True
+            )
+        ]
+    )
+    frame["x"], frame["y"] = points[:, 0], points[:, 1]
     return frame
 
 
-def _spread(agent: str, scale: float) -> np.ndarray:
+def _spread(agent: str, scale: float) -> tuple[float, float]:
     """A fixed small offset per traveller, so markers at one place do not hide each other."""
     angle = (zlib.crc32(agent.encode()) % 360) * np.pi / 180.0
-    return scale * np.array([np.cos(angle), np.sin(angle)])
+    return scale * float(np.cos(angle)), scale * float(np.sin(angle))
 
 
 def traveller_positions(view: TownView) -> pd.DataFrame:
@@ -83,31 +91,29 @@ def traveller_positions(view: TownView) -> pd.DataFrame:
     sits at a fixed small offset (from its name) around the node.
     """
     scenario = view.scenario
-    xy = {n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()}
+    xy = {n.id: (float(n.x), float(n.y)) for n in scenario.nodes.values()}
     ends = link_ends(scenario)
-    span = max(np.ptp([p[0] for p in xy.values()]), np.ptp([p[1] for p in xy.values()]))
-    ring = 0.02 * max(span, 1.0)
+    xs, ys = [p[0] for p in xy.values()], [p[1] for p in xy.values()]
+    ring = 0.02 * max(max(xs) - min(xs), max(ys) - min(ys), 1.0)
+    on_link: dict[str, list[tuple[str, str]]] = {}
     rows = []
-    for place, group in view.travellers.groupby("place", sort=False):
+    for agent, state, place in view.travellers[["agent", "state", "place"]].itertuples(
+        index=False, name=None
+    ):
         if place in ends:
-            a, b = ends[place]
-            shares = 0.1 + 0.8 * (np.arange(len(group)) + 0.5) / len(group)
-            points = a + shares[:, None] * (b - a)
-        else:
-            node = (
-                scenario.facilities[place].node
-                if place in scenario.facilities
-                else place
-            )
-            centre = xy.get(node)
-            if centre is None:
-                continue
-            points = np.array(
-                [centre + _spread(agent, ring) for agent in group["agent"]]
-            )
-        for (agent, state), (x, y) in zip(
-            group[["agent", "state"]].itertuples(index=False), points, strict=True
-        ):
+            on_link.setdefault(place, []).append((agent, state))
+            continue
+        facility = scenario.facilities.get(place)
+        centre = xy.get(facility.node if facility is not None else place)
+        if centre is None:
+            continue
+        dx, dy = _spread(agent, ring)
+        rows.append((agent, state, place, centre[0] + dx, centre[1] + dy))
+    for place, people in on_link.items():
+        a, b = ends[place]
+        for k, (agent, state) in enumerate(people):
+            share = 0.1 + 0.8 * (k + 0.5) / len(people)
+            x, y = a + share * (b - a)
             rows.append((agent, state, place, float(x), float(y)))
     return pd.DataFrame(rows, columns=["agent", "state", "place", "x", "y"])
 
@@ -134,7 +140,10 @@ def draw_town(
         The figure. Travellers are the scatter with gid ``"travellers"``, trains ``"trains"``.
     """
     if ax is None:
-        figure = plots._new_figure(figsize)
+        # fixed margins, not constrained layout: a redraw a few times a second in the app
+        figure = Figure(figsize=figsize)
+        FigureCanvasAgg(figure)
+        figure.subplots_adjust(left=0.01, right=0.8, bottom=0.01, top=0.94)
         ax = figure.subplots()
     figure = ax.figure.figure
     step = float(view.link_states["time"].max())  # the step that left the links so
