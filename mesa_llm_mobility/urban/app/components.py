@@ -9,6 +9,7 @@ or the run directly. Every browser session builds its own model (``Page`` makes 
 
 from __future__ import annotations
 
+import base64
 import io
 import logging
 import os
@@ -26,7 +27,13 @@ from mesa.visualization.utils import force_update, update_counter
 from mesa_llm_mobility.urban.app import charts
 from mesa_llm_mobility.urban.app.saved_run import SavedRun
 from mesa_llm_mobility.urban.app.sources import LiveSource, ReplaySource
-from mesa_llm_mobility.urban.app.town_map import draw_town
+from mesa_llm_mobility.urban.app.town_map import (
+    draw_town,
+    marker_fractions,
+    shown_travellers,
+    traveller_at,
+    traveller_positions,
+)
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
 from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY, format_hhmm
 
@@ -88,11 +95,16 @@ def model_params() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def figure_image(figure: Any, classes: Sequence[str] = ()) -> solara.Element:
-    """A matplotlib figure as a PNG that fills its panel's width (panels are resizable)."""
+def png_bytes(figure: Any) -> bytes:
+    """A matplotlib figure as PNG bytes at the app's resolution."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=MAP_DPI)
-    return solara.Image(buffer.getvalue(), width="100%", classes=list(classes))
+    return buffer.getvalue()
+
+
+def figure_image(figure: Any, classes: Sequence[str] = ()) -> solara.Element:
+    """A matplotlib figure as a PNG that fills its panel's width (panels are resizable)."""
+    return solara.Image(png_bytes(figure), width="100%", classes=list(classes))
 
 
 def html_table(frame: pd.DataFrame, empty: str = "none") -> solara.Element:
@@ -108,19 +120,45 @@ def html_table(frame: pd.DataFrame, empty: str = "none") -> solara.Element:
 
 
 # ---------------------------------------------------------------------------- panels
+@solara.component_vue("clickable_map.vue")
+def ClickableMap(
+    src: str, markers: str = "[]", event_click: Callable[[dict], None] | None = None
+) -> None:
+    """An image that reports where it was clicked (fractions of its size, from the top left).
+
+    ``markers`` (the travellers' marker fractions as JSON) is kept on the element as
+    ``data-markers``, for tests and scripts that click a traveller.
+    """
+
+
 @solara.component
 def TownMapPanel(source: LiveSource | ReplaySource, live_model: Any = None) -> None:
-    """The network map with the clock and what is on it (and fast-forward when live)."""
+    """The network map with the clock and what is on it (and fast-forward when live).
+
+    Clicking a traveller's marker selects it for the inspector.
+    """
     update_counter.get()  # redraw when the live model steps
     view = source.view()
     figure = draw_town(view, selected=selected_traveller.value)
+    markers = marker_fractions(figure, shown_travellers(traveller_positions(view)))
     moving = int((view.travellers["state"] != "staying").sum())
     inside = int((view.travellers["state"] == "staying").sum())
+
+    def on_click(where: dict) -> None:
+        name = traveller_at(markers, float(where["x"]), float(where["y"]), figure)
+        if name is not None:
+            selected_traveller.set(name)
+
     with solara.Column(classes=["mlm-map"]):
         solara.Text(view.clock, classes=["mlm-clock"], style={"font-weight": "bold"})
-        figure_image(figure, classes=["mlm-map-image"])
+        ClickableMap(
+            src="data:image/png;base64," + base64.b64encode(png_bytes(figure)).decode(),
+            markers=markers.round(4).to_json(orient="records"),
+            event_click=on_click,
+        )
         solara.Text(
-            f"{moving} travellers on the map, {inside} inside facilities",
+            f"{moving} travellers on the map, {inside} inside facilities "
+            "(click one to inspect)",
             classes=["mlm-map-count"],
         )
         if live_model is not None:

@@ -118,6 +118,13 @@ def traveller_positions(view: TownView) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["agent", "state", "place", "x", "y"])
 
 
+def shown_travellers(
+    positions: pd.DataFrame, *, show_staying: bool = False
+) -> pd.DataFrame:
+    """The travellers :func:`draw_town` draws a marker for (not those inside, by default)."""
+    return positions if show_staying else positions[positions["state"] != "staying"]
+
+
 def draw_town(
     view: TownView,
     *,
@@ -180,7 +187,7 @@ def draw_town(
         )
 
     positions = traveller_positions(view)
-    shown = positions if show_staying else positions[positions["state"] != "staying"]
+    shown = shown_travellers(positions, show_staying=show_staying)
     colours = [STATE_COLOURS.get(state, "#000000") for state in shown["state"]]
     scatter = ax.scatter(
         shown["x"],
@@ -213,3 +220,52 @@ def draw_town(
         bbox_to_anchor=(1.0, 1.0),
     )
     return figure
+
+
+def marker_fractions(figure: Figure, positions: pd.DataFrame) -> pd.DataFrame:
+    """Where travellers' markers sit in the figure's image, as fractions from its top left.
+
+    Args:
+        figure: A figure from :func:`draw_town` (its first axes is the map).
+        positions: Rows of :func:`traveller_positions` (agent, x, y in map coordinates).
+
+    Returns:
+        agent, fx, fy: fractions of the image width and height (the same at any resolution).
+    """
+    ax = figure.axes[0]
+    if not len(positions):
+        return pd.DataFrame(columns=["agent", "fx", "fy"])
+    ax.apply_aspect()  # the equal aspect moves the axes box only when applied (at draw time)
+    pixels = ax.transData.transform(positions[["x", "y"]].to_numpy(dtype=float))
+    width, height = figure.bbox.width, figure.bbox.height
+    return pd.DataFrame(
+        {
+            "agent": positions["agent"].to_numpy(),
+            "fx": pixels[:, 0] / width,
+            "fy": 1.0 - pixels[:, 1] / height,
+        }
+    )
+
+
+def traveller_at(
+    markers: pd.DataFrame, fx: float, fy: float, figure: Figure, radius_px: float = 12.0
+) -> str | None:
+    """The traveller whose marker is nearest to a click, if within ``radius_px`` (figure px).
+
+    Args:
+        markers: From :func:`marker_fractions`.
+        fx: Click position as a fraction of the image width (from the left).
+        fy: Click position as a fraction of the image height (from the top).
+        figure: The figure the markers were placed on (for its size in pixels).
+        radius_px: How far from a marker a click still selects it.
+    """
+    if not len(markers):
+        return None
+    width, height = figure.bbox.width, figure.bbox.height
+    dx = (markers["fx"].to_numpy() - fx) * width
+    dy = (markers["fy"].to_numpy() - fy) * height
+    distance = np.hypot(dx, dy)
+    nearest = int(np.argmin(distance))
+    return (
+        str(markers["agent"].iloc[nearest]) if distance[nearest] <= radius_px else None
+    )

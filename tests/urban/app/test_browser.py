@@ -8,6 +8,7 @@ Screenshots go to the test's folder; with ``MLM_UPDATE_SCREENSHOTS=1`` also to
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -167,6 +168,21 @@ def test_live_app_steps_draws_travellers_and_inspects_a_plan(browser, tmp_path):
         assert "facility" in plan and "departure_time" in plan
         assert len(page.locator(".mlm-plan table tbody tr").all()) >= 1
         assert page.locator(".mlm-state").inner_text()
+        # click a traveller's marker on the map: the inspector follows
+        image = page.locator("img.mlm-map-image")
+        markers = json.loads(image.get_attribute("data-markers"))
+        state = page.locator(".mlm-state").inner_text()
+        target = next(m for m in markers if not state.startswith(m["agent"] + ":"))
+        box = image.bounding_box()
+        image.click(
+            position={
+                "x": target["fx"] * box["width"],
+                "y": target["fy"] * box["height"],
+            }
+        )
+        assert _wait_text_change(page.locator(".mlm-state"), state).startswith(
+            target["agent"]
+        )
         shot = _screenshot(page, tmp_path, "live.png")
         assert shot.stat().st_size > 10_000
 

@@ -1,12 +1,18 @@
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
+from PIL import Image
 
 from mesa_llm_mobility.urban.app.town_map import (
     draw_town,
     link_ends,
+    marker_fractions,
+    shown_travellers,
+    traveller_at,
     traveller_positions,
 )
 from mesa_llm_mobility.urban.app.town_view import TownView, empty_link_states
@@ -73,3 +79,31 @@ def test_map_draws_movers_selected_traveller_and_trains(town):
     everyone = draw_town(view, show_staying=True).axes[0]
     movers = next(c for c in everyone.collections if c.get_gid() == "travellers")
     assert len(movers.get_offsets()) == 3
+
+
+def test_a_click_on_a_marker_finds_its_traveller(town):
+    link = next(iter(town.road_links.values()))
+    view = _view(town, [("ann", "driving", link.name), ("bob", "driving", link.name)])
+    figure = draw_town(view)
+    shown = shown_travellers(traveller_positions(view))
+    markers = marker_fractions(figure, shown).set_index("agent")
+    assert ((markers[["fx", "fy"]] > 0) & (markers[["fx", "fy"]] < 1)).all().all()
+    # the fractions point at the drawn markers, whatever the image resolution
+    image = np.asarray(Image.open(io.BytesIO(_png(figure, 50))))
+    for agent in ("ann", "bob"):
+        fx, fy = markers.loc[agent]
+        assert traveller_at(markers.reset_index(), fx, fy, figure) == agent
+        row, col = int(fy * image.shape[0]), int(fx * image.shape[1])
+        red, green, blue = image[row, col, :3]
+        assert blue > red and blue > green  # a driving marker is blue
+    nowhere = traveller_at(markers.reset_index(), 0.01, 0.99, figure)
+    assert nowhere is None
+    assert (
+        traveller_at(marker_fractions(figure, shown.iloc[:0]), 0.5, 0.5, figure) is None
+    )
+
+
+def _png(figure, dpi: int) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
