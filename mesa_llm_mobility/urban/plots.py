@@ -142,8 +142,8 @@ def _days_and_clock(minutes: pd.Series) -> tuple[pd.Series, pd.Series]:
     return day, minutes - (day - 1) * MINUTES_PER_DAY
 
 
-def _day_clock(minute: float, sep: str = " ") -> str:
-    """``"day 2 07:30"`` for an absolute minute."""
+def day_clock(minute: float, sep: str = " ") -> str:
+    """``"day 2 07:30"`` for an absolute minute (``sep`` goes between day and clock)."""
     day = int(minute // MINUTES_PER_DAY) + 1
     return f"day {day}{sep}{format_clock(minute - (day - 1) * MINUTES_PER_DAY)}"
 
@@ -377,8 +377,8 @@ def link_congestion_at(
         span = (
             "no steps"
             if times.size == 0
-            else f"steps {times.min():g}-{times.max():g} ({_day_clock(times.min())} to "
-            f"{_day_clock(times.max())})"
+            else f"steps {times.min():g}-{times.max():g} ({day_clock(times.min())} to "
+            f"{day_clock(times.max())})"
         )
         raise ValueError(
             f"link_states: minute {target:g} is outside the recorded {span}"
@@ -414,7 +414,7 @@ def _offset_polyline(points: np.ndarray, offset: float) -> np.ndarray:
 
 def snapshot_offset(scenario: Scenario) -> float:
     """How far :func:`traffic_snapshot` shifts a road direction sideways (metro lines: -3x)."""
-    return SIDE_OFFSET * _layout(scenario)[1]
+    return SIDE_OFFSET * node_layout(scenario)[1]
 
 
 def _road_segments(
@@ -432,7 +432,7 @@ def _road_segments(
     return segments
 
 
-def _layout(scenario: Scenario) -> tuple[dict[str, np.ndarray], float]:
+def node_layout(scenario: Scenario) -> tuple[dict[str, np.ndarray], float]:
     """Node positions and the drawing's span (the larger side of the bounding box)."""
     positions = {
         n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()
@@ -516,7 +516,7 @@ def traffic_snapshot(
         ax = figure.subplots()
     else:
         figure = ax.figure.figure  # the root figure, also for axes in a subfigure
-    positions, span = _layout(scenario)
+    positions, span = node_layout(scenario)
     xy = np.array(list(positions.values()))
     offset = snapshot_offset(scenario)
 
@@ -592,7 +592,7 @@ def traffic_snapshot(
 
 
 def _snapshot_title(ax: Axes, minute: float) -> None:
-    ax.set_title(_day_clock(minute, sep=", ").capitalize(), fontsize=9)
+    ax.set_title(day_clock(minute, sep=", ").capitalize(), fontsize=9)
 
 
 def _congestion_handles() -> list[Line2D]:
@@ -638,7 +638,7 @@ def update_traffic_snapshot(
     if len(roads) != 1:
         raise ValueError("ax: no traffic snapshot to update (draw one first)")
     rows = link_congestion_at(link_states, time_minute, day=day)
-    positions, span = _layout(scenario)
+    positions, span = node_layout(scenario)
     segments, colours = _road_lines(scenario, rows, positions, SIDE_OFFSET * span)
     roads[0].set_segments(segments)
     roads[0].set_color(colours)

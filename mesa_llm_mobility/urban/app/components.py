@@ -35,7 +35,8 @@ from mesa_llm_mobility.urban.app.town_map import (
     traveller_positions,
 )
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
-from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY, format_hhmm
+from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY
+from mesa_llm_mobility.urban.plots import day_clock
 
 logger = logging.getLogger(__name__)
 
@@ -139,8 +140,9 @@ def TownMapPanel(source: LiveSource | ReplaySource, live_model: Any = None) -> N
     """
     update_counter.get()  # redraw when the live model steps
     view = source.view()
-    figure = draw_town(view, selected=selected_traveller.value)
-    markers = marker_fractions(figure, shown_travellers(traveller_positions(view)))
+    positions = traveller_positions(view)
+    figure = draw_town(view, selected=selected_traveller.value, positions=positions)
+    markers = marker_fractions(figure, shown_travellers(positions))
     moving = int((view.travellers["state"] != "staying").sum())
     inside = int((view.travellers["state"] == "staying").sum())
 
@@ -268,20 +270,22 @@ def DecisionsPanel(source: LiveSource | ReplaySource) -> None:
 
 
 # ---------------------------------------------------------------------------- live app
-def _live(panel: Callable[..., Any], **extra: Any) -> Callable[[Any], Any]:
+def _live(
+    panel: Callable[..., Any], *, with_model: bool = False
+) -> Callable[[Any], Any]:
     """A SolaraViz component function showing ``panel`` for the live model."""
 
     def component(model: UrbanMobilityModel) -> Any:
         update_counter.get()
-        options = {"live_model": model} if extra.get("fast_forward") else {}
-        return panel(LiveSource(model), **options)
+        extra = {"live_model": model} if with_model else {}
+        return panel(LiveSource(model), **extra)
 
     component.__name__ = panel.__name__
     return component
 
 
 LIVE_COMPONENTS: list[tuple[Callable[[Any], Any], int]] = [
-    (_live(TownMapPanel, fast_forward=True), 0),
+    (_live(TownMapPanel, with_model=True), 0),
     (_live(InspectorPanel), 0),
     (_live(TimelinePanel), 1),
     (_live(DeparturesPanel), 1),
@@ -347,7 +351,7 @@ def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
                 solara.SliderInt("Minute", value=minute, min=first, max=last + 1, step=1,
                                  tick_labels=False)  # fmt: skip
             solara.Text(
-                f"Day {minute.value // MINUTES_PER_DAY + 1}, {format_hhmm(minute.value)}",
+                day_clock(minute.value, sep=", ").capitalize(),
                 classes=["mlm-replay-clock"],
             )
             with solara.Row():

@@ -10,7 +10,6 @@ of the run, shown as they were created by then; retrieval times are not stored, 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +18,7 @@ import pandas as pd
 from mesa_llm_mobility.urban.app.town_view import trips_by
 from mesa_llm_mobility.urban.decisions import PersonaFacts
 from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY, format_hhmm
+from mesa_llm_mobility.urban.plots import day_clock
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.app.saved_run import SavedRun
@@ -55,7 +55,7 @@ class TravellerReport:
         recent_memories: Memories retrieved (or, in replay, created) most recently.
         important_memories: The most important memories.
         reflections: Reflections, newest first, and the long-term reflection if any.
-        trips: Every trip departed so far (``TRIP_COLUMNS``; times as ``d HH:MM``).
+        trips: Every trip departed so far (``TRIP_COLUMNS``; times as ``day d HH:MM``).
     """
 
     name: str
@@ -86,11 +86,9 @@ def profile_of(persona: PersonaFacts) -> dict[str, Any]:
     return profile
 
 
-def day_clock(minute: float) -> str:
-    """``"d HH:MM"`` of an absolute minute (empty for NaN)."""
-    if minute is None or (isinstance(minute, float) and math.isnan(minute)):
-        return ""
-    return f"{int(minute // MINUTES_PER_DAY) + 1} {format_hhmm(minute)}"
+def _when(minute: float) -> str:
+    """``"day d HH:MM"`` of an absolute minute, empty for NaN (not yet)."""
+    return "" if pd.isna(minute) else day_clock(minute)
 
 
 def _trip_rows(trips: pd.DataFrame, agent: str) -> pd.DataFrame:
@@ -99,7 +97,7 @@ def _trip_rows(trips: pd.DataFrame, agent: str) -> pd.DataFrame:
         return pd.DataFrame(columns=TRIP_COLUMNS)
     frame = mine[TRIP_COLUMNS].copy()
     for column in ("planned_departure", "departure", "arrival"):
-        frame[column] = frame[column].map(day_clock)
+        frame[column] = frame[column].map(_when)
     for column in ("delay", "late"):
         frame[column] = (
             frame[column].round(1).astype(object).where(frame[column].notna(), "")
@@ -113,7 +111,7 @@ def _memory_rows(nodes: pd.DataFrame, order: str) -> pd.DataFrame:
     top = nodes.sort_values(order, ascending=False, kind="stable").head(MEMORIES_SHOWN)
     frame = top[MEMORY_COLUMNS].copy()
     frame["importance"] = frame["importance"].round(2)
-    frame["created"] = frame["created"].map(day_clock)
+    frame["created"] = frame["created"].map(_when)
     return frame.reset_index(drop=True)
 
 

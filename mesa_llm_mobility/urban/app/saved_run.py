@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from mesa_llm_mobility.experiment.run_directory import RunDirectory, RunDirectoryError
@@ -100,9 +101,13 @@ class SavedRun:
         first, last = self.minutes
         minute = int(min(max(minute, first), last + 1))
         step = max(minute - 1, first)
-        links = self._links_by_time.get(step)
-        if links is None:
-            links = empty_link_states(self.scenario, step)
+        times, table = self._links_in_time_order
+        start, end = np.searchsorted(times, [step, step + 1])
+        links = (
+            table.iloc[start:end].reset_index(drop=True)
+            if end > start
+            else empty_link_states(self.scenario, step)
+        )
         moves = self.table("positions")
         before = moves[moves["time"] <= step]
         travellers = (
@@ -119,9 +124,7 @@ class SavedRun:
         )
 
     @cached_property
-    def _links_by_time(self) -> dict[int, pd.DataFrame]:
-        frame = self.table("link_states")
-        return {
-            int(time): rows.reset_index(drop=True)
-            for time, rows in frame.groupby("time", sort=False)
-        }
+    def _links_in_time_order(self) -> tuple[np.ndarray, pd.DataFrame]:
+        """The link table sorted by time, and its times (a minute's rows are one slice)."""
+        frame = self.table("link_states").sort_values("time", kind="stable")
+        return frame["time"].to_numpy(dtype=float), frame

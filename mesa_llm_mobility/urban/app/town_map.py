@@ -38,7 +38,7 @@ def link_ends(scenario: Scenario) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
     Metro links are shifted beside the roads, as :func:`~..plots.traffic_snapshot` draws them.
     """
-    xy = {n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()}
+    xy, _ = plots.node_layout(scenario)
     ends = {
         link.name: (xy[link.from_node], xy[link.to_node])
         for link in scenario.road_links.values()
@@ -51,7 +51,7 @@ def link_ends(scenario: Scenario) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 def metro_polylines(scenario: Scenario) -> dict[str, np.ndarray]:
     """Each metro line's stops as drawn: shifted beside the roads."""
-    xy = {n.id: np.array([n.x, n.y], dtype=float) for n in scenario.nodes.values()}
+    xy, _ = plots.node_layout(scenario)
     offset = -3.0 * plots.snapshot_offset(scenario)
     return {
         line.name: plots._offset_polyline(np.array([xy[s] for s in line.stops]), offset)
@@ -91,10 +91,9 @@ def traveller_positions(view: TownView) -> pd.DataFrame:
     sits at a fixed small offset (from its name) around the node.
     """
     scenario = view.scenario
-    xy = {n.id: (float(n.x), float(n.y)) for n in scenario.nodes.values()}
+    xy, span = plots.node_layout(scenario)
     ends = link_ends(scenario)
-    xs, ys = [p[0] for p in xy.values()], [p[1] for p in xy.values()]
-    ring = 0.02 * max(max(xs) - min(xs), max(ys) - min(ys), 1.0)
+    ring = 0.02 * span
     on_link: dict[str, list[tuple[str, str]]] = {}
     rows = []
     for agent, state, place in view.travellers[["agent", "state", "place"]].itertuples(
@@ -108,7 +107,7 @@ def traveller_positions(view: TownView) -> pd.DataFrame:
         if centre is None:
             continue
         dx, dy = _spread(agent, ring)
-        rows.append((agent, state, place, centre[0] + dx, centre[1] + dy))
+        rows.append((agent, state, place, float(centre[0] + dx), float(centre[1] + dy)))
     for place, people in on_link.items():
         a, b = ends[place]
         for k, (agent, state) in enumerate(people):
@@ -131,6 +130,7 @@ def draw_town(
     selected: str | None = None,
     ax: Axes | None = None,
     show_staying: bool = False,
+    positions: pd.DataFrame | None = None,
     figsize: tuple[float, float] = (8.0, 6.4),
 ) -> Figure:
     """Draw the town at the view's minute.
@@ -141,6 +141,7 @@ def draw_town(
         ax: Draw into these axes instead of a new figure.
         show_staying: Also draw a marker for everyone inside a facility (the counts show them
             anyway; off by default, as most people are at home most of the time).
+        positions: :func:`traveller_positions` of ``view`` when the caller has them already.
         figsize: Size of a new figure in inches.
 
     Returns:
@@ -186,7 +187,8 @@ def draw_town(
             zorder=7,
         )
 
-    positions = traveller_positions(view)
+    if positions is None:
+        positions = traveller_positions(view)
     shown = shown_travellers(positions, show_staying=show_staying)
     colours = [STATE_COLOURS.get(state, "#000000") for state in shown["state"]]
     scatter = ax.scatter(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY
+from mesa_llm_mobility.urban.plots import day_clock
 from mesa_llm_mobility.urban.routing import direction_stops
 from mesa_llm_mobility.urban.scenario import Scenario
 from mesa_llm_mobility.urban.traffic import LINK_STATE_COLUMNS
@@ -53,8 +54,7 @@ class TownView:
     @property
     def clock(self) -> str:
         """``"Day d, HH:MM"``."""
-        of_day = self.minute % MINUTES_PER_DAY
-        return f"Day {self.day}, {of_day // 60:02d}:{of_day % 60:02d}"
+        return day_clock(self.minute, sep=", ").capitalize()
 
     def facility_counts(self) -> pd.DataFrame:
         """Per facility: staying (inside) and queue (waiting at the door), all facilities listed."""
