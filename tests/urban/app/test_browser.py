@@ -21,10 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from playwright import sync_api as playwright
 
 from mesa_llm_mobility.viz.assets import cdn_packages, default_cache_dir
-
-playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 
 ROOT = Path(__file__).resolve().parents[3]
 APP = ROOT / "examples" / "gatsim_app.py"
