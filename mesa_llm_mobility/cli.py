@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mesa_llm_mobility import __version__
+from mesa_llm_mobility.cognition.redaction import redact
 from mesa_llm_mobility.evacuation.cli import add_evac_commands
 from mesa_llm_mobility.urban.cli import add_urban_commands
 from mesa_llm_mobility.viz.cli import add_viz_commands
@@ -125,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except (ValueError, FileNotFoundError) as error:
-        print(f"mlm: error: {error}", file=sys.stderr)
+        print(f"mlm: error: {redact(str(error))}", file=sys.stderr)
         return 2
 
 

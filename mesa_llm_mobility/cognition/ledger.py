@@ -3,7 +3,8 @@
 Each decision is one JSON line: kind, agent, model, sampling parameters, the initial messages and
 their hash, every round's raw answer and errors, the parsed result, the outcome, attempts, latency,
 tokens and cost. API keys and headers are never written: the ledger only ever sees the fields
-listed in :func:`decision_record`.
+listed in :func:`decision_record`, and every string of a record is redacted before it is written
+(:func:`~mesa_llm_mobility.cognition.redaction.redact`), since providers echo keys in errors.
 
 The ledger doubles as a replay cache (:class:`ReplayIndex`): a request identical to a recorded one
 (same kind, agent, model, parameters and messages) is answered from the record without a call.
@@ -24,17 +25,19 @@ from typing import Any
 import pandas as pd
 
 from mesa_llm_mobility.cognition.kinds import Message, Outcome
+from mesa_llm_mobility.cognition.redaction import known_secrets, redact_value
 
 logger = logging.getLogger(__name__)
 
 SUMMARY_COLUMNS = (
-    "calls",
+    "decisions",
+    "http_calls",
     "ok",
     "repaired",
     "fallback",
     "error",
     "replayed",
-    "attempts",
+    "repairs",
     "prompt_tokens",
     "completion_tokens",
     "cost_usd",
@@ -48,6 +51,8 @@ _ROW_FIELDS = (
     "outcome",
     "replayed",
     "attempts",
+    "carried_attempts",
+    "repairs",
     "latency_s",
     "prompt_tokens",
     "completion_tokens",
@@ -94,9 +99,17 @@ def decision_record(
     completion_tokens: int,
     cost_usd: float,
     replayed: bool,
+    carried_attempts: int = 0,
     tags: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Build one ledger record; these keyword arguments are the only fields a record can hold."""
+    """Build one ledger record; these keyword arguments are the only fields a record can hold.
+
+    ``attempts`` are the HTTP calls this record's process made for the decision (transport
+    retries and repair rounds included; 0 for a replayed or rule answer). ``carried_attempts``
+    are the calls a replayed answer cost when it was first recorded in the same run (a resumed
+    run replays the day it was on), so that a run's HTTP calls add up across its processes.
+    ``repairs`` (derived) counts the re-prompts made here.
+    """
     return {
         "kind": kind,
         "agent_id": agent_id if isinstance(agent_id, int | str) else str(agent_id),
@@ -110,6 +123,8 @@ def decision_record(
         "outcome": str(outcome),
         "reason": reason,
         "attempts": attempts,
+        "carried_attempts": carried_attempts,
+        "repairs": 0 if replayed else max(len(rounds) - 1, 0),
         "latency_s": round(latency_s, 6),
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
@@ -142,12 +157,14 @@ class Ledger:
 
     def append_many(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Append records (as built by :func:`decision_record`) and flush the file."""
+        secrets = known_secrets()
         with self._lock:
             lines = []
             for record in records:
-                self._rows.append(tuple(record[name] for name in _ROW_FIELDS))
+                self._rows.append(_row(record))
                 if self._file is not None:
-                    lines.append(json.dumps(record, ensure_ascii=False, default=str))
+                    clean = redact_value(record, secrets)
+                    lines.append(json.dumps(clean, ensure_ascii=False, default=str))
             if self._file is not None and lines:
                 self._file.write("\n".join(lines) + "\n")
                 self._file.flush()
@@ -168,10 +185,14 @@ class Ledger:
             return pd.DataFrame(self._rows, columns=list(_ROW_FIELDS))
 
     def summary(self) -> pd.DataFrame:
-        """Calls, outcomes, tokens, cost and latency p50/p95 per kind, plus an ``all`` row.
+        """Decisions, HTTP calls, outcomes, repairs, tokens, cost and latency p50/p95 per kind.
 
-        Latency percentiles are over decisions that called a model (replayed and rule answers
-        have no latency of their own).
+        One row per kind plus an ``all`` row. ``decisions`` counts requests answered;
+        ``http_calls`` the chat-completion requests sent for them (retries and repair rounds
+        included, and for a resumed run those of the replayed day's first recording);
+        ``replayed`` the answers taken from a ledger without a call; ``repairs`` the re-prompts
+        made. Latency percentiles are over decisions that called a model (replayed and rule
+        answers have no latency of their own).
         """
         return summarize(self.rows())
 
@@ -185,10 +206,7 @@ class Ledger:
         Returns:
             The summary table, as :meth:`summary` gives it.
         """
-        rows = [
-            tuple(record.get(name) for name in _ROW_FIELDS)
-            for record in Ledger.read(path)
-        ]
+        rows = [_row(record) for record in Ledger.read(path)]
         return summarize(pd.DataFrame(rows, columns=list(_ROW_FIELDS)))
 
     @staticmethod
@@ -214,6 +232,17 @@ class Ledger:
         return records
 
 
+def _row(record: Mapping[str, Any]) -> tuple[Any, ...]:
+    # records written before carried_attempts and repairs existed count as none / from rounds
+    defaults = {
+        "carried_attempts": 0,
+        "repairs": 0
+        if record.get("replayed")
+        else max(len(record.get("rounds") or ()) - 1, 0),
+    }
+    return tuple(record.get(name, defaults.get(name)) for name in _ROW_FIELDS)
+
+
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     """Aggregate ledger rows (see :meth:`Ledger.rows`) into the summary table."""
     if rows.empty:
@@ -227,13 +256,16 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
         called = frame.loc[frame["attempts"] > 0, "latency_s"]
         outcome_counts = frame["outcome"].value_counts()
         table[kind] = {
-            "calls": len(frame),
+            "decisions": len(frame),
+            "http_calls": int(
+                frame["attempts"].sum() + frame["carried_attempts"].sum()
+            ),
             **{
                 str(outcome): int(outcome_counts.get(str(outcome), 0))
                 for outcome in Outcome
             },
             "replayed": int(frame["replayed"].sum()),
-            "attempts": int(frame["attempts"].sum()),
+            "repairs": int(frame["repairs"].sum()),
             "prompt_tokens": int(frame["prompt_tokens"].sum()),
             "completion_tokens": int(frame["completion_tokens"].sum()),
             "cost_usd": float(frame["cost_usd"].sum()),
@@ -249,24 +281,64 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
     return summary
 
 
+def llm_summary_lines(summary: pd.DataFrame) -> list[str]:
+    """The ``all`` row of a ledger summary as command-line lines: decisions, then HTTP calls.
+
+    Args:
+        summary: As :meth:`Ledger.summary` gives it.
+
+    Returns:
+        Two aligned lines, or none for an empty summary.
+    """
+    if summary.empty or "all" not in summary.index:
+        return []
+    row = summary.loc["all"]
+    decisions = (
+        f"LLM decisions    {int(row['decisions'])} (ok {int(row['ok'])}, "
+        f"repaired {int(row['repaired'])}, fallback {int(row['fallback'])}, "
+        f"error {int(row['error'])}; replayed {int(row['replayed'])})"
+    )
+    calls = (
+        f"HTTP calls       {int(row['http_calls'])} "
+        f"(repair rounds {int(row['repairs'])}), cost ${row['cost_usd']:.4f}"
+    )
+    return [decisions, calls]
+
+
 class ReplayIndex:
     """Recorded answers by request key, consumed in recorded order.
 
     The same key may occur several times (an agent asking the same thing on two days); each
     occurrence is answered by the next unused record with that key.
+
+    Args:
+        records: Ledger records (see :func:`decision_record`); ``error`` outcomes are skipped.
+        own_run: The records are this run's own (a resumed run replaying the day it was on):
+            their HTTP calls stay counted in the run's summary as ``carried_attempts``. Records
+            of another run (a fork's source) cost this run nothing.
     """
 
-    def __init__(self, records: Iterable[Mapping[str, Any]] = ()) -> None:
-        self._by_key: dict[str, deque[Mapping[str, Any]]] = defaultdict(deque)
+    def __init__(
+        self, records: Iterable[Mapping[str, Any]] = (), *, own_run: bool = False
+    ) -> None:
+        self._by_key: dict[str, deque[tuple[Mapping[str, Any], bool]]] = defaultdict(
+            deque
+        )
+        self.add(records, own_run=own_run)
+
+    def add(
+        self, records: Iterable[Mapping[str, Any]], *, own_run: bool = False
+    ) -> None:
+        """Index more records, after those already indexed (same arguments as the class)."""
         for record in records:
             if record.get("request_key") and record.get("outcome") != str(
                 Outcome.ERROR
             ):
-                self._by_key[record["request_key"]].append(record)
+                self._by_key[record["request_key"]].append((record, own_run))
 
     @classmethod
     def from_ledger(cls, path: str | Path) -> ReplayIndex:
-        """Index every record of a ledger file."""
+        """Index every record of a ledger file (of another run)."""
         index = cls(Ledger.read(path))
         logger.info("replay index: %d recorded requests from %s", len(index), path)
         return index
@@ -276,7 +348,26 @@ class ReplayIndex:
 
     def take(self, key: str) -> Mapping[str, Any] | None:
         """Pop the next recorded answer for ``key``, or ``None`` when there is none."""
+        entry = self.take_entry(key)
+        return entry[0] if entry is not None else None
+
+    def take_entry(self, key: str) -> tuple[Mapping[str, Any], int] | None:
+        """Pop the next recorded answer for ``key`` with the HTTP calls it carries into this run.
+
+        Args:
+            key: The request key.
+
+        Returns:
+            ``(record, carried_attempts)``, where ``carried_attempts`` is what the record cost
+            when first recorded if it is this run's own, else 0; ``None`` when nothing is left.
+        """
         queue = self._by_key.get(key)
         if not queue:
             return None
-        return queue.popleft()
+        record, own_run = queue.popleft()
+        carried = (
+            int(record.get("attempts") or 0) + int(record.get("carried_attempts") or 0)
+            if own_run
+            else 0
+        )
+        return record, carried

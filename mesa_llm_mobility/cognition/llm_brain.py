@@ -38,6 +38,11 @@ from mesa_llm_mobility.cognition.ledger import (
     messages_hash,
     request_key,
 )
+from mesa_llm_mobility.cognition.redaction import (
+    install_log_redaction,
+    redact,
+    register_secret,
+)
 from mesa_llm_mobility.cognition.transport import (
     RetryPolicy,
     TransportError,
@@ -68,6 +73,7 @@ class _Exchange:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     replayed: bool = False
+    carried_attempts: int = 0
 
 
 class LLMBrain(Brain):
@@ -78,15 +84,18 @@ class LLMBrain(Brain):
             ``"ollama/llama3.1"``, ``"hosted_vllm/..."``, or ``"openai/<name>"`` with ``api_base``
             for any OpenAI-compatible server).
         api_base: Base URL of the server, when not the provider default.
-        api_key: API key; never recorded. ``None`` lets litellm read the provider's variable.
+        api_key: API key; never recorded: every error text, reason and ledger record is
+            redacted (:mod:`~mesa_llm_mobility.cognition.redaction`). ``None`` lets litellm
+            read the provider's variable.
         temperature: Sampling temperature (recorded).
         max_tokens: Completion token limit (recorded), or ``None``.
         json_mode: Ask for ``response_format={"type": "json_object"}`` where the provider supports
             it (litellm drops it where not).
         max_concurrency: Calls in flight at once, across the whole batch.
-        timeout_s: Timeout of one HTTP call.
-        max_attempts: Transport attempts per call (first included).
-        max_total_s: Time budget of one call's attempts and backoffs.
+        timeout_s: Timeout of one HTTP call (``$MLM_TIMEOUT_S`` through :func:`make_brain`).
+        max_attempts: Transport attempts per call, first included (``$MLM_MAX_ATTEMPTS``).
+        max_total_s: Time budget of one call's attempts and backoffs (``$MLM_MAX_TOTAL_S``);
+            a call's timeout is capped by what is left of it.
         max_repairs: Re-prompts with the validation errors before falling back to rules.
         rng: Generator for rule-policy fallbacks (pass the model's ``rng``).
         ledger: Where every decision is recorded (in memory when ``None``).
@@ -147,6 +156,9 @@ class LLMBrain(Brain):
             self._connection["api_base"] = api_base
         if api_key:
             self._connection["api_key"] = api_key
+        # the key may come back inside a provider's error text: every text we keep is redacted
+        register_secret(api_key)
+        install_log_redaction()
         register_model_price(model, cost_per_token)
         self.replay = (
             ReplayIndex.from_ledger(replay)
@@ -212,7 +224,7 @@ class LLMBrain(Brain):
                 except RulePolicyError as error:
                     exchange.outcome, exchange.reason = (
                         Outcome.ERROR,
-                        f"{exchange.reason}; {error}",
+                        redact(f"{exchange.reason}; {error}"),
                     )
                     failure = failure or error
             records.append(self._record(request, messages, digest, key, exchange, tags))
@@ -253,14 +265,16 @@ class LLMBrain(Brain):
     def _replayed(self, request: DecisionRequest, key: str) -> _Exchange | None:
         if self.replay is None:
             return None
-        record = self.replay.take(key)
-        if record is None:
+        entry = self.replay.take_entry(key)
+        if entry is None:
             return None
+        record, carried_attempts = entry
         exchange = _Exchange(
             outcome=Outcome(record["outcome"]),
             reason=record.get("reason"),
             rounds=list(record.get("rounds") or ()),
             replayed=True,
+            carried_attempts=carried_attempts,
         )
         if exchange.outcome is Outcome.FALLBACK:
             return exchange  # the rule policy answers again, drawing from the RNG as the original did
@@ -299,11 +313,11 @@ class LLMBrain(Brain):
                 )
             except TransportError as error:
                 exchange.attempts += error.attempts
-                exchange.errors = [str(error)]
+                exchange.errors = [redact(str(error))]
                 exchange.rounds.append(
                     {"raw": None, "errors": exchange.errors, "attempts": error.attempts}
                 )
-                exchange.reason = f"transport failed: {error}"
+                exchange.reason = redact(f"transport failed: {error}")
                 return exchange
             exchange.attempts += completion.attempts
             exchange.latency_s += completion.latency_s
@@ -368,5 +382,6 @@ class LLMBrain(Brain):
             completion_tokens=exchange.completion_tokens,
             cost_usd=exchange.cost_usd,
             replayed=exchange.replayed,
+            carried_attempts=exchange.carried_attempts,
             tags=tags,
         )

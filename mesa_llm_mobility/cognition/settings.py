@@ -9,6 +9,13 @@ code runs offline by default and on any LLM when the user has one:
 | ``MLM_API_BASE`` | base URL of an OpenAI-compatible (or other) server |
 | ``MLM_API_KEY`` | API key (else litellm reads the provider's own variable) |
 | ``MLM_MAX_CONCURRENCY`` | calls in flight at once (default 16) |
+| ``MLM_TIMEOUT_S`` | timeout of one HTTP call, seconds (default 60) |
+| ``MLM_MAX_ATTEMPTS`` | transport attempts per call, the first included (default 4) |
+| ``MLM_MAX_TOTAL_S`` | time budget of one call's attempts and backoffs, seconds (default 120) |
+| ``MLM_MAX_REPAIRS`` | re-prompts with the validation errors before the rule fallback (default 2) |
+
+An argument given to :func:`make_brain` (or a model's ``brain_options``, or a command-line flag)
+wins over the variable.
 """
 
 from __future__ import annotations
@@ -25,6 +32,15 @@ from mesa_llm_mobility.cognition.llm_brain import LLMBrain
 
 DEFAULT_BRAIN = "rules"
 LLM_PREFIX = "llm:"
+
+ENVIRONMENT_OPTIONS: dict[str, tuple[str, type]] = {
+    "max_concurrency": ("MLM_MAX_CONCURRENCY", int),
+    "timeout_s": ("MLM_TIMEOUT_S", float),
+    "max_attempts": ("MLM_MAX_ATTEMPTS", int),
+    "max_total_s": ("MLM_MAX_TOTAL_S", float),
+    "max_repairs": ("MLM_MAX_REPAIRS", int),
+}
+""":class:`LLMBrain` options read from the environment when not given: option -> (variable, type)."""
 
 
 def parse_brain_setting(setting: str) -> tuple[str, str | None]:
@@ -66,10 +82,12 @@ def make_brain(
         max_concurrency: Calls in flight (default ``$MLM_MAX_CONCURRENCY`` or 16).
         ledger: A :class:`Ledger` or a JSONL path to record decisions in.
         replay: Ledger (or path) whose identical requests are answered without calls.
-        **llm_options: Further :class:`LLMBrain` arguments (``temperature``, ``max_repairs``, ...).
+        **llm_options: Further :class:`LLMBrain` arguments (``temperature``, ``timeout_s``,
+            ``max_attempts``, ``max_total_s``, ``max_repairs``, ...); those of
+            :data:`ENVIRONMENT_OPTIONS` default to their environment variables.
 
     Raises:
-        ValueError: for an unknown setting or a non-integer ``MLM_MAX_CONCURRENCY``.
+        ValueError: for an unknown setting or an environment variable that is not a number.
     """
     if isinstance(setting, Brain):
         return setting
@@ -80,22 +98,41 @@ def make_brain(
     ledger = Ledger(ledger) if isinstance(ledger, str | Path) else ledger
     if kind == "rules":
         return RuleBrain(rng=rng, ledger=ledger)
-    if max_concurrency is None:
-        raw = os.environ.get("MLM_MAX_CONCURRENCY", "16")
-        try:
-            max_concurrency = int(raw)
-        except ValueError as error:
-            raise ValueError(
-                f"environment variable MLM_MAX_CONCURRENCY must be an integer, got {raw!r}"
-            ) from error
+    if max_concurrency is not None:
+        llm_options["max_concurrency"] = max_concurrency
+    given = {name: value for name, value in llm_options.items() if value is not None}
+    llm_options = environment_options() | given
     assert model is not None
     return LLMBrain(
         model,
         api_base=api_base or os.environ.get("MLM_API_BASE") or None,
         api_key=api_key or os.environ.get("MLM_API_KEY") or None,
-        max_concurrency=max_concurrency,
         rng=rng,
         ledger=ledger,
         replay=replay,
         **llm_options,
     )
+
+
+def environment_options() -> dict[str, int | float]:
+    """The :data:`ENVIRONMENT_OPTIONS` set in the environment, parsed.
+
+    Returns:
+        Option name -> value, for the variables that are set and not empty.
+
+    Raises:
+        ValueError: naming the variable when its value is not a number of the right type.
+    """
+    options: dict[str, int | float] = {}
+    for option, (variable, kind) in ENVIRONMENT_OPTIONS.items():
+        raw = os.environ.get(variable, "").strip()
+        if not raw:
+            continue
+        try:
+            options[option] = kind(raw)
+        except ValueError:
+            expected = "an integer" if kind is int else "a number"
+            raise ValueError(
+                f"environment variable {variable} must be {expected}, got {raw!r}"
+            ) from None
+    return options

@@ -123,7 +123,9 @@ class Fault:
 
         Args:
             status: HTTP status code, 400-599 (e.g. 429 or 500).
-            message: Human-readable error message.
+            message: Human-readable error message. ``{api_key}`` in it is replaced by the
+                request's bearer token, as providers echo keys (OpenAI's 401 says
+                "Incorrect API key provided: sk-..."): the redaction tests need that.
             retry_after: Seconds to announce in a ``retry-after`` header. For 429 it defaults to
                 ``0`` (so clients that honour it retry immediately); otherwise no header is sent
                 unless given.
@@ -581,8 +583,11 @@ class FakeLLMServer:
 
         if isinstance(reply, Fault):
             if reply.kind == "http":
+                token = request.headers.get("Authorization", "").removeprefix("Bearer ")
                 return _error_response(
-                    reply.status, reply.message, retry_after=reply.retry_after
+                    reply.status,
+                    reply.message.replace("{api_key}", token),
+                    retry_after=reply.retry_after,
                 )
             if reply.kind == "hang":
                 await asyncio.sleep(reply.seconds)

@@ -16,6 +16,7 @@ from typing import Any
 
 from mesa_llm_mobility.cognition.kinds import Message
 from mesa_llm_mobility.cognition.offline import import_litellm
+from mesa_llm_mobility.cognition.redaction import redact
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 
@@ -59,10 +60,14 @@ class RetryPolicy:
 
 
 class TransportError(RuntimeError):
-    """A completion failed for good (non-retryable error, or retries exhausted)."""
+    """A completion failed for good (non-retryable error, or retries exhausted).
+
+    Its message is redacted; the underlying provider error (``__cause__``) is not, so it is
+    never shown or stored.
+    """
 
     def __init__(self, message: str, attempts: int) -> None:
-        super().__init__(message)
+        super().__init__(redact(message))
         self.attempts = attempts
 
 
@@ -185,7 +190,9 @@ async def complete(
 
 
 def _describe(error: BaseException) -> str:
-    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    """The first line of an error, redacted (providers echo keys in their messages)."""
+    text = redact(str(error)).strip()
+    text = text.splitlines()[0] if text else ""
     return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
 
 

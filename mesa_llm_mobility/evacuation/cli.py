@@ -10,6 +10,8 @@ import json
 
 import pandas as pd
 
+from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
+
 
 def _composition(text: str) -> str | dict[str, int]:
     """``H`` or ``rule_following=6,anxious_conformist=5``."""
@@ -38,6 +40,7 @@ def run_command(args: argparse.Namespace) -> int:
         composition=args.composition,
         block=args.block,
         brain=args.brain,
+        brain_options=brain_options(args),
         rng=args.seed,
         time_limit_s=args.time_limit,
         gate_schedule=GateSchedule(args.gates_closing_at, args.gates_closed_at),
@@ -83,9 +86,6 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     run.add_argument(
-        "--brain", default="rules", help="'rules' (default) or 'llm:<litellm model>'"
-    )
-    run.add_argument(
         "--plaza",
         default=None,
         help="plaza map file (default: the shipped reference plaza)",
@@ -106,4 +106,5 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
         help="seconds until gates are closed (default 11.67)",
     )
     run.add_argument("--out", required=True, help="run directory to write")
+    add_brain_arguments(run)
     run.set_defaults(handler=run_command)

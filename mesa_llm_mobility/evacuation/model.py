@@ -15,6 +15,7 @@ import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import mesa
 import numpy as np
@@ -123,6 +124,8 @@ class EvacuationModel(mesa.Model):
             permutation of the block number; ``None`` keeps the listed order.
         brain: Brain setting (``"rules"``, ``"llm:<model>"``) or a :class:`Brain`.
         rng: Seed or generator (Mesa ``rng``).
+        brain_options: Further :func:`make_brain` arguments (``api_base``, ``timeout_s``,
+            ``ledger``, ...).
         time_limit_s: Run length limit (240 s in the paper).
         gate_schedule: When gates close.
         random_spawn: Place pedestrians on random walkable cells instead of the start cells
@@ -143,6 +146,7 @@ class EvacuationModel(mesa.Model):
         random_spawn: bool | None = None,
         record_positions: bool = True,
         stimuli: StimulusIntensities | None = None,
+        brain_options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(rng=rng)
         self.plaza = plaza if isinstance(plaza, Plaza) else load_plaza(plaza)
@@ -159,7 +163,7 @@ class EvacuationModel(mesa.Model):
         )
         self.block = block
         self.stimuli = stimuli or StimulusIntensities()
-        self.brain = make_brain(brain, rng=self.rng)
+        self.brain = make_brain(brain, rng=self.rng, **dict(brain_options or {}))
         self.record_positions = record_positions
         plaza_ = self.plaza
         width, height = plaza_.width, plaza_.height

@@ -12,6 +12,9 @@ import argparse
 import sys
 from typing import Any
 
+from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
+from mesa_llm_mobility.cognition.redaction import redact
+
 
 def add_urban_commands(commands: Any) -> Any:
     """Register the ``urban`` command group on the ``mlm`` subparsers.
@@ -58,9 +61,6 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--days", type=int, default=3, help="days to simulate (default 3)"
     )
-    parser.add_argument(
-        "--brain", default="rules", help="'rules' (default) or 'llm:<litellm model>'"
-    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--out", default="runs/urban", help="run directory (default runs/urban)"
@@ -85,33 +85,16 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--embedding", default="hash", help="'hash' (default), 'minilm' or 'auto'"
     )
-    _add_brain_options(parser)
+    add_brain_arguments(parser)
+    _add_progress_option(parser)
     parser.set_defaults(handler=_run)
     return parser
 
 
-def _add_brain_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--api-base", default=None, help="LLM server URL (else $MLM_API_BASE)"
-    )
-    parser.add_argument(
-        "--concurrency",
-        type=int,
-        default=None,
-        help="LLM calls in flight (else $MLM_MAX_CONCURRENCY or 16)",
-    )
+def _add_progress_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-progress", action="store_true", help="hide the progress bar"
     )
-
-
-def _brain_options(args: argparse.Namespace) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    if args.api_base:
-        options["api_base"] = args.api_base
-    if args.concurrency:
-        options["max_concurrency"] = args.concurrency
-    return options
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -132,7 +115,7 @@ def _run(args: argparse.Namespace) -> int:
         config,
         overwrite=args.overwrite,
         progress=not args.no_progress,
-        brain_options=_brain_options(args),
+        brain_options=brain_options(args),
     )
     return _print_result(result)
 
@@ -169,7 +152,8 @@ def add_urban_resume_command(urban_commands: Any) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
-    _add_brain_options(parser)
+    add_brain_arguments(parser, choose_brain=False)
+    _add_progress_option(parser)
     parser.set_defaults(handler=_resume)
     return parser
 
@@ -184,10 +168,10 @@ def _resume(args: argparse.Namespace) -> int:
         result = runner.resume_urban(
             args.run_dir,
             progress=not args.no_progress,
-            brain_options=_brain_options(args),
+            brain_options=brain_options(args),
         )
     except RunDirectoryError as error:
-        print(f"mlm: error: {error}", file=sys.stderr)
+        print(f"mlm: error: {redact(str(error))}", file=sys.stderr)
         return 2
     return _print_result(result)
 
@@ -216,9 +200,6 @@ def add_urban_fork_command(urban_commands: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", required=True, help="the new run directory")
     parser.add_argument(
-        "--brain", default=None, help="another brain: 'rules' or 'llm:<litellm model>'"
-    )
-    parser.add_argument(
         "--days", type=int, default=None, help="total days of the fork (extend the run)"
     )
     parser.add_argument(
@@ -229,7 +210,8 @@ def add_urban_fork_command(urban_commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an earlier run in --out"
     )
-    _add_brain_options(parser)
+    add_brain_arguments(parser, default=None)
+    _add_progress_option(parser)
     parser.set_defaults(handler=_fork)
     return parser
 
@@ -256,10 +238,10 @@ def _fork(args: argparse.Namespace) -> int:
             changes=changes,
             overwrite=args.overwrite,
             progress=not args.no_progress,
-            brain_options=_brain_options(args),
+            brain_options=brain_options(args),
         )
     except RunDirectoryError as error:
-        print(f"mlm: error: {error}", file=sys.stderr)
+        print(f"mlm: error: {redact(str(error))}", file=sys.stderr)
         return 2
     return _print_result(result)
 
@@ -411,9 +393,6 @@ def add_urban_synthesize_command(urban_commands: Any) -> argparse.ArgumentParser
     parser.add_argument(
         "--n", type=int, default=70, help="number of people (default 70)"
     )
-    parser.add_argument(
-        "--brain", default="rules", help="'rules' (default) or 'llm:<litellm model>'"
-    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--out", default=None, help="write the population to this JSON file"
@@ -424,17 +403,11 @@ def add_urban_synthesize_command(urban_commands: Any) -> argparse.ArgumentParser
         help="scenario file or bundled name (default nguyen_dupuis)",
     )
     parser.add_argument(
-        "--max-repairs",
-        type=int,
-        default=2,
-        help="LLM re-prompts with the validation errors before the rule fallback (default 2)",
-    )
-    parser.add_argument(
         "--approximate",
         action="store_true",
         help="do not require the LLM to meet every target exactly",
     )
-    parser.add_argument(
+    add_brain_arguments(parser).add_argument(
         "--ledger", default=None, help="write the LLM ledger to this JSONL file"
     )
     parser.set_defaults(handler=_synthesize)
@@ -454,7 +427,7 @@ def _synthesize(args: argparse.Namespace) -> int:
         raise ValueError(f"--n must be >= 1, got {args.n}")
     options: dict[str, Any] = {}
     if parse_brain_setting(args.brain)[0] == "llm":
-        options.update(max_repairs=args.max_repairs, ledger=args.ledger)
+        options.update(brain_options(args), ledger=args.ledger)
     report = synthesize_with_brain(
         args.n,
         load_scenario(args.scenario),

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from mesa_llm_mobility.cognition.ledger import Ledger, ReplayIndex
+from mesa_llm_mobility.cognition.ledger import Ledger, ReplayIndex, llm_summary_lines
 from mesa_llm_mobility.cognition.settings import parse_brain_setting
 from mesa_llm_mobility.experiment.run_directory import (
     RunDirectory,
@@ -384,10 +384,11 @@ def _replay_after(run: RunDirectory, day: int) -> ReplayIndex:
                 len(later),
                 day,
             )
+    index = ReplayIndex(later, own_run=True)
     source = run.source_ledger_path
     if source is not None and source.is_file():
-        later += [r for r in Ledger.read(source) if _record_day(r) > day]
-    return ReplayIndex(later)
+        index.add(r for r in Ledger.read(source) if _record_day(r) > day)
+    return index
 
 
 def _record_day(record: Mapping[str, Any]) -> int:
@@ -565,10 +566,6 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
         + (", ".join(f"{name}: {n}" for name, n in sorted(errors.items())) or "none")
     )
     llm = summary.get("llm")
-    if isinstance(llm, pd.DataFrame) and not llm.empty and "all" in llm.index:
-        row = llm.loc["all"]
-        lines.append(
-            f"LLM calls        {int(row['calls'])} (ok {int(row['ok'])}, repaired {int(row['repaired'])}, "
-            f"fallback {int(row['fallback'])}, replayed {int(row['replayed'])}), cost ${row['cost_usd']:.4f}"
-        )
+    if isinstance(llm, pd.DataFrame):
+        lines.extend(llm_summary_lines(llm))
     return lines

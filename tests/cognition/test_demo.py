@@ -50,7 +50,8 @@ def test_fake_llm_demo_shows_repairs(tmp_path):
         ledger_path=str(tmp_path / "l.jsonl"),
     )
     summary = report.summary.loc["DepartureChoice"]
-    assert summary["calls"] == 30
+    assert summary["decisions"] == 30
+    assert summary["http_calls"] == report.server_requests  # every request counted
     assert summary["repaired"] > 0
     assert summary["ok"] + summary["repaired"] + summary["fallback"] == 30
     assert report.server_requests >= 30

@@ -23,6 +23,9 @@ def _record(
     key="k",
     tokens=(10, 5),
     cost=0.001,
+    rounds=1,
+    replayed=False,
+    carried=0,
 ):
     return decision_record(
         kind=kind,
@@ -32,7 +35,7 @@ def _record(
         messages=[{"role": "user", "content": "hi"}],
         digest="d",
         key=key,
-        rounds=[{"raw": "{}", "errors": []}],
+        rounds=[{"raw": "{}", "errors": []}] * rounds,
         result={"x": 1},
         outcome=outcome,
         reason=None,
@@ -41,7 +44,8 @@ def _record(
         prompt_tokens=tokens[0],
         completion_tokens=tokens[1],
         cost_usd=cost,
-        replayed=False,
+        replayed=replayed,
+        carried_attempts=carried,
     )
 
 
@@ -91,7 +95,9 @@ def test_summary_counts_outcomes_tokens_cost_and_latency():
     ledger.append_many(
         [
             _record(kind="A", outcome=Outcome.OK, latency=0.1),
-            _record(kind="A", outcome=Outcome.REPAIRED, attempts=2, latency=0.3),
+            _record(
+                kind="A", outcome=Outcome.REPAIRED, attempts=2, latency=0.3, rounds=2
+            ),
             _record(
                 kind="B",
                 outcome=Outcome.FALLBACK,
@@ -107,8 +113,9 @@ def test_summary_counts_outcomes_tokens_cost_and_latency():
     assert summary.loc["A", "ok"] == 1
     assert summary.loc["A", "repaired"] == 1
     assert summary.loc["B", "fallback"] == 1
-    assert summary.loc["all", "calls"] == 3
-    assert summary.loc["all", "attempts"] == 3
+    assert summary.loc["all", "decisions"] == 3
+    assert summary.loc["all", "http_calls"] == 3
+    assert summary.loc["A", "repairs"] == 1
     assert summary.loc["all", "prompt_tokens"] == 20
     assert summary.loc["all", "cost_usd"] == pytest.approx(0.002)
     assert summary.loc["A", "latency_p50_s"] == pytest.approx(0.2)
@@ -116,7 +123,49 @@ def test_summary_counts_outcomes_tokens_cost_and_latency():
 
 
 def test_empty_summary_has_the_columns():
-    assert list(summarize(Ledger().rows()).columns)[:3] == ["calls", "ok", "repaired"]
+    assert list(summarize(Ledger().rows()).columns)[:3] == [
+        "decisions",
+        "http_calls",
+        "ok",
+    ]
+
+
+def test_http_calls_count_this_run_and_its_own_replayed_records():
+    """A fork's replayed answers cost it nothing; a resumed run's carry their first calls."""
+    ledger = Ledger()
+    ledger.append_many(
+        [
+            _record(attempts=3, rounds=2),  # a repaired answer: 3 HTTP calls, 1 repair
+            _record(attempts=0, replayed=True, rounds=2),  # from a fork's source
+            _record(attempts=0, replayed=True, rounds=2, carried=2),  # own, resumed
+        ]
+    )
+    row = ledger.summary().loc["all"]
+    assert (row["decisions"], row["http_calls"], row["replayed"], row["repairs"]) == (
+        3,
+        5,
+        2,
+        1,
+    )
+
+
+def test_replay_entries_carry_the_calls_of_own_records_only():
+    own = _record(key="a", attempts=2, carried=1)
+    other = _record(key="b", attempts=4)
+    index = ReplayIndex([own], own_run=True)
+    index.add([other])
+    assert index.take_entry("a") == (own, 3)
+    assert index.take_entry("b") == (other, 0)
+    assert index.take_entry("a") is None
+
+
+def test_records_of_older_ledgers_are_summarised(tmp_path):
+    old = _record(attempts=2, rounds=2)
+    del old["carried_attempts"], old["repairs"]
+    path = tmp_path / "ledger.jsonl"
+    path.write_text(json.dumps(old) + "\n")
+    row = Ledger.summarize_file(path).loc["all"]
+    assert (row["http_calls"], row["repairs"]) == (2, 1)
 
 
 def test_replay_index_serves_identical_keys_in_order():

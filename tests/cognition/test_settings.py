@@ -61,3 +61,27 @@ def test_bad_concurrency_variable_is_named(monkeypatch):
 def test_an_existing_brain_is_returned_as_is():
     brain = RuleBrain(rng=1)
     assert make_brain(brain) is brain
+
+
+def test_timeouts_and_retry_budgets_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("MLM_TIMEOUT_S", "2.5")
+    monkeypatch.setenv("MLM_MAX_ATTEMPTS", "2")
+    monkeypatch.setenv("MLM_MAX_TOTAL_S", "9")
+    monkeypatch.setenv("MLM_MAX_REPAIRS", "0")
+    brain = make_brain("llm:openai/m")
+    assert (brain.policy.timeout_s, brain.policy.max_attempts) == (2.5, 2)
+    assert (brain.policy.max_total_s, brain.max_repairs) == (9.0, 0)
+    brain = make_brain("llm:openai/m", timeout_s=1.0, max_attempts=None)
+    assert (brain.policy.timeout_s, brain.policy.max_attempts) == (1.0, 2)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [("MLM_TIMEOUT_S", "soon", "a number"), ("MLM_MAX_ATTEMPTS", "2.5", "an integer")],
+)
+def test_bad_timeout_variables_are_named(monkeypatch, variable, value, expected):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(
+        ValueError, match=f"{variable} must be {expected}, got '{value}'"
+    ):
+        make_brain("llm:openai/m")

@@ -191,7 +191,7 @@ def test_llm_brain_day_with_malformed_and_invalid_plans():
     assert (
         summary["plan_errors"]["home"] >= 1 and summary["plan_errors"]["vehicle"] >= 1
     )
-    assert summary["llm"].loc["all", "calls"] == len(decisions)
+    assert summary["llm"].loc["all", "decisions"] == len(decisions)
     trips = model.trips_frame()
     assert set(trips["agent"]) >= {"Alice", "Bob"} and trips["arrival"].notna().all()
     assert set(trips[trips["agent"] == "Carol"]["mode"]) <= {"transit", "walk"}

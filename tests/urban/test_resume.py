@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -111,7 +112,17 @@ def llm_source(tmp_path_factory):
             brain_options=_options(server),
         )
         assert server.request_count > 0
-    return result
+    # the run's result, and what the server saw of it
+    return SimpleNamespace(
+        run=result.run, summary=result.summary, server_requests=server.request_count
+    )
+
+
+def test_llm_summary_counts_every_http_call_the_server_received(llm_source):
+    llm = llm_source.summary["llm"].loc["all"]
+    assert llm["http_calls"] == llm_source.server_requests
+    assert llm["repairs"] > 0  # chats answer schema violations: re-prompted, then rules
+    assert llm["decisions"] < llm["http_calls"]
 
 
 def _days(ledger_path):
@@ -160,6 +171,7 @@ def test_llm_fork_of_an_unchanged_day_makes_zero_requests(llm_source, tmp_path):
         )
         assert server.request_count == 0
     assert fork.summary["llm"].loc["all", "replayed"] > 0
+    assert fork.summary["llm"].loc["all", "http_calls"] == 0  # it made none
     _assert_same_tables(llm_source.run, fork.run)
 
 
@@ -181,7 +193,13 @@ def test_llm_resume_answers_the_interrupted_day_from_its_ledger(llm_source, tmp_
     llm = resumed.summary["llm"].loc[
         "all"
     ]  # the whole ledger, not only the resumed day
-    assert llm["calls"] == len(records) == llm_source.summary["llm"].loc["all", "calls"]
+    assert (
+        llm["decisions"]
+        == len(records)
+        == llm_source.summary["llm"].loc["all", "decisions"]
+    )
+    # day 2's calls were made before the crash: still the run's, though replayed now
+    assert llm["http_calls"] == llm_source.server_requests
     assert llm["replayed"] == sum(r["tags"]["day"] == 2 for r in records)
 
 

@@ -24,7 +24,9 @@ def test_llm_brain_outcomes_reach_the_decisions_panel(monkeypatch):
             model.close()
     assert counts.loc["DailyPlan", "fallback"] == len(model.travellers) == 10
     assert server.request_count >= 10
-    assert llm.loc["all", "calls"] == len(decisions)  # every decision went to the model
+    assert llm.loc["all", "decisions"] == len(
+        decisions
+    )  # every decision went to the model
     assert (
         LiveSource(AppModel(n_agents=10)).llm_summary().empty
     )  # rules: no ledger table

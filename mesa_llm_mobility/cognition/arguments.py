@@ -1,0 +1,141 @@
+"""The command-line arguments of a brain, shared by every ``mlm`` model command.
+
+:func:`add_brain_arguments` adds one argument group (``--brain``, the server, concurrency,
+sampling, timeouts and retry budgets) to a command's parser; :func:`brain_options` turns the
+parsed flags into the ``brain_options`` a model passes to
+:func:`~mesa_llm_mobility.cognition.make_brain`. A flag that is not given is left out, so the
+environment variables of :mod:`~mesa_llm_mobility.cognition.settings` (``MLM_TIMEOUT_S``, ...)
+and then the brain's defaults apply.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+BRAIN_FLAGS: dict[str, str] = {
+    "api_base": "api_base",
+    "concurrency": "max_concurrency",
+    "temperature": "temperature",
+    "timeout": "timeout_s",
+    "max_attempts": "max_attempts",
+    "max_total": "max_total_s",
+    "max_repairs": "max_repairs",
+}
+"""Parsed flag (``args`` attribute) -> :func:`make_brain` option."""
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            expected = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(
+                f"expected {expected}, got {text!r}"
+            ) from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a value > 0, got {text!r}")
+        return value
+
+    return parse
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def add_brain_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    default: str | None = "rules",
+    choose_brain: bool = True,
+) -> argparse._ArgumentGroup:
+    """Add the brain argument group to a command.
+
+    Args:
+        parser: The command's parser.
+        default: Default of ``--brain`` (``None`` where the brain is optional, e.g. a fork).
+        choose_brain: Whether the command takes ``--brain`` at all (a resumed run keeps the
+            brain it was started with, and takes only the connection flags).
+
+    Returns:
+        The argument group, for commands that add more brain flags.
+    """
+    group = parser.add_argument_group(
+        "brain", "who decides: the rule brain (offline) or an LLM through litellm"
+    )
+    if choose_brain:
+        group.add_argument(
+            "--brain",
+            default=default,
+            help=(
+                "'rules' or 'llm:<litellm model>', e.g. 'llm:openai/gpt-4o-mini'"
+                + (f" (default {default})" if default else "")
+            ),
+        )
+    group.add_argument(
+        "--api-base", default=None, help="LLM server URL (else $MLM_API_BASE)"
+    )
+    group.add_argument(
+        "--concurrency",
+        type=_positive(int),
+        default=None,
+        help="LLM calls in flight (else $MLM_MAX_CONCURRENCY or 16)",
+    )
+    group.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="LLM sampling temperature (default 0)",
+    )
+    group.add_argument(
+        "--timeout",
+        type=_positive(float),
+        default=None,
+        metavar="SECONDS",
+        help="timeout of one LLM call (else $MLM_TIMEOUT_S or 60)",
+    )
+    group.add_argument(
+        "--max-attempts",
+        type=_positive(int),
+        default=None,
+        help="transport attempts per LLM call, first included (else $MLM_MAX_ATTEMPTS or 4)",
+    )
+    group.add_argument(
+        "--max-total",
+        type=_positive(float),
+        default=None,
+        metavar="SECONDS",
+        help="time budget of one LLM call's attempts and backoffs (else $MLM_MAX_TOTAL_S or 120)",
+    )
+    group.add_argument(
+        "--max-repairs",
+        type=_non_negative_int,
+        default=None,
+        help="re-prompts with the validation errors before the rule fallback "
+        "(else $MLM_MAX_REPAIRS or 2)",
+    )
+    return group
+
+
+def brain_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`make_brain` options of the flags that were given.
+
+    Args:
+        args: Parsed arguments of a command with :func:`add_brain_arguments`.
+
+    Returns:
+        Option name -> value; flags left out are absent.
+    """
+    return {
+        option: getattr(args, flag)
+        for flag, option in BRAIN_FLAGS.items()
+        if getattr(args, flag, None) is not None
+    }
