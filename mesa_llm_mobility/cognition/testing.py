@@ -56,7 +56,7 @@ __all__ = ["FakeLLMServer", "Fault", "Reply", "Responder", "json_content", "main
 
 logger = logging.getLogger(__name__)
 
-FaultKind = Literal["malformed_json", "schema_violation", "http", "hang"]
+FaultKind = Literal["malformed_json", "schema_violation", "http", "hang", "reset"]
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
 _STOP_TIMEOUT_S = 10.0
@@ -141,6 +141,30 @@ class Fault:
         if retry_after is None and status == 429:
             retry_after = 0
         return cls(kind="http", status=status, message=message, retry_after=retry_after)
+
+    @classmethod
+    def rate_limited(
+        cls, retry_after: float | None, message: str = "Rate limit reached"
+    ) -> Fault:
+        """A 429 answer with a ``retry-after`` header of ``retry_after`` seconds, or none.
+
+        Args:
+            retry_after: Seconds to announce, or ``None`` for a 429 without the header.
+            message: Human-readable error message.
+
+        Returns:
+            The fault.
+        """
+        return cls(kind="http", status=429, message=message, retry_after=retry_after)
+
+    @classmethod
+    def reset(cls) -> Fault:
+        """The connection is dropped without an answer (a proxy or server crash mid-request).
+
+        Returns:
+            The fault.
+        """
+        return cls(kind="reset")
 
     @classmethod
     def hang(cls, seconds: float = 3600.0, content: str = "{}") -> Fault:
@@ -589,6 +613,10 @@ class FakeLLMServer:
                     reply.message.replace("{api_key}", token),
                     retry_after=reply.retry_after,
                 )
+            if reply.kind == "reset":
+                if request.transport is not None:
+                    request.transport.abort()
+                return web.Response(status=500)  # never reaches the client
             if reply.kind == "hang":
                 await asyncio.sleep(reply.seconds)
             return self._completion(body, reply.content)

@@ -1,13 +1,15 @@
 """One chat completion through litellm, with bounded retries on transient failures.
 
 Retries cover rate limits (429), server errors (5xx), timeouts and connection errors; they are
-bounded both in attempts and in total time, with exponential backoff and full jitter. Other errors
-(authentication, bad request, unknown model) are not retried: they would fail again.
+bounded both in attempts and in total time, with exponential backoff and full jitter. A
+``Retry-After`` header (seconds) is honoured as the least wait, within the time budget. Other
+errors (authentication, bad request, unknown model) are not retried: they would fail again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -176,7 +178,7 @@ async def complete(
             last_error = error
             if not is_retryable(error):
                 raise TransportError(_describe(error), attempt) from error
-            wait = policy.backoff_s(attempt, jitter)
+            wait = max(policy.backoff_s(attempt, jitter), retry_after_s(error))
             if attempt >= policy.max_attempts or time.monotonic() + wait >= deadline:
                 break
             await asyncio.sleep(wait)
@@ -187,6 +189,23 @@ async def complete(
         f"gave up after {attempt} attempt(s) in {time.monotonic() - started:.1f} s: {reason}",
         attempt,
     ) from last_error
+
+
+def retry_after_s(error: BaseException) -> float:
+    """Seconds the provider asked to wait before a retry (its ``Retry-After`` header), else 0.
+
+    Only the delta-seconds form is read; an HTTP date or a malformed value counts as 0.
+    """
+    headers = getattr(error, "litellm_response_headers", None) or getattr(
+        getattr(error, "response", None), "headers", None
+    )
+    if headers is None:
+        return 0.0
+    try:
+        value = float(headers.get("retry-after", 0) or 0)
+    except (TypeError, ValueError, AttributeError):
+        return 0.0
+    return value if math.isfinite(value) and value > 0 else 0.0
 
 
 def _describe(error: BaseException) -> str:

@@ -61,9 +61,11 @@ def test_valid_answers_parse_into_the_schema(batch):
         Fault.malformed_json(),
         Fault.schema_violation(),
         Fault.http(429),
+        Fault.rate_limited(None),
         Fault.http(500),
+        Fault.reset(),
     ],
-    ids=["malformed", "schema", "429", "500"],
+    ids=["malformed", "schema", "429", "429-no-retry-after", "500", "reset"],
 )
 def test_a_single_fault_is_overcome(request_for_ada, fault):
     with (
@@ -73,7 +75,10 @@ def test_a_single_fault_is_overcome(request_for_ada, fault):
         result = brain.decide(request_for_ada)
     record = brain.ledger.rows().iloc[0]
     assert server.request_count == 2
-    if fault.kind == "http":  # transport faults are retried, the answer itself was fine
+    if fault.kind in {
+        "http",
+        "reset",
+    }:  # transport faults are retried, the answer was fine
         assert result.outcome is Outcome.OK
         assert result.attempts == 2
     else:  # content faults are repaired by re-prompting with the errors
@@ -322,3 +327,35 @@ def test_custom_model_price_is_recorded(request_for_ada):
     expected = row["prompt_tokens"] * 1e-3 + row["completion_tokens"] * 2e-3
     assert row["cost_usd"] == pytest.approx(expected)
     assert row["cost_usd"] > 0
+
+
+def test_retry_after_is_the_least_wait_before_a_retry(request_for_ada, monkeypatch):
+    waits = []
+    real_sleep = asyncio.sleep
+
+    async def recording_sleep(seconds, *args, **kwargs):
+        waits.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(
+        "mesa_llm_mobility.cognition.transport.asyncio.sleep", recording_sleep
+    )
+    with (
+        FakeLLMServer(VALID, script=[Fault.rate_limited(7.5)]) as server,
+        _fast_retries(_brain(server, max_total_s=60)) as brain,
+    ):
+        result = brain.decide(request_for_ada)
+    assert result.outcome is Outcome.OK and server.request_count == 2
+    # the announced wait, not the 0.05 s backoff cap (asyncio.sleep is patched for every
+    # caller, litellm's own zero-second sleeps included)
+    assert max(waits) == 7.5
+
+
+def test_a_retry_after_past_the_budget_gives_up_at_once(request_for_ada):
+    with (
+        FakeLLMServer(VALID, script=[Fault.rate_limited(600)]) as server,
+        _fast_retries(_brain(server, max_total_s=5)) as brain,
+    ):
+        result = brain.decide(request_for_ada)
+    assert result.outcome is Outcome.FALLBACK and server.request_count == 1
+    assert "RateLimitError" in result.reason
