@@ -21,98 +21,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import time
-from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from mesa_llm_mobility.cognition.testing import (
-    FakeLLMServer,
-    Fault,
-    json_content,
-)
+from mesa_llm_mobility.cognition.testing import FakeLLMServer
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
-from mesa_llm_mobility.urban.plans import format_hhmm, parse_hhmm
-
-_HOME = re.compile(r"lives at (?P<home>[^;]+);")
-_WORK = re.compile(
-    r"works as .*? at (?P<work>[^;]+?) (?P<start>\d\d:\d\d)-(?P<end>\d\d:\d\d)"
-)
-_NOW = re.compile(r"it is (?P<now>\d\d:\d\d)")
-_FREE_FLOW = re.compile(r"Free-flow drive to work: (?P<minutes>\d+) min")
-_PERSON = re.compile(
-    r"^- (?P<name>.+?) \((?:family|friend); topics already discussed: (?P<used>.*)\)$",
-    re.MULTILINE,
-)
-_DAY = re.compile(r"Day (?P<day>\d+)")
-
-
-def _plan(prompt: str) -> dict[str, Any]:
-    """A day plan from the planning prompt: work and back home, else a shopping trip."""
-    home = _HOME.search(prompt)["home"]
-    now = parse_hhmm(_NOW.search(prompt)["now"])
-    mode = "drive" if "a household vehicle is yours today" in prompt else "transit"
-    work = _WORK.search(prompt)
-    if work is None or "a workday" not in prompt:
-        shop = "Supermarket" if home != "Supermarket" else "Coffee shop"
-        activities = [
-            {"facility": shop, "departure_time": "10:00", "mode": mode},
-            {"facility": home, "departure_time": "11:30", "mode": mode},
-        ]
-    else:
-        start, end = parse_hhmm(work["start"]), parse_hhmm(work["end"])
-        free = _FREE_FLOW.search(prompt)
-        travel = int(free["minutes"]) if free else 30
-        leave = max(now + 1, start - travel - 15)
-        back = end if end > leave else min(leave + 8 * 60, 23 * 60 + 30)
-        activities = [
-            {"facility": work["work"], "departure_time": format_hhmm(leave),
-             "mode": mode, "reflect_every": 150, "description": "Work"},
-            {"facility": home, "departure_time": format_hhmm(back), "mode": mode,
-             "description": "Return home"},
-        ]  # fmt: skip
-    return {
-        "activities": activities,
-        "long_term_reflection": "Leave with a margin for traffic.",
-        "concepts": [{"content": "Traffic builds up before 8:00.", "importance": 0.4}],
-    }
-
-
-def _chat(prompt: str) -> dict[str, Any]:
-    """A chat with the first contact on a topic not yet discussed with them."""
-    person = _PERSON.search(prompt)
-    used = set(person["used"].split(", "))
-    topic = next(f"news {n}" for n in range(1, 1000) if f"news {n}" not in used)
-    name = person["name"]
-    return {
-        "partner": name, "topic": topic, "request": f"Hi {name}, any news?",
-        "reply": "All fine, traffic was heavy this morning.",
-        "summary": f"Talked with {name} about the morning traffic.", "importance": 0.3,
-    }  # fmt: skip
-
-
-def respond(body: dict[str, Any]) -> Any:
-    """Answer each urban decision kind validly, from the prompt text alone."""
-    prompt = body["messages"][1]["content"]
-    if "Plan today" in prompt:
-        return json_content(_plan(prompt))
-    if "Choose action" in prompt:
-        return json_content({"action": "keep", "reason": "plan still fine"})
-    if "is over" in prompt:
-        day = _DAY.search(prompt)["day"]
-        return json_content(
-            {
-                "reflections": [
-                    {"content": f"Day {day} went fine.", "importance": 0.3,
-                     "keywords": ["routine"]}
-                ],
-                "long_term_reflection": "Leave a little earlier when traffic is heavy.",
-            }
-        )  # fmt: skip
-    if "you message one person" in prompt:
-        return json_content(_chat(prompt))
-    return Fault.schema_violation()
+from mesa_llm_mobility.urban.scripted_llm import respond
 
 
 def run(n_agents: int | None, days: int) -> None:

@@ -52,7 +52,15 @@ from typing import Any, Literal, Self
 
 from aiohttp import web
 
-__all__ = ["FakeLLMServer", "Fault", "Reply", "Responder", "json_content", "main"]
+__all__ = [
+    "FakeLLMServer",
+    "Fault",
+    "Reply",
+    "Responder",
+    "json_content",
+    "main",
+    "with_faults",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +208,39 @@ def json_content(obj: Any) -> str:
         ``json.dumps(obj)``.
     """
     return json.dumps(obj)
+
+
+def with_faults(responder: Responder, faults: Sequence[Fault], every: int) -> Responder:
+    """Wrap a responder so that every ``every``-th request gets the next of ``faults`` instead.
+
+    The faults are served in turn, cycling (request ``every`` gets ``faults[0]``, request
+    ``2 * every`` gets ``faults[1]``, ...), the other requests are answered by ``responder``.
+    A soak test mixes every kind of failure into a whole run this way.
+
+    Args:
+        responder: The normal answers.
+        faults: Failures to inject, in turn.
+        every: Period of the injection (>= 1; 1 makes every request fail).
+
+    Returns:
+        The wrapped responder (thread-safe).
+
+    Raises:
+        ValueError: If ``every`` < 1 or ``faults`` is empty.
+    """
+    if every < 1 or not faults:
+        raise ValueError("with_faults needs every >= 1 and at least one fault")
+    counter = itertools.count(1)
+    lock = threading.Lock()
+    turns = itertools.cycle(faults)
+
+    def respond(body: dict[str, Any]) -> Reply:
+        with lock:
+            n = next(counter)
+            fault = next(turns) if n % every == 0 else None
+        return fault if fault is not None else responder(body)
+
+    return respond
 
 
 def _default_responder(body: dict[str, Any]) -> Reply:

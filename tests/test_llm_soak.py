@@ -1,0 +1,136 @@
+"""Soak and fault suite: whole runs through the LLM brain against the local server, with faults.
+
+Every kind of failure a real provider shows is mixed into the answers (truncated JSON, schema
+violations, 429 with and without Retry-After, 500, a hang past the timeout, a dropped
+connection, a 401 that echoes the key), while the scripted answers are otherwise what a sensible traveller or pedestrian
+would say. The runs must complete, resolve every decision (ok, repaired or fallback, each with
+its reason), count exactly the HTTP calls the server received, and write no secret anywhere.
+The long version (the reference town for 3 days at 1 s latency) is
+``benchmarks/bench_llm_soak.py``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, with_faults
+from mesa_llm_mobility.evacuation import scripted_llm as pedestrian
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.urban import scripted_llm as traveller
+from mesa_llm_mobility.urban.runner import run_urban, urban_config
+
+KEY = "soak-suite-key-5e1d7c0a93"
+RESOLVED = {"ok", "repaired", "fallback"}
+FAULTS = (
+    Fault.malformed_json('{"activities": [{"facility": '),
+    Fault.schema_violation(),
+    Fault.rate_limited(0.05),
+    Fault.rate_limited(None),
+    Fault.http(500, "upstream exploded for {api_key}"),
+    Fault.hang(30.0),
+    Fault.reset(),
+    Fault.http(401, "Incorrect API key provided: {api_key}"),  # not retried: rules answer
+)
+
+
+def _brain_options(server, ledger=None):
+    options = {
+        "api_base": server.api_base,
+        "api_key": KEY,
+        "timeout_s": 1.0,  # the hang outlives it: retried, then the next attempt answers
+        "max_attempts": 3,
+        "max_total_s": 8.0,
+        "max_concurrency": 8,
+    }
+    if ledger is not None:
+        options["ledger"] = ledger
+    return options
+
+
+def _assert_every_record_resolved(records):
+    assert records
+    for record in records:
+        assert record["outcome"] in RESOLVED, record
+        if record["outcome"] == "fallback":
+            assert record["reason"], record
+
+
+def _assert_no_secret(folder):
+    leaked = [
+        str(path)
+        for path in folder.rglob("*")
+        if path.is_file() and KEY.encode() in path.read_bytes()
+    ]
+    assert leaked == []
+
+
+@pytest.fixture(scope="module")
+def urban_soak(tmp_path_factory):
+    out = tmp_path_factory.mktemp("soak") / "urban"
+    config = urban_config(days=1, n_agents=10, seed=4, brain="llm:openai/fake-model")
+    with FakeLLMServer(with_faults(traveller.respond, FAULTS, every=4)) as server:
+        result = run_urban(
+            out, config, progress=False, brain_options=_brain_options(server)
+        )
+        received = server.request_count
+    return result, received
+
+
+def test_urban_day_completes_with_every_decision_resolved(urban_soak):
+    result, _ = urban_soak
+    assert result.finished
+    decisions = result.run.read_table("decisions")
+    assert not decisions.empty
+    assert set(decisions["outcome"]) <= RESOLVED
+    assert decisions.loc[decisions["outcome"] == "fallback", "reason"].notna().all()
+    _assert_every_record_resolved(Ledger.read(result.run.ledger_path))
+    trips = result.run.read_table("trips")
+    assert len(trips) > 0
+
+
+def test_urban_summary_counts_equal_the_servers(urban_soak):
+    result, received = urban_soak
+    llm = result.summary["llm"].loc["all"]
+    records = Ledger.read(result.run.ledger_path)
+    assert llm["http_calls"] == received
+    assert llm["decisions"] == len(records) == len(result.run.read_table("decisions"))
+    assert llm["repairs"] > 0  # truncated JSON and schema violations were re-prompted
+    assert llm["ok"] + llm["repaired"] + llm["fallback"] == llm["decisions"]
+    assert llm["fallback"] > 0  # the 401s
+    # transport faults cost retries: more calls than decisions plus repairs
+    assert llm["http_calls"] > llm["decisions"] + llm["repairs"]
+
+
+def test_urban_run_writes_no_secret(urban_soak):
+    result, _ = urban_soak
+    _assert_no_secret(result.run.path)
+
+
+def test_evacuation_run_completes_with_every_decision_resolved(tmp_path):
+    ledger_path = tmp_path / "ledger.jsonl"
+    with FakeLLMServer(with_faults(pedestrian.respond, FAULTS, every=5)) as server:
+        model = EvacuationModel(
+            composition={"average": 6},
+            rng=1,
+            brain="llm:openai/fake-model",
+            brain_options=_brain_options(server, ledger=ledger_path),
+            time_limit_s=6,
+        )
+        model.run()
+        received = server.request_count
+        model.brain.close()
+    decisions = model.decisions_frame()
+    assert not decisions.empty
+    assert set(decisions["brain_outcome"]) <= RESOLVED
+    fallbacks = decisions[decisions["brain_outcome"] == "fallback"]
+    assert fallbacks["brain_reason"].notna().all()
+    records = Ledger.read(ledger_path)
+    _assert_every_record_resolved(records)
+    summary = Ledger.summarize_file(ledger_path).loc["all"]
+    assert summary["http_calls"] == received
+    assert summary["decisions"] == len(records)
+    assert summary["ok"] > 0 and summary["repaired"] + summary["fallback"] > 0
+    _assert_no_secret(tmp_path)
+    assert isinstance(model.outcomes_frame(), pd.DataFrame)
