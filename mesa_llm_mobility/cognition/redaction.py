@@ -13,6 +13,11 @@ passes its text through :func:`redact`, which removes
   values of ``x-api-key`` / ``api-key`` / ``api_key`` / ``Authorization`` fields.
 
 Redacted text keeps its shape around the secret, which is replaced by ``[REDACTED]``.
+
+Binary files need the same care: Chroma's vector index files (``data_level0.bin``) hold their
+whole allocated capacity, and the unused part is uninitialised heap memory, which can contain an
+HTTP response the process read, key and all. :func:`scrub_files` overwrites every known secret
+in the files under a folder with zero bytes; the memory store calls it whenever it has written.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -122,6 +128,55 @@ def _redact_walk(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(_redact_walk(item, secrets) for item in value)
     return value
+
+
+def scrub_files(folder: Path, secrets: Iterable[str] | None = None) -> int:
+    """Overwrite every occurrence of a known secret in the files under ``folder`` with zeros.
+
+    Only the bytes of the secret itself change, in place, so a file keeps its size and layout.
+    Meant for files that may carry stray process memory (vector index files), where a secret can
+    only be garbage.
+
+    Args:
+        folder: The folder to scan (recursively); a missing folder scrubs nothing.
+        secrets: As for :func:`redact`; by default :func:`known_secrets`.
+
+    Returns:
+        The number of occurrences overwritten.
+    """
+    needles = [
+        secret.encode()
+        for secret in (known_secrets() if secrets is None else secrets)
+        if secret
+    ]
+    if not needles or not folder.is_dir():
+        return 0
+    scrubbed = 0
+    for path in folder.rglob("*"):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        hits = [
+            (start, len(needle))
+            for needle in needles
+            for start in _occurrences(data, needle)
+        ]
+        if not hits:
+            continue
+        with path.open("r+b") as handle:
+            for start, length in hits:
+                handle.seek(start)
+                handle.write(bytes(length))
+        scrubbed += len(hits)
+    return scrubbed
+
+
+def _occurrences(data: bytes, needle: bytes) -> list[int]:
+    found, start = [], data.find(needle)
+    while start >= 0:
+        found.append(start)
+        start = data.find(needle, start + 1)
+    return found
 
 
 class RedactingFilter(logging.Filter):

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import chromadb
 from chromadb.config import Settings
 
+from mesa_llm_mobility.cognition.redaction import scrub_files
 from mesa_llm_mobility.memory.config import MemoryConfig
 from mesa_llm_mobility.memory.embedding import (
     HashEmbedding,
@@ -449,10 +450,17 @@ class MemoryStore:
     def flush(self) -> int:
         """Write every stream's pending access updates to Chroma (call before a checkpoint).
 
+        A persistent store then scrubs its files of known secrets: Chroma's vector index files
+        hold uninitialised memory, which may contain an HTTP response the process read
+        (:func:`~mesa_llm_mobility.cognition.redaction.scrub_files`).
+
         Returns:
             Number of nodes written.
         """
-        return sum(stream.flush() for stream in self._streams.values())
+        written = sum(stream.flush() for stream in self._streams.values())
+        if self.path is not None:
+            scrub_files(self.path)
+        return written
 
     def close(self) -> None:
         """Write pending updates and release the store; an ephemeral store deletes its collections.
@@ -463,6 +471,7 @@ class MemoryStore:
         if self.path is not None:
             self.flush()
             self._client.close()
+            scrub_files(self.path)
         else:
             for name in self._collection_names():
                 self._client.delete_collection(name)

@@ -9,6 +9,7 @@ from mesa_llm_mobility.cognition.redaction import (
     redact,
     redact_value,
     register_secret,
+    scrub_files,
 )
 
 
@@ -68,3 +69,17 @@ def test_log_records_are_redacted():
     )
     RedactingFilter().filter(record)
     assert "sk-abcdefgh1234" not in record.getMessage()
+
+
+def test_secrets_in_binary_files_are_overwritten_in_place(tmp_path):
+    index = tmp_path / "memory" / "segment" / "data_level0.bin"
+    index.parent.mkdir(parents=True)
+    payload = b"\x00\x01vector" + b"key=my-secret-value-123" + b"\xff" * 10
+    index.write_bytes(payload + b"my-secret-value-123")
+    (tmp_path / "memory" / "clean.bin").write_bytes(b"nothing here")
+    assert scrub_files(tmp_path / "memory", ["my-secret-value-123"]) == 2
+    data = index.read_bytes()
+    assert len(data) == len(payload) + 19  # same size and layout
+    assert b"my-secret-value-123" not in data
+    assert data.startswith(b"\x00\x01vectorkey=" + bytes(19) + b"\xff")
+    assert scrub_files(tmp_path / "missing") == 0

@@ -264,3 +264,20 @@ def test_hash_store_reopens_with_its_recorded_dimension(tmp_path):
         reopened.stream(1).retrieve(600, text="queue on the bridge", k=1)[0].node.id
         == "n0"
     )
+
+
+def test_flush_and_close_scrub_known_secrets_from_the_stores_files(tmp_path):
+    """Chroma's index files carry uninitialised memory; a key read by the process is wiped."""
+    from mesa_llm_mobility.cognition.redaction import register_secret  # noqa: PLC0415
+
+    register_secret("store-scrub-secret-0042")
+    store = MemoryStore.persistent(tmp_path / "memory", embedding="hash")
+    store.stream("ada").remember("took 30 min", node_type="event", importance=0.5, now=0)
+    stray = tmp_path / "memory" / "segment" / "data_level0.bin"
+    stray.parent.mkdir()
+    stray.write_bytes(b"\x00garbage store-scrub-secret-0042 garbage")
+    store.flush()
+    assert b"store-scrub-secret-0042" not in stray.read_bytes()
+    stray.write_bytes(b"again store-scrub-secret-0042")
+    store.close()
+    assert b"store-scrub-secret-0042" not in stray.read_bytes()
