@@ -165,7 +165,11 @@ class PersonaFacts:
 
 @dataclass(frozen=True)
 class TripExperience:
-    """An experienced trip, as recalled from memory (minutes of the day)."""
+    """An experienced trip, as recalled from memory (minutes of the day).
+
+    ``late`` (minutes, 0 when on time) and ``target`` (the arrival aimed at, e.g. the work
+    start) are ``None`` for trips without a target arrival.
+    """
 
     origin: str
     destination: str
@@ -175,6 +179,7 @@ class TripExperience:
     delay: int
     late: int | None = None
     day: int = 1
+    target: int | None = None
 
 
 _TRIP_TEXT = re.compile(
@@ -185,7 +190,13 @@ _TRIP_TEXT = re.compile(
 
 
 def trip_memory_text(exp: TripExperience, target: int | None = None) -> str:
-    """The content of a trip's event memory; :func:`parse_trip_memory` reads it back."""
+    """The content of a trip's event memory; :func:`parse_trip_memory` reads it back.
+
+    With a target arrival (``target``, else ``exp.target``) the text ends with the lateness
+    against it: ``"; 20 min late for 08:00"`` or ``"; on time for 08:00"``. Prompts render
+    recalled trips with this function too, so the lateness reaches them.
+    """
+    target = exp.target if target is None else target
     text = (
         f"Day {exp.day}: trip from {exp.origin} to {exp.destination} by {exp.mode}: left "
         f"{format_hhmm(exp.departure)}, took {exp.travel_time} min ({exp.delay} min delay)"
@@ -201,7 +212,7 @@ def parse_trip_memory(content: str) -> TripExperience | None:
     match = _TRIP_TEXT.match(content)
     if match is None:
         return None
-    late = match.group("late")
+    late, target = match.group("late"), match.group("target")
     return TripExperience(
         origin=match.group("origin"),
         destination=match.group("destination"),
@@ -209,8 +220,9 @@ def parse_trip_memory(content: str) -> TripExperience | None:
         departure=parse_hhmm(match.group("dep")),
         travel_time=int(match.group("tt")),
         delay=int(match.group("delay")),
-        late=int(late) if late is not None else (0 if match.group("target") else None),
+        late=int(late) if late is not None else (0 if target else None),
         day=int(match.group("day")),
+        target=parse_hhmm(target) if target else None,
     )
 
 

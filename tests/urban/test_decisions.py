@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -79,17 +81,22 @@ def departure_to_work(plan: DailyPlan) -> int:
 
 def late_trip(day: int = 1, travel: int = 62, late: int = 20) -> TripExperience:
     return TripExperience(
-        "Uptown apartment", "Office", "drive", 438, travel, travel - 34, late, day
+        "Uptown apartment", "Office", "drive", 438, travel, travel - 34, late, day, 480
     )
 
 
 def test_trip_memory_round_trip():
     experience = late_trip()
-    text = trip_memory_text(experience, 480)
-    assert text.startswith(
-        "Day 1: trip from Uptown apartment to Office by drive: left 07:18"
+    text = trip_memory_text(experience)
+    assert text == (
+        "Day 1: trip from Uptown apartment to Office by drive: left 07:18, took 62 min "
+        "(28 min delay); 20 min late for 08:00."
     )
+    assert trip_memory_text(dataclasses.replace(experience, target=None), 480) == text
     assert parse_trip_memory(text) == experience
+    on_time = dataclasses.replace(experience, late=0)
+    assert trip_memory_text(on_time).endswith("; on time for 08:00.")
+    assert parse_trip_memory(trip_memory_text(on_time)) == on_time
     no_target = TripExperience("Office", "Gym", "walk", 1020, 20, 4, None, 2)
     assert parse_trip_memory(trip_memory_text(no_target)) == no_target
     assert parse_trip_memory("Day 2 went as planned.") is None
@@ -339,3 +346,18 @@ def test_mode_follows_preferences_and_bad_traffic_memories():
         facts={"vehicle_available": False, "household_drivers": ("Bob Wu",)}
     )
     assert choose_mode(carless, "Office", np.random.default_rng(0)) == "transit"
+
+
+def user_prompt(kind, ctx) -> str:
+    return kind.render_prompt(ctx)[1]["content"]
+
+
+def test_every_trip_memory_and_reflection_input_carries_the_lateness():
+    two_days = [late_trip(1, 62, 20), late_trip(2, 67, 20)]
+    plan = user_prompt(DAILY_PLAN, planning(experiences=two_days))
+    assert plan.count("20 min late for 08:00.") == 2
+    assert "took 67 min (33 min delay); 20 min late for 08:00" in plan
+    chat = user_prompt(CHAT, chat_context())
+    assert "20 min late for 08:00" in chat
+    reflection = ReflectionContext(persona=ALICE, day=1, trips=[late_trip()])
+    assert "20 min late for 08:00" in user_prompt(DAILY_REFLECTION, reflection)
