@@ -27,6 +27,7 @@ from mesa_llm_mobility.urban.plans import (
     Activity,
     Concept,
     DailyPlan,
+    FamilyDuty,
     PlanFacts,
     check_plan,
     format_hhmm,
@@ -74,6 +75,8 @@ LIFESTYLE_PLACES: dict[str, str] = {
     "food": "Food court",
 }
 DEFAULT_LEISURE = ("Supermarket", "Coffee shop", "Gym")
+SCHOOL = "School"
+"""The facility where parents drop their children off and pick them up."""
 CHAT_TOPICS = (
     "morning traffic",
     "school drop-off and pick-up",
@@ -255,6 +258,37 @@ def expected_travel_minutes(
     return max(free, mean)
 
 
+def school_runs(
+    persona: PersonaFacts,
+    duty: str | None,
+    school: str,
+    facilities: frozenset[str] | set[str],
+) -> tuple[FamilyDuty, ...]:
+    """Today's school runs of a parent, as plan validation checks them.
+
+    ``duty`` is the household's assignment (``"drop_off"``, ``"pick_up"``, ``"both"`` or
+    ``None``). No run is due without a work facility, when the school is not a facility, or
+    when the parent works at the school (the children come along), exactly where
+    :func:`plan_rule_policy` plans none.
+    """
+    work = persona.work_facility
+    if duty not in ("drop_off", "pick_up", "both") or work is None:
+        return ()
+    if school not in facilities or school == work:
+        return ()
+    kinds = ("drop_off", "pick_up") if duty == "both" else (duty,)
+    return tuple(
+        FamilyDuty(
+            kind,  # type: ignore[arg-type]
+            school,
+            persona.children,
+            work,
+            persona.work_start if kind == "drop_off" else persona.work_end,
+        )
+        for kind in kinds
+    )
+
+
 def _section(title: str, lines: Sequence[str], empty: str = "none") -> str:
     body = "\n".join(f"- {line}" for line in lines) if lines else f"- {empty}"
     return f"{title}:\n{body}"
@@ -296,7 +330,7 @@ class PlanningContext:
     travel_times: Mapping[tuple[str, str, str], float]
     experiences: list[TripExperience] = field(default_factory=list)
     school_duty: str | None = None
-    school: str = "School"
+    school: str = SCHOOL
     memories: list[str] = field(default_factory=list)
     long_term_reflection: str = ""
     chats: list[str] = field(default_factory=list)

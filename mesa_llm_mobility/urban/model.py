@@ -56,6 +56,7 @@ from mesa_llm_mobility.urban.decisions import (
     DAILY_PLAN,
     DAILY_REFLECTION,
     PLAN_REVISION,
+    SCHOOL,
     ChatContext,
     PersonaFacts,
     PlanningContext,
@@ -63,6 +64,7 @@ from mesa_llm_mobility.urban.decisions import (
     RevisionContext,
     TripExperience,
     parse_trip_memory,
+    school_runs,
     trip_memory_text,
 )
 from mesa_llm_mobility.urban.network_space import build_network_space
@@ -534,6 +536,11 @@ class UrbanMobilityModel(mesa.Model):
         self, agent: TravelerAgent, now: int, start_place: str
     ) -> PlanFacts:
         today, persona = agent.today, agent.persona
+        visited = tuple(
+            r.destination
+            for r in agent.trips
+            if r.day == today.day and not r.cancelled and not math.isnan(r.departure)
+        )
         return PlanFacts(
             home=persona.home,
             start_place=start_place,
@@ -545,6 +552,8 @@ class UrbanMobilityModel(mesa.Model):
             day_mode=today.mode,
             facilities=self.facilities,
             index=self.engine.index,
+            duties=school_runs(persona, today.school_duty, SCHOOL, self.facilities),
+            visited=visited,
         )
 
     def _events(self, t: int) -> list[str]:

@@ -22,6 +22,7 @@ from mesa_llm_mobility.urban.decisions import (
     choose_mode,
     expected_travel_minutes,
     parse_trip_memory,
+    school_runs,
     trip_memory_text,
 )
 from mesa_llm_mobility.urban.plans import Activity, DailyPlan, PlanFacts, parse_hhmm
@@ -361,3 +362,38 @@ def test_every_trip_memory_and_reflection_input_carries_the_lateness():
     assert "20 min late for 08:00" in chat
     reflection = ReflectionContext(persona=ALICE, day=1, trips=[late_trip()])
     assert "20 min late for 08:00" in user_prompt(DAILY_REFLECTION, reflection)
+
+
+def test_school_runs_only_where_the_rule_plan_does_them():
+    facilities = frozenset(TOWN.facilities)
+    both = school_runs(ALICE, "both", "School", facilities)
+    assert [(d.kind, d.children, d.work, d.time) for d in both] == [
+        ("drop_off", ("Cleo Wu",), "Office", 480),
+        ("pick_up", ("Cleo Wu",), "Office", 1020),
+    ]
+    teacher = dataclasses.replace(ALICE, work_facility="School")
+    assert school_runs(teacher, "both", "School", facilities) == ()
+    assert school_runs(ALICE, "both", "School", frozenset({"Office"})) == ()
+    assert school_runs(ALICE, None, "School", facilities) == ()
+
+
+@pytest.mark.parametrize("duty", ["drop_off", "pick_up", "both"])
+def test_rule_plans_keep_the_school_runs_and_dropping_one_is_an_error(duty):
+    duties = school_runs(ALICE, duty, "School", frozenset(TOWN.facilities))
+    ctx = planning(school_duty=duty, facts={"duties": duties})
+    for seed in range(5):
+        plan = DAILY_PLAN.rule_policy(ctx, np.random.default_rng(seed))
+        assert DAILY_PLAN.validate(ctx, plan) == []
+    dropped = DailyPlan(
+        activities=[a for a in plan.activities if a.facility != "School"]
+    )
+    dropped.activities[0] = dropped.activities[0].model_copy(
+        update={"departure_time": "07:00"}
+    )
+    dropped.activities[-1] = dropped.activities[-1].model_copy(
+        update={"departure_time": "17:00"}
+    )
+    errors = DAILY_PLAN.validate(ctx, dropped)
+    assert errors and all(e.startswith("duty: you must ") for e in errors)
+    assert len(errors) == len(duties)
+    assert all("Cleo Wu" in e and "School" in e for e in errors)

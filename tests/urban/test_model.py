@@ -313,10 +313,18 @@ class ScriptedRevisions(RuleBrain):
         ):
             self.replaced.add(agent)
             mode = ctx.facts.day_mode
+            # a parent fetching the children keeps the pick-up (else: a duty error)
+            pick_up = any(d.kind == "pick_up" for d in ctx.facts.duties)
+            school = [Activity(facility="School", departure_time="17:00", mode=mode)]
             return PlanRevisionOutput(
                 action="replace_activities",
                 activities=[
-                    Activity(facility="Gym", departure_time="17:00", mode=mode),
+                    *(school if pick_up else []),
+                    Activity(
+                        facility="Gym",
+                        departure_time="17:20" if pick_up else "17:00",
+                        mode=mode,
+                    ),
                     Activity(
                         facility=ctx.persona.home, departure_time="18:30", mode=mode
                     ),
@@ -520,3 +528,34 @@ def test_a_normal_day_has_no_interruptions():
     model.run()
     assert model.summary()["interruptions"] == 0
     assert "interrupt" not in set(model.revisions_frame()["action"])
+
+
+class CheckingRules(RuleBrain):
+    """Rule answers; every day plan validated against its context on the way out."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.checked: list[tuple[str, list[str]]] = []
+
+    def decide_all(self, requests, *, tags=None):
+        results = super().decide_all(requests, tags=tags)
+        for result in results:
+            if result.kind == "DailyPlan":
+                ctx = result.request.context
+                runs = "+".join(d.kind for d in ctx.facts.duties)
+                self.checked.append(
+                    (runs, result.request.kind.validate(ctx, result.output))
+                )
+        return results
+
+
+@pytest.mark.slow
+def test_every_rule_plan_of_the_reference_run_keeps_its_school_runs():
+    brain = CheckingRules(rng=0)
+    model = UrbanMobilityModel(days=3, rng=0, brain=brain, collect_every=60)
+    model.run()
+    assert len(brain.checked) == 3 * len(model.travellers)
+    assert all(errors == [] for _, errors in brain.checked)
+    runs = {runs for runs, _ in brain.checked}
+    assert {"drop_off", "pick_up"} <= runs
+    assert model.summary()["plan_errors"] == {}
