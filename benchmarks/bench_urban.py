@@ -7,8 +7,8 @@ time, simulated minutes per second, trips and decisions.
 LLM brain: (c) the reference population x 1 day against the local ``FakeLLMServer`` answering
 after a fixed latency (default 500 ms) with up to ``--concurrency`` calls in flight (default 64).
 The responder reads each prompt and answers like a sensible traveller: a commute planned from the
-profile (home, work facility, work hours, whether the car is free) and the free-flow time, "keep"
-for every revision, a short reflection and a chat on a new topic. Prints LLM calls per agent-day,
+profile (home, work facility, work hours, whether the car is free, school runs) and the travel
+time to work, "keep" for every revision, a short reflection and a chat on a new topic. Prints LLM calls per agent-day,
 prompt characters per call, and the wall time against two bounds: the ideal
 calls x latency / concurrency, and the per-minute bound (every simulated minute with requests
 waits for its whole batch: sum over batches of ceil(batch / concurrency) x latency).
@@ -40,7 +40,12 @@ _WORK = re.compile(
     r"works as .*? at (?P<work>[^;]+?) (?P<start>\d\d:\d\d)-(?P<end>\d\d:\d\d)"
 )
 _NOW = re.compile(r"it is (?P<now>\d\d:\d\d)")
-_FREE_FLOW = re.compile(r"Free-flow drive to work: (?P<minutes>\d+) min")
+_TO_WORK = re.compile(
+    r"-> (?P<work>[^,\n]+), arrive by \d\d:\d\d: (?:drive (?P<drive>\d+) min|"
+    r"transit: leave \d\d:\d\d, arrive \d\d:\d\d \((?P<transit>\d+) min)"
+)
+_RUNS = re.compile(r"Required school runs: (?P<runs>[^\n]+)\.$", re.MULTILINE)
+_SCHOOL = re.compile(r"(?:off at|up from) (?P<school>.+?) (?:before|after) work")
 _PERSON = re.compile(
     r"^- (?P<name>.+?) \((?:family|friend); topics already discussed: (?P<used>.*)\)$",
     re.MULTILINE,
@@ -49,7 +54,8 @@ _DAY = re.compile(r"Day (?P<day>\d+)")
 
 
 def _plan(prompt: str) -> dict[str, Any]:
-    """A day plan from the planning prompt: work and back home, else a shopping trip."""
+    """A day plan from the planning prompt: work and back home (with the school runs), else a
+    shopping trip."""
     home = _HOME.search(prompt)["home"]
     now = parse_hhmm(_NOW.search(prompt)["now"])
     mode = "drive" if "a household vehicle is yours today" in prompt else "transit"
@@ -62,9 +68,13 @@ def _plan(prompt: str) -> dict[str, Any]:
         ]
     else:
         start, end = parse_hhmm(work["start"]), parse_hhmm(work["end"])
-        free = _FREE_FLOW.search(prompt)
-        travel = int(free["minutes"]) if free else 30
-        leave = max(now + 1, start - travel - 15)
+        free = _TO_WORK.search(prompt)
+        travel = int(free["drive"] or free["transit"]) if free else 30
+        runs = _RUNS.search(prompt)
+        runs = runs["runs"] if runs else ""
+        school = _SCHOOL.search(runs)
+        drop = "off at" in runs
+        leave = max(now + 1, start - travel - 15 - (20 if drop else 0))
         back = end if end > leave else min(leave + 8 * 60, 23 * 60 + 30)
         activities = [
             {"facility": work["work"], "departure_time": format_hhmm(leave),
@@ -72,6 +82,16 @@ def _plan(prompt: str) -> dict[str, Any]:
             {"facility": home, "departure_time": format_hhmm(back), "mode": mode,
              "description": "Return home"},
         ]  # fmt: skip
+        if drop:
+            activities[0]["departure_time"] = None
+            activities.insert(0, {"facility": school["school"], "mode": mode,
+                                  "departure_time": format_hhmm(leave),
+                                  "description": "Drop the children off"})  # fmt: skip
+        if "up from" in runs:
+            activities[-1]["departure_time"] = None
+            activities.insert(-1, {"facility": school["school"], "mode": mode,
+                                   "departure_time": format_hhmm(back),
+                                   "description": "Pick the children up"})  # fmt: skip
     return {
         "activities": activities,
         "long_term_reflection": "Leave with a margin for traffic.",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from mesa_llm_mobility.urban.decisions import (
     PlanRevisionOutput,
     ReflectionContext,
     RevisionContext,
+    RouteOption,
     TripExperience,
     choose_mode,
     expected_travel_minutes,
@@ -25,6 +27,7 @@ from mesa_llm_mobility.urban.decisions import (
     school_runs,
     trip_memory_text,
 )
+from mesa_llm_mobility.urban.model import UrbanMobilityModel
 from mesa_llm_mobility.urban.plans import Activity, DailyPlan, PlanFacts, parse_hhmm
 from mesa_llm_mobility.urban.routing import NetworkIndex
 from mesa_llm_mobility.urban.scenario import load_scenario
@@ -349,8 +352,30 @@ def test_mode_follows_preferences_and_bad_traffic_memories():
     assert choose_mode(carless, "Office", np.random.default_rng(0)) == "transit"
 
 
+# ----------------------------------------------------------------------------- prompt fields
+def _free_flow():
+    """The model's free-flow minutes and paths on the reference town."""
+    town = SimpleNamespace(
+        engine=SimpleNamespace(index=INDEX),
+        facilities=frozenset(TOWN.facilities),
+        town=TOWN,
+    )
+    return UrbanMobilityModel._free_flow_table(town)
+
+
+FREE_TIMES, ROUTES = _free_flow()
+
+
+def town_planning(**changes) -> PlanningContext:
+    return planning(travel_times=FREE_TIMES, routes=ROUTES, **changes)
+
+
 def user_prompt(kind, ctx) -> str:
     return kind.render_prompt(ctx)[1]["content"]
+
+
+def leg(prompt: str, head: str) -> str:
+    return next(line for line in prompt.splitlines() if line.startswith(f"- {head}"))
 
 
 def test_every_trip_memory_and_reflection_input_carries_the_lateness():
@@ -362,6 +387,70 @@ def test_every_trip_memory_and_reflection_input_carries_the_lateness():
     assert "20 min late for 08:00" in chat
     reflection = ReflectionContext(persona=ALICE, day=1, trips=[late_trip()])
     assert "20 min late for 08:00" in user_prompt(DAILY_REFLECTION, reflection)
+
+
+def test_plan_prompt_gives_every_usable_mode_with_the_transit_wait_and_links():
+    prompt = user_prompt(DAILY_PLAN, town_planning())
+    assert "Free-flow drive" not in prompt
+    commute = leg(prompt, "Uptown apartment -> Office, arrive by 08:00")
+    # Metro_2 leaves Node_1 at 07:10, reaches Node_6 at 07:27; Metro_1 leaves it at 07:28
+    assert commute == (
+        "- Uptown apartment -> Office, arrive by 08:00: drive 34 min "
+        "[Ave_1_link_1, St_5_link_1, St_5_link_2]; transit: leave 07:10, arrive 07:54 (44 min "
+        "incl. 1 waiting; trains every 10 min) [Metro_2_link_1, Metro_2_link_2, "
+        "Metro_1_link_3, Metro_1_link_4, Metro_1_link_5]; walk 68 min [as drive]"
+    )
+    back = leg(prompt, "Office -> Uptown apartment, leave 17:00")
+    # Metro_1 leaves Node_2 at 17:00, reaches Node_6 at 17:26; Metro_2 leaves it at 17:27
+    assert "transit 44 min leaving 17:00 (incl. 1 waiting; trains every 10 min)" in back
+    assert "[St_5_link_2, St_5_link_1, Ave_1_link_1]" in back
+    assert 'path is "shortest" or a list of link names (e.g. one above)' in prompt
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        {"licensed": False},
+        {"vehicle_available": False, "household_drivers": ("Bob Wu",)},
+        {"vehicles": 0},
+    ],
+)
+def test_plan_prompt_offers_no_drive_time_to_those_who_cannot_drive(facts):
+    prompt = user_prompt(DAILY_PLAN, town_planning(facts=facts))
+    commute = leg(prompt, "Uptown apartment -> Office")
+    assert "drive" not in commute.replace("[as drive]", "")
+    assert commute.endswith("walk 68 min [Ave_1_link_1, St_5_link_1, St_5_link_2]")
+    assert "transit: leave 07:10" in commute
+
+
+def test_plan_prompt_says_when_remembered_trips_took_longer():
+    prompt = user_prompt(DAILY_PLAN, town_planning(experiences=[late_trip(1, 62, 20)]))
+    assert "drive 34 min, remembered 62 [" in prompt
+
+
+def test_plan_prompt_routes_school_runs_and_requires_them():
+    duties = school_runs(ALICE, "both", "School", frozenset(TOWN.facilities))
+    ctx = town_planning(school_duty="both", facts={"duties": duties})
+    prompt = user_prompt(DAILY_PLAN, ctx)
+    assert [line.split(": ")[0] for line in prompt.splitlines() if " -> " in line] == [
+        "- Uptown apartment -> School",
+        "- School -> Office, arrive by 08:00",
+        "- Office -> School, leave 17:00",
+        "- School -> Uptown apartment",
+    ]
+    assert "transit 25-34 min (incl. 0-9 waiting" in leg(
+        prompt, "Uptown apartment -> School"
+    )
+    assert prompt.endswith(
+        "Required school runs: drop Cleo Wu off at School before work (08:00); "
+        "pick Cleo Wu up from School after work (17:00)."
+    )
+
+
+def test_plan_prompt_of_a_day_off_times_the_lifestyle_places():
+    prompt = user_prompt(DAILY_PLAN, town_planning(workday=False))
+    heads = [line.split(": ")[0] for line in prompt.splitlines() if " -> " in line]
+    assert heads == ["- Uptown apartment -> Coffee shop", "- Uptown apartment -> Gym"]
 
 
 def test_school_runs_only_where_the_rule_plan_does_them():
@@ -397,3 +486,93 @@ def test_rule_plans_keep_the_school_runs_and_dropping_one_is_an_error(duty):
     assert errors and all(e.startswith("duty: you must ") for e in errors)
     assert len(errors) == len(duties)
     assert all("Cleo Wu" in e and "School" in e for e in errors)
+
+
+def staying_revision(**changes) -> RevisionContext:
+    facts = PlanFacts(
+        home="Uptown apartment", start_place="Uptown apartment", now=420, day_mode="drive",
+        facilities=frozenset(TOWN.facilities), index=INDEX,
+        duties=school_runs(ALICE, "pick_up", "School", frozenset(TOWN.facilities)),
+    )  # fmt: skip
+    base = {
+        "persona": ALICE,
+        "situation": "end_of_activity",
+        "place": "Uptown apartment",
+        "facts": facts,
+        "future": [
+            Activity(facility="Office", departure_time="07:00", description="Work"),
+            Activity(facility="School", departure_time="17:00"),
+            Activity(facility="Uptown apartment", departure_time=None),
+        ],
+        "remaining_path": ["Ave_1_link_1", "St_5_link_1", "St_5_link_2"],
+        "remaining_minutes": 47.0,
+        "alternative_path": ["St_2_link_1", "Ave_2_link_2", "Ave_2_link_3", "Ave_2_link_4", "St_5_link_2"],
+        "alternative_minutes": 41.0,
+        "target_arrival": 480,
+        "target_place": "Office",
+    }  # fmt: skip
+    base.update(changes)
+    return RevisionContext(**base)
+
+
+def test_revision_prompt_at_home_has_profile_target_expected_time_and_paths():
+    prompt = user_prompt(PLAN_REVISION, staying_revision())
+    assert f"Profile: {ALICE.profile_text()}." in prompt
+    assert "works as engineer at Office 08:00-17:00" in prompt
+    assert "Now: at Uptown apartment, until 07:00." in prompt
+    assert "Target: at Office by 08:00; expected ~07:47." in prompt
+    assert (
+        "Paths by drive Uptown apartment -> Office:\n"
+        "- planned [Ave_1_link_1, St_5_link_1, St_5_link_2] ~47 min now\n"
+        "- alternative [St_2_link_1, Ave_2_link_2, Ave_2_link_3, Ave_2_link_4, St_5_link_2] "
+        "~41 min"
+    ) in prompt
+    assert "Still to do: pick Cleo Wu up from School after work (17:00)." in prompt
+    assert (
+        "new_path (links from Uptown apartment to Office, e.g. one of the paths"
+        in prompt
+    )
+    assert "ending at home Uptown apartment, keeping the school runs)" in prompt
+
+
+def test_revision_prompt_during_work_names_the_activity_and_its_end():
+    facts = dataclasses.replace(
+        staying_revision().facts, start_place="Office", now=600, visited=("Office",)
+    )
+    ctx = staying_revision(
+        situation="during_activity", place="Office", facts=facts,
+        current=Activity(facility="Office", departure_time="07:00", description="Work at the Office"),
+        future=[Activity(facility="School", departure_time="17:00"),
+                Activity(facility="Uptown apartment", departure_time=None)],
+        remaining_path=[], alternative_path=[], target_arrival=None, target_place=None,
+    )  # fmt: skip
+    prompt = user_prompt(PLAN_REVISION, ctx)
+    assert "You are at Office, staying. Now: Work at the Office, until 17:00." in prompt
+    assert "Target:" not in prompt and "Paths" not in prompt
+    assert "Still to do: pick Cleo Wu up" in prompt
+    picked = dataclasses.replace(facts, visited=("Office", "School"))
+    assert "Still to do" not in user_prompt(
+        PLAN_REVISION, staying_revision(facts=picked)
+    )
+
+
+def test_revision_prompt_at_a_node_shows_every_path_and_the_lateness():
+    ctx = revision(
+        current=Activity(facility="Office", description="Work at the Office"),
+        future=[Activity(facility="Uptown apartment", departure_time="17:00")],
+        other_paths=[RouteOption(("St_6_link_1", "St_5_link_2"), 39.0)],
+        target_place="Office",
+    )
+    prompt = user_prompt(PLAN_REVISION, ctx)
+    assert prompt.startswith(
+        "It is 07:30. You are driving to Office and reaching Node_12. "
+        "Then: Work at the Office, until 17:00."
+    )
+    assert "Target: at Office by 08:00; expected ~08:15, 15 min late." in prompt
+    assert "- planned [St_5_link_1, St_5_link_2] ~45 min now" in prompt
+    assert (
+        "- fastest now [St_3_link_1, Ave_2_link_3, Ave_2_link_4, St_5_link_2] ~34 min"
+        in prompt
+    )
+    assert "- other [St_6_link_1, St_5_link_2] ~39 min" in prompt
+    assert "new_path (links from Node_12 to Office" in prompt
