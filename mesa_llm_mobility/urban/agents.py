@@ -174,10 +174,11 @@ class TravelerAgent(CellAgent):
 
 
 def experience_of(record: TripRecord) -> TripExperience:
-    """A completed trip record as an experience (minutes of the day)."""
-    late = None
+    """A completed trip record as an experience (minutes of the day), with its target arrival."""
+    late = target = None
     if record.planned_arrival is not None:
         late = max(0, math.ceil(record.arrival - record.planned_arrival))
+        target = int(record.planned_arrival) % 1440
     return TripExperience(
         origin=record.origin,
         destination=record.destination,
@@ -187,6 +188,7 @@ def experience_of(record: TripRecord) -> TripExperience:
         delay=max(0, round(record.delay)),
         late=late,
         day=record.day,
+        target=target,
     )
 
 

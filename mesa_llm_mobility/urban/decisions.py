@@ -20,19 +20,29 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
 from mesa_llm_mobility.urban.plans import (
+    MINUTES_PER_DAY,
     Activity,
     Concept,
     DailyPlan,
+    FamilyDuty,
     PlanFacts,
+    check_duties,
     check_plan,
+    compact_schema,
     format_hhmm,
     parse_hhmm,
 )
-from mesa_llm_mobility.urban.routing import PathError, validate_path
+from mesa_llm_mobility.urban.routing import (
+    DirectedLink,
+    NetworkIndex,
+    PathError,
+    validate_path,
+)
+from mesa_llm_mobility.urban.traffic import transit_journey
 
 SYSTEM_ROLE = (
     "You are {name}, a resident of a small town, planning and adjusting your daily travel. "
@@ -74,6 +84,8 @@ LIFESTYLE_PLACES: dict[str, str] = {
     "food": "Food court",
 }
 DEFAULT_LEISURE = ("Supermarket", "Coffee shop", "Gym")
+SCHOOL = "School"
+"""The facility where parents drop their children off and pick them up."""
 CHAT_TOPICS = (
     "morning traffic",
     "school drop-off and pick-up",
@@ -165,7 +177,11 @@ class PersonaFacts:
 
 @dataclass(frozen=True)
 class TripExperience:
-    """An experienced trip, as recalled from memory (minutes of the day)."""
+    """An experienced trip, as recalled from memory (minutes of the day).
+
+    ``late`` (minutes, 0 when on time) and ``target`` (the arrival aimed at, e.g. the work
+    start) are ``None`` for trips without a target arrival.
+    """
 
     origin: str
     destination: str
@@ -175,6 +191,7 @@ class TripExperience:
     delay: int
     late: int | None = None
     day: int = 1
+    target: int | None = None
 
 
 _TRIP_TEXT = re.compile(
@@ -185,7 +202,13 @@ _TRIP_TEXT = re.compile(
 
 
 def trip_memory_text(exp: TripExperience, target: int | None = None) -> str:
-    """The content of a trip's event memory; :func:`parse_trip_memory` reads it back."""
+    """The content of a trip's event memory; :func:`parse_trip_memory` reads it back.
+
+    With a target arrival (``target``, else ``exp.target``) the text ends with the lateness
+    against it: ``"; 20 min late for 08:00"`` or ``"; on time for 08:00"``. Prompts render
+    recalled trips with this function too, so the lateness reaches them.
+    """
+    target = exp.target if target is None else target
     text = (
         f"Day {exp.day}: trip from {exp.origin} to {exp.destination} by {exp.mode}: left "
         f"{format_hhmm(exp.departure)}, took {exp.travel_time} min ({exp.delay} min delay)"
@@ -201,7 +224,7 @@ def parse_trip_memory(content: str) -> TripExperience | None:
     match = _TRIP_TEXT.match(content)
     if match is None:
         return None
-    late = match.group("late")
+    late, target = match.group("late"), match.group("target")
     return TripExperience(
         origin=match.group("origin"),
         destination=match.group("destination"),
@@ -209,8 +232,9 @@ def parse_trip_memory(content: str) -> TripExperience | None:
         departure=parse_hhmm(match.group("dep")),
         travel_time=int(match.group("tt")),
         delay=int(match.group("delay")),
-        late=int(late) if late is not None else (0 if match.group("target") else None),
+        late=int(late) if late is not None else (0 if target else None),
         day=int(match.group("day")),
+        target=parse_hhmm(target) if target else None,
     )
 
 
@@ -243,9 +267,45 @@ def expected_travel_minutes(
     return max(free, mean)
 
 
+def school_runs(
+    persona: PersonaFacts,
+    duty: str | None,
+    school: str,
+    facilities: frozenset[str] | set[str],
+) -> tuple[FamilyDuty, ...]:
+    """Today's school runs of a parent, as plan validation checks them.
+
+    ``duty`` is the household's assignment (``"drop_off"``, ``"pick_up"``, ``"both"`` or
+    ``None``). No run is due without a work facility, when the school is not a facility, or
+    when the parent works at the school (the children come along), exactly where
+    :func:`plan_rule_policy` plans none.
+    """
+    work = persona.work_facility
+    if duty not in ("drop_off", "pick_up", "both") or work is None:
+        return ()
+    if school not in facilities or school == work:
+        return ()
+    kinds = ("drop_off", "pick_up") if duty == "both" else (duty,)
+    return tuple(
+        FamilyDuty(
+            kind,  # type: ignore[arg-type]
+            school,
+            persona.children,
+            work,
+            persona.work_start if kind == "drop_off" else persona.work_end,
+        )
+        for kind in kinds
+    )
+
+
 def _section(title: str, lines: Sequence[str], empty: str = "none") -> str:
     body = "\n".join(f"- {line}" for line in lines) if lines else f"- {empty}"
     return f"{title}:\n{body}"
+
+
+def _sections(*sections: tuple[str, Sequence[str]]) -> list[str]:
+    """The non-empty sections only (empty ones would only say "none")."""
+    return [_section(title, lines) for title, lines in sections if lines]
 
 
 def _system(name: str) -> Message:
@@ -263,8 +323,10 @@ class PlanningContext:
         date: ISO date.
         weekday: Weekday name.
         workday: Whether the traveller works today.
-        facts: Validation facts (home, vehicle assignment, facilities, network).
+        facts: Validation facts (home, vehicle assignment, facilities, network, school runs).
         travel_times: Free-flow minutes by (origin facility, destination facility, mode).
+        routes: Free-flow shortest paths by (origin facility, destination facility, mode); the
+            prompt offers their link names and times the transit ones by the timetable.
         experiences: Experienced trips recalled from memory.
         school_duty: ``"drop_off"``, ``"pick_up"``, ``"both"`` or ``None``.
         school: The school facility.
@@ -282,9 +344,12 @@ class PlanningContext:
     workday: bool
     facts: PlanFacts
     travel_times: Mapping[tuple[str, str, str], float]
+    routes: Mapping[tuple[str, str, str], Sequence[DirectedLink]] = field(
+        default_factory=dict, repr=False
+    )
     experiences: list[TripExperience] = field(default_factory=list)
     school_duty: str | None = None
-    school: str = "School"
+    school: str = SCHOOL
     memories: list[str] = field(default_factory=list)
     long_term_reflection: str = ""
     chats: list[str] = field(default_factory=list)
@@ -292,12 +357,149 @@ class PlanningContext:
     issue_log: list[str] = field(default_factory=list, repr=False)
 
 
+def can_drive(facts: PlanFacts) -> bool:
+    """Whether the traveller may drive today: a licence and a household vehicle assigned."""
+    return facts.licensed and facts.vehicle_available and facts.vehicles > 0
+
+
+def _remembered(ctx: PlanningContext, key: tuple[str, str, str], shown: float) -> str:
+    """``", remembered 61"`` when remembered trips took clearly longer than ``shown``."""
+    if not any((e.origin, e.destination, e.mode) == key for e in ctx.experiences):
+        return ""
+    expected = expected_travel_minutes(ctx.experiences, ctx.travel_times, *key)
+    return f", remembered {expected:.0f}" if expected >= shown + 2 else ""
+
+
+def _transit_times(
+    index: NetworkIndex,
+    links: Sequence[DirectedLink],
+    day_start: int,
+    arrive_by: int | None,
+    leave_at: int | None,
+    earliest: int,
+) -> str:
+    """Door-to-door transit times with the waits for trains by the timetable.
+
+    With a target arrival: the latest departure that makes it. Leaving at a given time: that
+    trip. Otherwise: the range over one cycle of departures from ``earliest``.
+    """
+    lines = index.scenario.metro_lines
+    headways = sorted({lines[link.line].headway for link in links if link.line})
+    every = f"trains every {'/'.join(f'{h:g}' for h in headways)} min"
+    if arrive_by is not None:
+        target = day_start + arrive_by
+        for depart in range(target, max(day_start, target - 240) - 1, -1):
+            arrival, wait = transit_journey(index, links, depart)
+            if arrival <= target + 1e-9:
+                return (
+                    f"transit: leave {format_hhmm(depart)}, arrive {format_hhmm(arrival)} "
+                    f"({arrival - depart:.0f} min incl. {wait:.0f} waiting; {every})"
+                )
+    if leave_at is not None:
+        depart = day_start + leave_at
+        arrival, wait = transit_journey(index, links, depart)
+        return (
+            f"transit {arrival - depart:.0f} min leaving {format_hhmm(depart)} "
+            f"(incl. {wait:.0f} waiting; {every})"
+        )
+    cycle = [
+        transit_journey(index, links, day_start + earliest + m)
+        for m in range(int(max(headways, default=1)))
+    ]
+    times = [a - (day_start + earliest + m) for m, (a, _) in enumerate(cycle)]
+    waits = [w for _, w in cycle]
+    return (
+        f"transit {min(times):.0f}-{max(times):.0f} min "
+        f"(incl. {min(waits):.0f}-{max(waits):.0f} waiting; {every})"
+    )
+
+
+def _leisure_options(ctx: PlanningContext) -> list[str]:
+    text = ctx.persona.lifestyle.lower()
+    options = sorted(
+        {place for word, place in LIFESTYLE_PLACES.items() if word in text}
+    )
+    return [p for p in options if p in ctx.facts.facilities] or [
+        p for p in DEFAULT_LEISURE if p in ctx.facts.facilities
+    ]
+
+
+def _day_legs(ctx: PlanningContext) -> list[tuple[str, str, int | None, int | None]]:
+    """The day's likely trips: ``(origin, destination, arrive_by, leave_at)``.
+
+    Workers: to work by the work start (through the school for a drop-off) and back at the
+    work end (through the school for a pick-up); others: to the places their lifestyle
+    suggests.
+    """
+    persona, facts = ctx.persona, ctx.facts
+    home = facts.start_place
+    work = persona.work_facility if ctx.workday else None
+    if work is None:
+        return [(home, place, None, None) for place in _leisure_options(ctx)[:3]]
+    runs = {duty.kind: duty.school for duty in facts.duties}
+    legs: list[tuple[str, str, int | None, int | None]] = []
+    if "drop_off" in runs:
+        legs += [(home, runs["drop_off"], None, None)]
+        legs += [(runs["drop_off"], work, persona.work_start, None)]
+    else:
+        legs.append((home, work, persona.work_start, None))
+    if "pick_up" in runs:
+        legs += [(work, runs["pick_up"], None, persona.work_end)]
+        legs += [(runs["pick_up"], persona.home, None, None)]
+    else:
+        legs.append((work, persona.home, None, persona.work_end))
+    return [leg for leg in legs if leg[0] != leg[1]]
+
+
+def _leg_line(
+    ctx: PlanningContext,
+    origin: str,
+    destination: str,
+    arrive_by: int | None,
+    leave_at: int | None,
+) -> str | None:
+    """One trip with its time by every mode the traveller can use, and the path's links."""
+    facts = ctx.facts
+    head = f"{origin} -> {destination}"
+    if arrive_by is not None:
+        head += f", arrive by {format_hhmm(arrive_by)}"
+    if leave_at is not None:
+        head += f", leave {format_hhmm(leave_at)}"
+    modes = ("drive", "transit", "walk") if can_drive(facts) else ("transit", "walk")
+    options: list[str] = []
+    drive_links: list[str] | None = None
+    for mode in modes:
+        key = (origin, destination, mode)
+        if key not in ctx.travel_times:
+            continue
+        route = ctx.routes.get(key)
+        shown = ctx.travel_times[key]
+        if mode == "transit" and route and facts.index is not None:
+            text = _transit_times(
+                facts.index, route, (ctx.day - 1) * MINUTES_PER_DAY, arrive_by,
+                leave_at, max(facts.now, 6 * 60),
+            )  # fmt: skip
+        else:
+            text = f"{mode} {shown:.0f} min"
+        text += _remembered(ctx, key, shown)
+        if route:
+            names = [link.name for link in route]
+            if mode == "walk" and names == drive_links:
+                text += " [as drive]"
+            else:
+                text += f" [{', '.join(names)}]"
+            if mode == "drive":
+                drive_links = names
+        options.append(text)
+    return f"{head}: {'; '.join(options)}" if options else None
+
+
 def render_plan_prompt(ctx: PlanningContext) -> list[Message]:
     """Ask for today's plan, long-term reflection and concepts to remember."""
     persona, facts = ctx.persona, ctx.facts
     vehicle = (
         "a household vehicle is yours today"
-        if facts.licensed and facts.vehicle_available and facts.vehicles
+        if can_drive(facts)
         else "you cannot drive today"
         + (
             f" (the car is used by {', '.join(facts.household_drivers)})"
@@ -305,16 +507,22 @@ def render_plan_prompt(ctx: PlanningContext) -> list[Message]:
             else ""
         )
     )
-    duty = {
-        "drop_off": "you drop the children at school in the morning",
-        "pick_up": "you pick the children up from school after work",
-        "both": "you drop the children at school and pick them up",
-    }.get(ctx.school_duty or "", "")
-    work_trip = ""
-    if persona.work_facility:
-        free = ctx.travel_times.get((facts.start_place, persona.work_facility, "drive"))
-        work_trip = f"Free-flow drive to work: {free:.0f} min." if free else ""
+    duty = (
+        "school runs (below)"
+        if facts.duties
+        else {
+            "drop_off": "you drop the children at school in the morning",
+            "pick_up": "you pick the children up from school after work",
+            "both": "you drop the children at school and pick them up",
+        }.get(ctx.school_duty or "", "")
+    )
+    legs = [line for leg in _day_legs(ctx) if (line := _leg_line(ctx, *leg))]
     trips = [trip_memory_text(e) for e in ctx.experiences[-6:]]
+    runs = (
+        " Required school runs: " + "; ".join(d.describe() for d in facts.duties) + "."
+        if facts.duties
+        else ""
+    )
     user = "\n".join(
         [
             f"Today is {ctx.weekday} {ctx.date} (day {ctx.day}); it is {format_hhmm(facts.now)} and you are at {facts.start_place}.",
@@ -325,23 +533,30 @@ def render_plan_prompt(ctx: PlanningContext) -> list[Message]:
                 for part in ("a workday" if ctx.workday else "no work", vehicle, duty)
                 if part
             )
-            + f". {work_trip}".rstrip(),
+            + ".",
+            _section(
+                "Travel times (free flow; transit waits by the timetable; [path links])",
+                legs,
+            ),
             f"Long-term reflection: {ctx.long_term_reflection or 'none yet'}",
             _section("Recent trips you remember", trips),
-            _section("Other memories", ctx.memories[:6]),
-            _section("Chats today", ctx.chats),
-            _section("Announcements", ctx.events),
+            *_sections(
+                ("Other memories", ctx.memories[:6]),
+                ("Chats today", ctx.chats),
+                ("Announcements", ctx.events),
+            ),
             f"Facilities: {', '.join(sorted(facts.facilities))}.",
             (
                 "Plan today as an ordered list of activities (where you go next). departure_time is when "
                 "you leave for it (null: right after reaching the previous one). One mode (drive, transit "
-                'or walk) for every activity. path is "shortest" or link names. reflect_every: minutes '
-                "between reconsiderations (>= 30; work 150). Lunch only 11:00-14:00. Also give a new "
-                "long_term_reflection (2 sentences) and 0-3 concepts to remember with importance 0-1."
+                'or walk) for every activity. path is "shortest" or a list of link names (e.g. one above). '
+                "reflect_every: minutes between reconsiderations (>= 30; work 150). Lunch only 11:00-14:00. "
+                "Also give a new long_term_reflection (2 sentences) and 0-3 concepts to remember with "
+                "importance 0-1."
             ),
             (
                 f"The LAST activity must return home to {persona.home}. Departure times must increase and "
-                f"not be before {format_hhmm(facts.now)}."
+                f"not be before {format_hhmm(facts.now)}.{runs}"
             ),
         ]
     )
@@ -367,10 +582,9 @@ def choose_mode(
     short trips (at most 20 min) when the preference mentions walking; else drive.
     """
     facts, home = ctx.facts, ctx.facts.start_place
-    can_drive = facts.licensed and facts.vehicle_available and facts.vehicles > 0
     transit_ok = (home, destination, "transit") in ctx.travel_times
     walk_time = ctx.travel_times.get((home, destination, "walk"), float("inf"))
-    if not can_drive:
+    if not can_drive(facts):
         if walk_time <= 25 or not transit_ok:
             return "walk"
         return "transit"
@@ -408,13 +622,7 @@ def _lateness_margin(ctx: PlanningContext, destination: str) -> float:
 
 
 def _leisure_place(ctx: PlanningContext, rng: np.random.Generator) -> str:
-    text = ctx.persona.lifestyle.lower()
-    options = sorted(
-        {place for word, place in LIFESTYLE_PLACES.items() if word in text}
-    )
-    options = [p for p in options if p in ctx.facts.facilities] or [
-        p for p in DEFAULT_LEISURE if p in ctx.facts.facilities
-    ]
+    options = _leisure_options(ctx)
     return (
         str(options[int(rng.integers(len(options)))]) if options else ctx.persona.home
     )
@@ -562,6 +770,14 @@ DAILY_PLAN: DecisionKind[PlanningContext, DailyPlan] = DecisionKind(
 Situation = Literal["at_node", "during_activity", "end_of_activity"]
 
 
+@dataclass(frozen=True)
+class RouteOption:
+    """A further path offered at a revision: its link names and expected minutes now."""
+
+    links: tuple[str, ...]
+    minutes: float
+
+
 @dataclass
 class RevisionContext:
     """What a traveller knows at a revision opportunity.
@@ -574,12 +790,20 @@ class RevisionContext:
         facts: Validation facts; ``start_place`` is where the future activities start, ``now``
             the current minute of the day, ``day_mode`` today's mode.
         future: Activities not yet started, in order.
+        current: The activity under way: the one at ``place`` (staying; ``None`` before the
+            day's first trip) or the one travelled to (``at_node``).
         destination: Current trip's destination (``at_node``), else ``None``.
-        remaining_path: Links still planned for the current trip.
-        remaining_minutes: Expected minutes along them (free time plus current waits).
-        alternative_path: Fastest path from ``place`` on current conditions.
+        remaining_path: Links still planned for the current trip (``at_node``); staying: for
+            the next trip (its explicit path, else the fastest now), when known.
+        remaining_minutes: Expected minutes along them (free time plus current waits; transit
+            waits for trains by the timetable).
+        alternative_path: Fastest path from ``place`` on current conditions (staying: another
+            path for the next trip).
         alternative_minutes: Its expected minutes.
-        target_arrival: When the traveller wants to arrive (minute of the day) or ``None``.
+        other_paths: Further paths to the same destination (:class:`RouteOption`).
+        target_arrival: When the traveller wants to arrive at the next place with a target
+            (minute of the day, e.g. the work start), or ``None``.
+        target_place: That place.
         congestion: Current congestion, one line per place.
         events: Announcements.
         memories: Recalled memories (text).
@@ -592,12 +816,15 @@ class RevisionContext:
     place: str
     facts: PlanFacts
     future: list[Activity] = field(default_factory=list)
+    current: Activity | None = None
     destination: str | None = None
     remaining_path: list[str] = field(default_factory=list)
     remaining_minutes: float = 0.0
     alternative_path: list[str] = field(default_factory=list)
     alternative_minutes: float = 0.0
+    other_paths: list[RouteOption] = field(default_factory=list)
     target_arrival: int | None = None
+    target_place: str | None = None
     congestion: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
@@ -607,6 +834,8 @@ class RevisionContext:
 
 class PlanRevisionOutput(BaseModel):
     """A revision: keep the plan, take a new path, change the next departure, or replace."""
+
+    model_config = ConfigDict(json_schema_extra=compact_schema)
 
     action: Literal["keep", "new_path", "new_departure_time", "replace_activities"]
     new_path: list[str] | None = Field(
@@ -623,42 +852,107 @@ class PlanRevisionOutput(BaseModel):
     concept: Concept | None = None
 
 
+def _new_path_ends(ctx: RevisionContext) -> tuple[str, str | None]:
+    """Where a ``new_path`` starts and ends: the node ahead when driving, else the next trip."""
+    if ctx.situation == "at_node":
+        return ctx.place, ctx.destination
+    return ctx.facts.start_place, ctx.future[0].facility if ctx.future else None
+
+
 def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
     """Ask whether to keep or revise the plan now."""
-    facts = ctx.facts
+    facts, persona = ctx.facts, ctx.persona
+    following = ctx.future[0] if ctx.future else None
+    until = (
+        f"until {following.departure_time}"
+        if following is not None and following.departure_time
+        else f"then straight on to {following.facility}"
+        if following is not None
+        else "for the rest of the day"
+    )
+    doing = (
+        (ctx.current.description or f"at the {ctx.current.facility}")
+        if ctx.current is not None
+        else f"at {ctx.place}"
+    )
+    origin, target = _new_path_ends(ctx)
+    mode = facts.day_mode or (following.mode if following is not None else "drive")
     if ctx.situation == "at_node":
         where = (
-            f"You are driving to {ctx.destination} and reaching {ctx.place}. Planned path: "
-            f"{', '.join(ctx.remaining_path) or 'none'} (~{ctx.remaining_minutes:.0f} min now). "
-            f"Fastest now: {', '.join(ctx.alternative_path) or 'none'} (~{ctx.alternative_minutes:.0f} min)."
+            f"You are driving to {ctx.destination} and reaching {ctx.place}. "
+            f"Then: {doing}, {until}."
         )
-        if ctx.target_arrival is not None:
-            where += f" You want to arrive by {format_hhmm(ctx.target_arrival)}."
-    elif ctx.situation == "during_activity":
-        where = f"You are at {ctx.place}."
+        leave = facts.now
     else:
-        where = f"You are at {ctx.place} and about to leave for your next activity."
+        state = (
+            "about to leave for your next activity"
+            if ctx.situation == "end_of_activity"
+            else "staying"
+        )
+        where = f"You are at {ctx.place}, {state}. Now: {doing}, {until}."
+        leave = max(facts.now, (following.departure_minute or 0) if following else 0)
+    paths = []
+    if ctx.remaining_path:
+        paths.append(
+            f"planned [{', '.join(ctx.remaining_path)}] ~{ctx.remaining_minutes:.0f} min now"
+        )
+    if ctx.alternative_path and ctx.alternative_path != ctx.remaining_path:
+        label = "fastest now" if ctx.situation == "at_node" else "alternative"
+        paths.append(
+            f"{label} [{', '.join(ctx.alternative_path)}] ~{ctx.alternative_minutes:.0f} min"
+        )
+    paths += [
+        f"other [{', '.join(o.links)}] ~{o.minutes:.0f} min" for o in ctx.other_paths
+    ]
+    goal = ""
+    if ctx.target_arrival is not None:
+        goal = f"Target: at {ctx.target_place or target} by {format_hhmm(ctx.target_arrival)}"
+        if ctx.remaining_path and (ctx.target_place or target) == target:
+            expected = leave + ctx.remaining_minutes
+            late = expected - ctx.target_arrival
+            goal += f"; expected ~{format_hhmm(expected)}" + (
+                f", {late:.0f} min late" if late >= 1 else ""
+            )
+        goal += "."
+    runs = [duty.describe() for duty in _pending_runs(facts)]
     future = [
         f"{a.facility} leave {a.departure_time or 'on arrival'} by {a.mode} ({a.description})"
         for a in ctx.future
     ]
     user = "\n".join(
-        [
+        part
+        for part in [
             f"It is {format_hhmm(facts.now)}. {where}",
+            f"Profile: {persona.profile_text()}.",
+            goal,
+            _section(f"Paths by {mode} {origin} -> {target}", paths)
+            if paths and target
+            else "",
             _section("Rest of today's plan", future),
+            f"Still to do: {'; '.join(runs)}." if runs else "",
             _section("Traffic now", ctx.congestion[:12], "no congestion"),
-            _section("Announcements", ctx.events),
-            _section("Family and friends now", ctx.social),
-            _section("Memories", ctx.memories[:6]),
+            *_sections(
+                ("Announcements", ctx.events),
+                ("Family and friends now", ctx.social),
+                ("Memories", ctx.memories[:6]),
+            ),
             (
-                "Choose action: keep; new_path (links to the destination: from the node when driving, "
-                "else for the trip to the next activity); new_departure_time (HH:MM for the next activity); replace_activities "
-                f"(the new rest of the day, same mode {facts.day_mode or ''}, ending at home "
-                f"{ctx.persona.home}). Give a short reason; optionally a concept to remember."
+                f"Choose action: keep; new_path (links from {origin} to {target or 'the next activity'}, "
+                "e.g. one of the paths above); new_departure_time (HH:MM for the next activity); "
+                f"replace_activities (the new rest of the day, same mode {facts.day_mode or ''}, ending "
+                f"at home {persona.home}{', keeping the school runs' if runs else ''}). Give a short "
+                "reason; optionally a concept to remember."
             ),
         ]
+        if part
     )
-    return [_system(ctx.persona.name), {"role": "user", "content": user}]
+    return [_system(persona.name), {"role": "user", "content": user}]
+
+
+def _pending_runs(facts: PlanFacts) -> list[FamilyDuty]:
+    """The school runs the day has not yet headed for (:attr:`PlanFacts.visited`)."""
+    missing = {issue.message for issue in check_duties([], facts)}
+    return [d for d in facts.duties if any(d.describe() in m for m in missing)]
 
 
 def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str]:
@@ -666,11 +960,7 @@ def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str
     errors: list[str] = []
     if out.action == "new_path":
         # at a node: the rest of the current trip; elsewhere: the trip to the next activity
-        origin, target = (
-            (ctx.place, ctx.destination)
-            if ctx.situation == "at_node"
-            else (ctx.facts.start_place, ctx.future[0].facility if ctx.future else None)
-        )
+        origin, target = _new_path_ends(ctx)
         if target is None:
             errors.append("path: no trip left to give a new path to")
         elif not out.new_path:
@@ -775,6 +1065,8 @@ class ChatContext:
 
 class ChatOutput(BaseModel):
     """One short exchange: the request, the partner's reply and its summary."""
+
+    model_config = ConfigDict(json_schema_extra=compact_schema)
 
     partner: str
     topic: str = Field(min_length=1, max_length=80)
@@ -882,6 +1174,8 @@ class ReflectionContext:
 
 class ReflectionOutput(BaseModel):
     """Daily reflections (concepts with importance) and an updated long-term reflection."""
+
+    model_config = ConfigDict(json_schema_extra=compact_schema)
 
     reflections: list[Concept] = Field(min_length=1, max_length=4)
     long_term_reflection: str = Field(default="", max_length=800)

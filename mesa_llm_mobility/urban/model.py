@@ -56,13 +56,16 @@ from mesa_llm_mobility.urban.decisions import (
     DAILY_PLAN,
     DAILY_REFLECTION,
     PLAN_REVISION,
+    SCHOOL,
     ChatContext,
     PersonaFacts,
     PlanningContext,
     ReflectionContext,
     RevisionContext,
+    RouteOption,
     TripExperience,
     parse_trip_memory,
+    school_runs,
     trip_memory_text,
 )
 from mesa_llm_mobility.urban.network_space import build_network_space
@@ -73,9 +76,16 @@ from mesa_llm_mobility.urban.plans import (
     format_hhmm,
     issue_rule,
 )
-from mesa_llm_mobility.urban.routing import MODES, PathError, Router
+from mesa_llm_mobility.urban.routing import (
+    MODES,
+    DirectedLink,
+    PathError,
+    Router,
+    alternative_path,
+    validate_path,
+)
 from mesa_llm_mobility.urban.scenario import Event, Scenario, load_scenario
-from mesa_llm_mobility.urban.traffic import TrafficEngine, TravelState
+from mesa_llm_mobility.urban.traffic import TrafficEngine, TravelState, transit_journey
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +95,8 @@ PLAN_MINUTE = 1
 REFLECTION_MINUTE = 23 * 60 + 50
 NODE_REVISION_WAIT = 5.0
 """Drivers reconsider their path at a node when the waits ahead add up to this many minutes."""
+ALTERNATIVE_SLACK = 1.5
+"""LLM revisions offer a further path only when expected at most this much slower."""
 _COLLECTED_FIELDS = (
     "model_vars",
     "_collection_steps",
@@ -228,7 +240,7 @@ class UrbanMobilityModel(mesa.Model):
         self.brain = make_brain(brain, rng=self.rng, **(brain_options or {}))
         self._llm = not isinstance(self.brain, RuleBrain)
         self.facilities = frozenset(town.facilities)
-        self.travel_times = self._free_flow_table()
+        self.travel_times, self.routes = self._free_flow_table()
 
         loaded = _load_population(population, town)
         personas = (
@@ -308,6 +320,8 @@ class UrbanMobilityModel(mesa.Model):
         state.setdefault("_revisions", [])  # checkpoints of earlier versions
         state.setdefault("_moves", [])
         self.__dict__.update(state)
+        if "routes" not in state:  # checkpoints of earlier versions
+            self.travel_times, self.routes = self._free_flow_table()
         self.datacollector = self._make_datacollector()
         for name, value in collected.items():
             setattr(self.datacollector, name, value)
@@ -443,8 +457,14 @@ class UrbanMobilityModel(mesa.Model):
     def _free_flow(self, origin: str, destination: str, mode: str = "drive") -> float:
         return self.travel_times.get((origin, destination, mode), 0.0)
 
-    def _free_flow_table(self) -> dict[tuple[str, str, str], float]:
-        router, table = Router(self.engine.index), {}
+    def _free_flow_table(
+        self,
+    ) -> tuple[
+        dict[tuple[str, str, str], float],
+        dict[tuple[str, str, str], tuple[DirectedLink, ...]],
+    ]:
+        """Free-flow minutes and shortest paths by (origin, destination, mode) facility pairs."""
+        router, table, routes = Router(self.engine.index), {}, {}
         for origin in self.facilities:
             for destination in self.facilities:
                 for mode in MODES:
@@ -461,7 +481,8 @@ class UrbanMobilityModel(mesa.Model):
                     table[(origin, destination, mode)] = (
                         router.free_flow_time(links, mode) + extra
                     )
-        return table
+                    routes[(origin, destination, mode)] = tuple(links)
+        return table, routes
 
     # ------------------------------------------------------------------ requests
     def _push(self, minute: float, name: str, purpose: str, payload: str = "") -> None:
@@ -534,6 +555,11 @@ class UrbanMobilityModel(mesa.Model):
         self, agent: TravelerAgent, now: int, start_place: str
     ) -> PlanFacts:
         today, persona = agent.today, agent.persona
+        visited = tuple(
+            r.destination
+            for r in agent.trips
+            if r.day == today.day and not r.cancelled and not math.isnan(r.departure)
+        )
         return PlanFacts(
             home=persona.home,
             start_place=start_place,
@@ -545,6 +571,8 @@ class UrbanMobilityModel(mesa.Model):
             day_mode=today.mode,
             facilities=self.facilities,
             index=self.engine.index,
+            duties=school_runs(persona, today.school_duty, SCHOOL, self.facilities),
+            visited=visited,
         )
 
     def _events(self, t: int) -> list[str]:
@@ -567,6 +595,7 @@ class UrbanMobilityModel(mesa.Model):
             workday=agent.today.workday,
             facts=self._plan_facts(agent, now, agent.end_place()),
             travel_times=self.travel_times,
+            routes=self.routes,
             experiences=self._recall_trips(agent, t),
             school_duty=agent.today.school_duty,
             memories=self._recall_text(agent, t, "plan today travel lessons"),
@@ -656,17 +685,26 @@ class UrbanMobilityModel(mesa.Model):
                 situation = "during_activity"
                 self._schedule_check(agent, t)
             seen.add(name)
+            facts = self._plan_facts(agent, now, agent.end_place())
+            target = next((r for r in pending if r.planned_arrival is not None), None)
             context = RevisionContext(
                 persona=agent.persona,
                 situation=situation,
                 social=self._social(agent),
                 place=agent.place,
-                facts=self._plan_facts(agent, now, agent.end_place()),
+                facts=facts,
                 future=[r.activity for r in pending],
+                current=self._current_activity(agent),
+                target_arrival=None
+                if target is None
+                else int(target.planned_arrival) % MINUTES_PER_DAY,
+                target_place=None if target is None else target.destination,
                 congestion=self._congestion_lines(t) if self._llm else [],
                 events=self._events(t),
                 memories=self._recall_text(agent, t, f"{agent.place} plan change"),
             )
+            if self._llm:
+                self._next_trip_paths(context, pending[0], t)
             requests.append(DecisionRequest(PLAN_REVISION, name, context))
         for name in sorted(self._active - seen):
             request = self._node_request(self.travellers[name], t, now)
@@ -704,6 +742,25 @@ class UrbanMobilityModel(mesa.Model):
         except PathError:
             return None
         remaining = [link.name for link in trip.remaining]
+        fastest = sum(link.free_time + engine.link_wait(link) for link in alternative)
+        other_paths = []
+        if self._llm:  # a third path for the prompt, when not much slower
+            other = alternative_path(
+                engine.index, node, trip.destination_node, "drive",
+                list(trip.remaining) + alternative, engine.router.extra_costs,
+            )  # fmt: skip
+            names = None if other is None else [link.name for link in other]
+            if other is not None and names not in (
+                remaining,
+                [link.name for link in alternative],
+            ):
+                minutes = self._minutes_now(other, "drive", t)
+                if minutes <= ALTERNATIVE_SLACK * fastest:
+                    other_paths.append(RouteOption(tuple(names), minutes))
+        target = record if record.planned_arrival is not None else None
+        target = target or next(
+            (r for r in agent.pending_trips() if r.planned_arrival is not None), None
+        )
         context = RevisionContext(
             persona=agent.persona,
             situation="at_node",
@@ -715,17 +772,84 @@ class UrbanMobilityModel(mesa.Model):
             remaining_path=remaining,
             remaining_minutes=sum(link.free_time for link in trip.remaining) + waits,
             alternative_path=[link.name for link in alternative],
-            alternative_minutes=sum(
-                link.free_time + engine.link_wait(link) for link in alternative
-            ),
+            alternative_minutes=fastest,
+            other_paths=other_paths,
+            current=record.activity,
             target_arrival=None
-            if record.planned_arrival is None
-            else int(record.planned_arrival) % MINUTES_PER_DAY,
+            if target is None
+            else int(target.planned_arrival) % MINUTES_PER_DAY,
+            target_place=None if target is None else target.destination,
             congestion=self._congestion_lines(t) if self._llm else [],
             events=self._events(t),
             memories=self._recall_text(agent, t, f"congestion {node} route"),
         )
         return DecisionRequest(PLAN_REVISION, agent.name, context)
+
+    def _current_activity(self, agent: TravelerAgent) -> Activity | None:
+        """The activity of the trip last departed today (``None`` before the first)."""
+        for record in reversed(agent.trips):
+            if record.cancelled or math.isnan(record.departure):
+                continue
+            return record.activity if record.day == agent.today.day else None
+        return None
+
+    def _minutes_now(
+        self, links: Sequence[DirectedLink], mode: str, depart: float
+    ) -> float:
+        """Expected minutes along ``links`` leaving at ``depart`` (absolute), on current waits.
+
+        Driving: free times plus the links' wait indicators; walking: the walking factor times
+        the free times; transit: the timetable journey (waits for trains included) plus the
+        crowding indicators of its metro links.
+        """
+        engine = self.engine
+        if mode == "drive":
+            return sum(link.free_time + engine.link_wait(link) for link in links)
+        if mode == "walk":
+            return self.town.walking_factor * sum(link.free_time for link in links)
+        arrival, _ = transit_journey(engine.index, links, depart)
+        crowding = sum(engine.link_wait(link) for link in links if link.kind == "metro")
+        return arrival - depart + crowding
+
+    def _next_trip_paths(
+        self, context: RevisionContext, pending: TripRecord, t: int
+    ) -> None:
+        """Fill a staying revision's paths for the next trip: the planned one, and another.
+
+        The planned path is the activity's explicit path, else the fastest now; the other one
+        shares as few links with it as the network allows (for driving).
+        """
+        activity, origin = pending.activity, context.facts.start_place
+        mode = context.facts.day_mode or activity.mode
+        if activity.facility == origin:
+            return
+        engine = self.engine
+        depart = max(float(t), pending.planned_departure)
+        try:
+            planned = (
+                validate_path(
+                    engine.index, origin, activity.facility, activity.path, mode
+                )
+                if isinstance(activity.path, list)
+                else engine.router.path(origin, activity.facility, mode)
+            )
+        except PathError:
+            return
+        context.remaining_path = [link.name for link in planned]
+        context.remaining_minutes = self._minutes_now(planned, mode, depart)
+        if mode == "walk":
+            return
+        other = alternative_path(
+            engine.index, origin, activity.facility, mode, planned,
+            engine.router.extra_costs,
+        )  # fmt: skip
+        minutes = None if other is None else self._minutes_now(other, mode, depart)
+        if (
+            minutes is not None
+            and minutes <= ALTERNATIVE_SLACK * context.remaining_minutes
+        ):
+            context.alternative_path = [link.name for link in other]
+            context.alternative_minutes = minutes
 
     # ------------------------------------------------------------------ applying decisions
     def _apply(self, result: Any, t: int, day: int, now: int) -> None:

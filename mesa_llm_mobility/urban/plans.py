@@ -17,9 +17,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mesa_llm_mobility.urban.routing import NetworkIndex, PathError, validate_path
 
@@ -57,6 +57,21 @@ def format_hhmm(minute: float) -> str:
     return f"{whole // 60:02d}:{whole % 60:02d}"
 
 
+def compact_schema(schema: dict[str, Any], model: type) -> None:
+    """Shorten a model's JSON schema for prompts: no titles, the docstring's first line only.
+
+    Use as ``model_config = ConfigDict(json_schema_extra=compact_schema)``: prompts carry the
+    output schema, and the rest of the docstring (and the titles) repeat what fields and
+    prompts say.
+    """
+    schema.pop("title", None)
+    doc = (model.__doc__ or "").strip().splitlines()
+    if doc:
+        schema["description"] = doc[0]
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+
+
 class Activity(BaseModel):
     """One activity of a day plan: where to go next, when to leave, how to travel.
 
@@ -71,6 +86,8 @@ class Activity(BaseModel):
         description: What the traveller does there, in a sentence.
     """
 
+    model_config = ConfigDict(json_schema_extra=compact_schema)
+
     facility: str = Field(min_length=1)
     departure_time: str | None = Field(
         default=None,
@@ -78,7 +95,10 @@ class Activity(BaseModel):
     )
     reflect_every: int = Field(default=60, ge=MIN_REFLECT_MINUTES, le=MINUTES_PER_DAY)
     mode: Mode = "drive"
-    path: Literal["shortest"] | list[str] = "shortest"
+    path: Literal["shortest"] | list[str] = Field(
+        default="shortest",
+        description='"shortest" or link names from the previous facility',
+    )
     description: str = ""
 
     @field_validator("departure_time")
@@ -97,6 +117,8 @@ class Activity(BaseModel):
 class Concept(BaseModel):
     """A concept to remember, with its importance in [0, 1]."""
 
+    model_config = ConfigDict(json_schema_extra=compact_schema)
+
     content: str = Field(min_length=1, max_length=600)
     importance: float = Field(ge=0.0, le=1.0)
     keywords: list[str] = Field(default_factory=list)
@@ -104,6 +126,8 @@ class Concept(BaseModel):
 
 class DailyPlan(BaseModel):
     """A day's plan with the planner's new long-term reflection and concepts to remember."""
+
+    model_config = ConfigDict(json_schema_extra=compact_schema)
 
     activities: list[Activity] = Field(min_length=1)
     long_term_reflection: str = ""
@@ -120,6 +144,35 @@ class PlanRule(StrEnum):
     FACILITY = "facility"
     PATH = "path"
     HOME = "home"
+    DUTY = "duty"
+
+
+@dataclass(frozen=True)
+class FamilyDuty:
+    """A school run assigned to a parent for the day (children do not travel on their own).
+
+    Attributes:
+        kind: ``"drop_off"`` (take the children to school before work) or ``"pick_up"`` (fetch
+            them after work).
+        school: The school facility.
+        children: The children's names.
+        work: The work facility the run is timed around, or ``None``.
+        time: Minute of the day: the work start (drop-off) or the work end (pick-up).
+    """
+
+    kind: Literal["drop_off", "pick_up"]
+    school: str
+    children: tuple[str, ...] = ()
+    work: str | None = None
+    time: int | None = None
+
+    def describe(self) -> str:
+        """The duty in a sentence, e.g. ``"drop Cleo Wu off at School before work (08:00)"``."""
+        who = " and ".join(self.children) or "the children"
+        when = f" ({format_hhmm(self.time)})" if self.time is not None else ""
+        if self.kind == "drop_off":
+            return f"drop {who} off at {self.school} before work{when}"
+        return f"pick {who} up from {self.school} after work{when}"
 
 
 @dataclass(frozen=True)
@@ -148,6 +201,9 @@ class PlanFacts:
         day_mode: The mode already used today (revisions must keep it), or ``None``.
         facilities: Valid facility names.
         index: Network index for path validation (``None`` skips explicit-path checks).
+        duties: Today's school runs (:class:`FamilyDuty`) the plan must keep.
+        visited: Facilities already headed for today, in order (trips departed); duties
+            count them with the plan's activities, so a revision need not repeat a done run.
     """
 
     home: str
@@ -160,6 +216,8 @@ class PlanFacts:
     day_mode: str | None = None
     facilities: frozenset[str] = field(default_factory=frozenset)
     index: NetworkIndex | None = None
+    duties: tuple[FamilyDuty, ...] = ()
+    visited: tuple[str, ...] = ()
 
 
 def _meal_of(activity: Activity) -> str | None:
@@ -178,7 +236,8 @@ def check_plan(
     Rules: valid facilities; household vehicle consistency (unlicensed people do not drive; no
     more household drivers than vehicles; a driver needs the vehicle assigned to them); one mode
     for the day; departure times increasing and not in the past; meals at plausible times; valid
-    explicit paths; the last activity returns home.
+    explicit paths; the last activity returns home; the day's school runs are kept
+    (:func:`check_duties`).
 
     Args:
         activities: The activities in order.
@@ -292,6 +351,54 @@ def check_plan(
             PlanIssue(
                 PlanRule.HOME,
                 f"the last activity must return home to {facts.home}; add it at the end",
+            )
+        )
+    issues.extend(check_duties(activities, facts))
+    return issues
+
+
+def check_duties(activities: Sequence[Activity], facts: PlanFacts) -> list[PlanIssue]:
+    """Check that the day keeps its school runs (:attr:`PlanFacts.duties`).
+
+    The day is the facilities already visited (:attr:`PlanFacts.visited`) followed by the
+    activities. A drop-off needs a visit to the school before the first visit to work (any visit
+    when the day has none); a pick-up needs a visit to the school after the last visit to work
+    (and after the drop-off's visit, when the parent has both).
+
+    Returns:
+        One ``duty`` issue per run the day drops, naming the children, the school and the time.
+    """
+    if not facts.duties:
+        return []
+    day = [*facts.visited, *(a.facility for a in activities)]
+    issues: list[PlanIssue] = []
+    dropped_at = -1
+    for duty in sorted(facts.duties, key=lambda d: d.kind != "drop_off"):
+        work = [k for k, place in enumerate(day) if duty.work and place == duty.work]
+        school = [k for k, place in enumerate(day) if place == duty.school]
+        if duty.kind == "drop_off":
+            found = [k for k in school if not work or k < work[0]]
+            if found:
+                dropped_at = found[0]
+                continue
+            where = (
+                f"a {duty.school} activity before the {duty.work} one"
+                if work
+                else f"a {duty.school} activity in the morning"
+            )
+        else:
+            found = [k for k in school if (not work or k > work[-1]) and k > dropped_at]
+            if found:
+                continue
+            where = (
+                f"a {duty.school} activity after the {duty.work} one, before returning home"
+                if work
+                else f"a {duty.school} activity in the afternoon, before returning home"
+            )
+        issues.append(
+            PlanIssue(
+                PlanRule.DUTY,
+                f"you must {duty.describe()} today, and the plan drops it: add {where}",
             )
         )
     return issues

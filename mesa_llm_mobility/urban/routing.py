@@ -231,6 +231,11 @@ class Router:
         self.cache_hits = 0
         self.computations = 0
 
+    @property
+    def extra_costs(self) -> dict[int, float]:
+        """The current per-link extra costs (a copy)."""
+        return dict(self._extra)
+
     def set_extra_costs(self, extra: Mapping[int, float]) -> bool:
         """Set per-link extra costs (minutes, by directed link index); drop the cache if changed.
 
@@ -353,6 +358,41 @@ class Router:
                     heapq.heappush(heap, (nd, counter, new_state))
                     counter += 1
         return None
+
+
+AVOID_PENALTY = 1000.0
+"""Extra minutes on each link to avoid when looking for an alternative path."""
+
+
+def alternative_path(
+    index: NetworkIndex,
+    origin: str,
+    destination: str,
+    mode: str,
+    avoid: Sequence[DirectedLink],
+    extra: Mapping[int, float] | None = None,
+) -> list[DirectedLink] | None:
+    """Another path than ``avoid``: the fastest one sharing as few of its links as it can.
+
+    The links of ``avoid`` cost :data:`AVOID_PENALTY` more (on top of ``extra``, e.g. the
+    current waits), so the result leaves them wherever the network allows. Extra costs apply to
+    driving and metro links (walking legs are never penalised).
+
+    Returns:
+        The path, or ``None`` when no path exists or the only one is ``avoid`` itself.
+    """
+    router = Router(index)
+    costs = dict(extra or {})
+    for link in avoid:
+        costs[link.index] = costs.get(link.index, 0.0) + AVOID_PENALTY
+    router.set_extra_costs(costs)
+    try:
+        found = router.path(origin, destination, mode)
+    except PathError:
+        return None
+    if [link.index for link in found] == [link.index for link in avoid]:
+        return None
+    return found
 
 
 def next_hop_table(

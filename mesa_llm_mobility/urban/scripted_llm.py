@@ -4,8 +4,8 @@ The local OpenAI-compatible server (:class:`~mesa_llm_mobility.cognition.testing
 takes :func:`respond` as its responder, so the urban model can be driven through the real LLM
 brain (litellm, HTTP, parsing, validation, repair and fallback) without any model: the soak and
 fault tests, the LLM benchmarks and demos use it. A day plan is a commute planned from the profile
-(home, work facility, work hours, whether the car is free) and the stated travel time, or a
-shopping trip; every revision is "keep"; a reflection is short; a chat picks a new topic. A prompt
+(home, work facility, work hours, whether the car is free), the stated travel time and the
+required school runs, or a shopping trip; every revision is "keep"; a reflection is short; a chat picks a new topic. A prompt
 it does not recognise gets a schema violation, which the brain repairs or replaces.
 """
 
@@ -22,7 +22,12 @@ _WORK = re.compile(
     r"works as .*? at (?P<work>[^;]+?) (?P<start>\d\d:\d\d)-(?P<end>\d\d:\d\d)"
 )
 _NOW = re.compile(r"it is (?P<now>\d\d:\d\d)")
-_FREE_FLOW = re.compile(r"Free-flow drive to work: (?P<minutes>\d+) min")
+_TO_WORK = re.compile(
+    r"-> (?P<work>[^,\n]+), arrive by \d\d:\d\d: (?:drive (?P<drive>\d+) min|"
+    r"transit: leave \d\d:\d\d, arrive \d\d:\d\d \((?P<transit>\d+) min)"
+)
+_RUNS = re.compile(r"Required school runs: (?P<runs>[^\n]+)\.$", re.MULTILINE)
+_SCHOOL = re.compile(r"(?:off at|up from) (?P<school>.+?) (?:before|after) work")
 _PERSON = re.compile(
     r"^- (?P<name>.+?) \((?:family|friend); topics already discussed: (?P<used>.*)\)$",
     re.MULTILINE,
@@ -31,7 +36,7 @@ _DAY = re.compile(r"Day (?P<day>\d+)")
 
 
 def _plan(prompt: str) -> dict[str, Any]:
-    """A day plan from the planning prompt: work and back home, else a shopping trip."""
+    """A day plan: work and back home (with the school runs), else a shopping trip."""
     home = _HOME.search(prompt)["home"]
     now = parse_hhmm(_NOW.search(prompt)["now"])
     mode = "drive" if "a household vehicle is yours today" in prompt else "transit"
@@ -44,9 +49,13 @@ def _plan(prompt: str) -> dict[str, Any]:
         ]
     else:
         start, end = parse_hhmm(work["start"]), parse_hhmm(work["end"])
-        free = _FREE_FLOW.search(prompt)
-        travel = int(free["minutes"]) if free else 30
-        leave = max(now + 1, start - travel - 15)
+        free = _TO_WORK.search(prompt)
+        travel = int(free["drive"] or free["transit"]) if free else 30
+        runs = _RUNS.search(prompt)
+        runs = runs["runs"] if runs else ""
+        school = _SCHOOL.search(runs)
+        drop = "off at" in runs
+        leave = max(now + 1, start - travel - 15 - (20 if drop else 0))
         back = end if end > leave else min(leave + 8 * 60, 23 * 60 + 30)
         activities = [
             {"facility": work["work"], "departure_time": format_hhmm(leave),
@@ -54,6 +63,16 @@ def _plan(prompt: str) -> dict[str, Any]:
             {"facility": home, "departure_time": format_hhmm(back), "mode": mode,
              "description": "Return home"},
         ]  # fmt: skip
+        if drop:
+            activities[0]["departure_time"] = None
+            activities.insert(0, {"facility": school["school"], "mode": mode,
+                                  "departure_time": format_hhmm(leave),
+                                  "description": "Drop the children off"})  # fmt: skip
+        if "up from" in runs:
+            activities[-1]["departure_time"] = None
+            activities.insert(-1, {"facility": school["school"], "mode": mode,
+                                   "departure_time": format_hhmm(back),
+                                   "description": "Pick the children up"})  # fmt: skip
     return {
         "activities": activities,
         "long_term_reflection": "Leave with a margin for traffic.",

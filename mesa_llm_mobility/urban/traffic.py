@@ -1485,3 +1485,69 @@ def metro_timetable(line: MetroLine, days: int = 1) -> pd.DataFrame:
             "departure",
         ],
     )
+
+
+def next_train(line: MetroLine, stop: int, minute: float) -> float:
+    """Departure of the first train of ``line`` leaving its ``stop``-th stop at or after ``minute``.
+
+    Both directions run the same timetable (:func:`train_departure`), so ``stop`` is the index
+    in the direction of travel. Minutes are absolute (day 0 starts at 0); ``inf`` when no train
+    runs.
+    """
+    n_trains = math.ceil((line.service_end - line.service_start) / line.headway - _EPS)
+    if n_trains <= 0:
+        return math.inf
+    day = math.floor(minute / MINUTES_PER_DAY)
+    for candidate in range(day - 1, day + 3):
+        base = train_departure(line, candidate, 0, stop)
+        n = max(0, math.ceil((minute - base) / line.headway - _EPS))
+        if n < n_trains:
+            return base + n * line.headway
+    return math.inf
+
+
+def transit_journey(
+    index: NetworkIndex, links: Sequence[DirectedLink], depart: float
+) -> tuple[float, float]:
+    """Arrival and time spent waiting for trains, leaving at ``depart`` along a transit path.
+
+    By the timetable and without queues (every train has room): walking legs take the walking
+    factor times their free time; at each boarding the traveller takes the first train of the
+    line and direction leaving that stop (:func:`next_train`), stays aboard over consecutive
+    links of that line and direction, and alights when it arrives at the last one's head, as
+    the engine moves riders.
+
+    Args:
+        index: Network index.
+        links: The path's directed links (as :meth:`Router.path` or
+            :func:`~mesa_llm_mobility.urban.routing.validate_path` return them).
+        depart: Departure minute (absolute).
+
+    Returns:
+        ``(arrival, wait)`` in minutes; ``(inf, inf)`` when a train never comes.
+    """
+    lines = index.scenario.metro_lines
+    factor = index.scenario.walking_factor
+    now, wait, k = float(depart), 0.0, 0
+    while k < len(links):
+        link = links[k]
+        if link.kind != "metro":
+            now += factor * link.free_time
+            k += 1
+            continue
+        run = 1
+        while (
+            k + run < len(links)
+            and links[k + run].kind == "metro"
+            and links[k + run].line == link.line
+            and links[k + run].direction == link.direction
+        ):
+            run += 1
+        line = lines[link.line]
+        leave = next_train(line, link.stop or 0, now)
+        if math.isinf(leave):
+            return math.inf, math.inf
+        wait += leave - now
+        now = leave + run * line.travel_time + (run - 1) * line.dwell
+        k += run
+    return now, wait

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import dataclasses
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -16,12 +19,15 @@ from mesa_llm_mobility.urban.decisions import (
     PlanRevisionOutput,
     ReflectionContext,
     RevisionContext,
+    RouteOption,
     TripExperience,
     choose_mode,
     expected_travel_minutes,
     parse_trip_memory,
+    school_runs,
     trip_memory_text,
 )
+from mesa_llm_mobility.urban.model import UrbanMobilityModel
 from mesa_llm_mobility.urban.plans import Activity, DailyPlan, PlanFacts, parse_hhmm
 from mesa_llm_mobility.urban.routing import NetworkIndex
 from mesa_llm_mobility.urban.scenario import load_scenario
@@ -79,17 +85,22 @@ def departure_to_work(plan: DailyPlan) -> int:
 
 def late_trip(day: int = 1, travel: int = 62, late: int = 20) -> TripExperience:
     return TripExperience(
-        "Uptown apartment", "Office", "drive", 438, travel, travel - 34, late, day
+        "Uptown apartment", "Office", "drive", 438, travel, travel - 34, late, day, 480
     )
 
 
 def test_trip_memory_round_trip():
     experience = late_trip()
-    text = trip_memory_text(experience, 480)
-    assert text.startswith(
-        "Day 1: trip from Uptown apartment to Office by drive: left 07:18"
+    text = trip_memory_text(experience)
+    assert text == (
+        "Day 1: trip from Uptown apartment to Office by drive: left 07:18, took 62 min "
+        "(28 min delay); 20 min late for 08:00."
     )
+    assert trip_memory_text(dataclasses.replace(experience, target=None), 480) == text
     assert parse_trip_memory(text) == experience
+    on_time = dataclasses.replace(experience, late=0)
+    assert trip_memory_text(on_time).endswith("; on time for 08:00.")
+    assert parse_trip_memory(trip_memory_text(on_time)) == on_time
     no_target = TripExperience("Office", "Gym", "walk", 1020, 20, 4, None, 2)
     assert parse_trip_memory(trip_memory_text(no_target)) == no_target
     assert parse_trip_memory("Day 2 went as planned.") is None
@@ -339,3 +350,229 @@ def test_mode_follows_preferences_and_bad_traffic_memories():
         facts={"vehicle_available": False, "household_drivers": ("Bob Wu",)}
     )
     assert choose_mode(carless, "Office", np.random.default_rng(0)) == "transit"
+
+
+# ----------------------------------------------------------------------------- prompt fields
+def _free_flow():
+    """The model's free-flow minutes and paths on the reference town."""
+    town = SimpleNamespace(
+        engine=SimpleNamespace(index=INDEX),
+        facilities=frozenset(TOWN.facilities),
+        town=TOWN,
+    )
+    return UrbanMobilityModel._free_flow_table(town)
+
+
+FREE_TIMES, ROUTES = _free_flow()
+
+
+def town_planning(**changes) -> PlanningContext:
+    return planning(travel_times=FREE_TIMES, routes=ROUTES, **changes)
+
+
+def user_prompt(kind, ctx) -> str:
+    return kind.render_prompt(ctx)[1]["content"]
+
+
+def leg(prompt: str, head: str) -> str:
+    return next(line for line in prompt.splitlines() if line.startswith(f"- {head}"))
+
+
+def test_every_trip_memory_and_reflection_input_carries_the_lateness():
+    two_days = [late_trip(1, 62, 20), late_trip(2, 67, 20)]
+    plan = user_prompt(DAILY_PLAN, planning(experiences=two_days))
+    assert plan.count("20 min late for 08:00.") == 2
+    assert "took 67 min (33 min delay); 20 min late for 08:00" in plan
+    chat = user_prompt(CHAT, chat_context())
+    assert "20 min late for 08:00" in chat
+    reflection = ReflectionContext(persona=ALICE, day=1, trips=[late_trip()])
+    assert "20 min late for 08:00" in user_prompt(DAILY_REFLECTION, reflection)
+
+
+def test_plan_prompt_gives_every_usable_mode_with_the_transit_wait_and_links():
+    prompt = user_prompt(DAILY_PLAN, town_planning())
+    assert "Free-flow drive" not in prompt
+    commute = leg(prompt, "Uptown apartment -> Office, arrive by 08:00")
+    # Metro_2 leaves Node_1 at 07:10, reaches Node_6 at 07:27; Metro_1 leaves it at 07:28
+    assert commute == (
+        "- Uptown apartment -> Office, arrive by 08:00: drive 34 min "
+        "[Ave_1_link_1, St_5_link_1, St_5_link_2]; transit: leave 07:10, arrive 07:54 (44 min "
+        "incl. 1 waiting; trains every 10 min) [Metro_2_link_1, Metro_2_link_2, "
+        "Metro_1_link_3, Metro_1_link_4, Metro_1_link_5]; walk 68 min [as drive]"
+    )
+    back = leg(prompt, "Office -> Uptown apartment, leave 17:00")
+    # Metro_1 leaves Node_2 at 17:00, reaches Node_6 at 17:26; Metro_2 leaves it at 17:27
+    assert "transit 44 min leaving 17:00 (incl. 1 waiting; trains every 10 min)" in back
+    assert "[St_5_link_2, St_5_link_1, Ave_1_link_1]" in back
+    assert 'path is "shortest" or a list of link names (e.g. one above)' in prompt
+
+
+@pytest.mark.parametrize(
+    "facts",
+    [
+        {"licensed": False},
+        {"vehicle_available": False, "household_drivers": ("Bob Wu",)},
+        {"vehicles": 0},
+    ],
+)
+def test_plan_prompt_offers_no_drive_time_to_those_who_cannot_drive(facts):
+    prompt = user_prompt(DAILY_PLAN, town_planning(facts=facts))
+    commute = leg(prompt, "Uptown apartment -> Office")
+    assert "drive" not in commute.replace("[as drive]", "")
+    assert commute.endswith("walk 68 min [Ave_1_link_1, St_5_link_1, St_5_link_2]")
+    assert "transit: leave 07:10" in commute
+
+
+def test_plan_prompt_says_when_remembered_trips_took_longer():
+    prompt = user_prompt(DAILY_PLAN, town_planning(experiences=[late_trip(1, 62, 20)]))
+    assert "drive 34 min, remembered 62 [" in prompt
+
+
+def test_plan_prompt_routes_school_runs_and_requires_them():
+    duties = school_runs(ALICE, "both", "School", frozenset(TOWN.facilities))
+    ctx = town_planning(school_duty="both", facts={"duties": duties})
+    prompt = user_prompt(DAILY_PLAN, ctx)
+    assert [line.split(": ")[0] for line in prompt.splitlines() if " -> " in line] == [
+        "- Uptown apartment -> School",
+        "- School -> Office, arrive by 08:00",
+        "- Office -> School, leave 17:00",
+        "- School -> Uptown apartment",
+    ]
+    assert "transit 25-34 min (incl. 0-9 waiting" in leg(
+        prompt, "Uptown apartment -> School"
+    )
+    assert prompt.endswith(
+        "Required school runs: drop Cleo Wu off at School before work (08:00); "
+        "pick Cleo Wu up from School after work (17:00)."
+    )
+
+
+def test_plan_prompt_of_a_day_off_times_the_lifestyle_places():
+    prompt = user_prompt(DAILY_PLAN, town_planning(workday=False))
+    heads = [line.split(": ")[0] for line in prompt.splitlines() if " -> " in line]
+    assert heads == ["- Uptown apartment -> Coffee shop", "- Uptown apartment -> Gym"]
+
+
+def test_school_runs_only_where_the_rule_plan_does_them():
+    facilities = frozenset(TOWN.facilities)
+    both = school_runs(ALICE, "both", "School", facilities)
+    assert [(d.kind, d.children, d.work, d.time) for d in both] == [
+        ("drop_off", ("Cleo Wu",), "Office", 480),
+        ("pick_up", ("Cleo Wu",), "Office", 1020),
+    ]
+    teacher = dataclasses.replace(ALICE, work_facility="School")
+    assert school_runs(teacher, "both", "School", facilities) == ()
+    assert school_runs(ALICE, "both", "School", frozenset({"Office"})) == ()
+    assert school_runs(ALICE, None, "School", facilities) == ()
+
+
+@pytest.mark.parametrize("duty", ["drop_off", "pick_up", "both"])
+def test_rule_plans_keep_the_school_runs_and_dropping_one_is_an_error(duty):
+    duties = school_runs(ALICE, duty, "School", frozenset(TOWN.facilities))
+    ctx = planning(school_duty=duty, facts={"duties": duties})
+    for seed in range(5):
+        plan = DAILY_PLAN.rule_policy(ctx, np.random.default_rng(seed))
+        assert DAILY_PLAN.validate(ctx, plan) == []
+    dropped = DailyPlan(
+        activities=[a for a in plan.activities if a.facility != "School"]
+    )
+    dropped.activities[0] = dropped.activities[0].model_copy(
+        update={"departure_time": "07:00"}
+    )
+    dropped.activities[-1] = dropped.activities[-1].model_copy(
+        update={"departure_time": "17:00"}
+    )
+    errors = DAILY_PLAN.validate(ctx, dropped)
+    assert errors and all(e.startswith("duty: you must ") for e in errors)
+    assert len(errors) == len(duties)
+    assert all("Cleo Wu" in e and "School" in e for e in errors)
+
+
+def staying_revision(**changes) -> RevisionContext:
+    facts = PlanFacts(
+        home="Uptown apartment", start_place="Uptown apartment", now=420, day_mode="drive",
+        facilities=frozenset(TOWN.facilities), index=INDEX,
+        duties=school_runs(ALICE, "pick_up", "School", frozenset(TOWN.facilities)),
+    )  # fmt: skip
+    base = {
+        "persona": ALICE,
+        "situation": "end_of_activity",
+        "place": "Uptown apartment",
+        "facts": facts,
+        "future": [
+            Activity(facility="Office", departure_time="07:00", description="Work"),
+            Activity(facility="School", departure_time="17:00"),
+            Activity(facility="Uptown apartment", departure_time=None),
+        ],
+        "remaining_path": ["Ave_1_link_1", "St_5_link_1", "St_5_link_2"],
+        "remaining_minutes": 47.0,
+        "alternative_path": ["St_2_link_1", "Ave_2_link_2", "Ave_2_link_3", "Ave_2_link_4", "St_5_link_2"],
+        "alternative_minutes": 41.0,
+        "target_arrival": 480,
+        "target_place": "Office",
+    }  # fmt: skip
+    base.update(changes)
+    return RevisionContext(**base)
+
+
+def test_revision_prompt_at_home_has_profile_target_expected_time_and_paths():
+    prompt = user_prompt(PLAN_REVISION, staying_revision())
+    assert f"Profile: {ALICE.profile_text()}." in prompt
+    assert "works as engineer at Office 08:00-17:00" in prompt
+    assert "Now: at Uptown apartment, until 07:00." in prompt
+    assert "Target: at Office by 08:00; expected ~07:47." in prompt
+    assert (
+        "Paths by drive Uptown apartment -> Office:\n"
+        "- planned [Ave_1_link_1, St_5_link_1, St_5_link_2] ~47 min now\n"
+        "- alternative [St_2_link_1, Ave_2_link_2, Ave_2_link_3, Ave_2_link_4, St_5_link_2] "
+        "~41 min"
+    ) in prompt
+    assert "Still to do: pick Cleo Wu up from School after work (17:00)." in prompt
+    assert (
+        "new_path (links from Uptown apartment to Office, e.g. one of the paths"
+        in prompt
+    )
+    assert "ending at home Uptown apartment, keeping the school runs)" in prompt
+
+
+def test_revision_prompt_during_work_names_the_activity_and_its_end():
+    facts = dataclasses.replace(
+        staying_revision().facts, start_place="Office", now=600, visited=("Office",)
+    )
+    ctx = staying_revision(
+        situation="during_activity", place="Office", facts=facts,
+        current=Activity(facility="Office", departure_time="07:00", description="Work at the Office"),
+        future=[Activity(facility="School", departure_time="17:00"),
+                Activity(facility="Uptown apartment", departure_time=None)],
+        remaining_path=[], alternative_path=[], target_arrival=None, target_place=None,
+    )  # fmt: skip
+    prompt = user_prompt(PLAN_REVISION, ctx)
+    assert "You are at Office, staying. Now: Work at the Office, until 17:00." in prompt
+    assert "Target:" not in prompt and "Paths" not in prompt
+    assert "Still to do: pick Cleo Wu up" in prompt
+    picked = dataclasses.replace(facts, visited=("Office", "School"))
+    assert "Still to do" not in user_prompt(
+        PLAN_REVISION, staying_revision(facts=picked)
+    )
+
+
+def test_revision_prompt_at_a_node_shows_every_path_and_the_lateness():
+    ctx = revision(
+        current=Activity(facility="Office", description="Work at the Office"),
+        future=[Activity(facility="Uptown apartment", departure_time="17:00")],
+        other_paths=[RouteOption(("St_6_link_1", "St_5_link_2"), 39.0)],
+        target_place="Office",
+    )
+    prompt = user_prompt(PLAN_REVISION, ctx)
+    assert prompt.startswith(
+        "It is 07:30. You are driving to Office and reaching Node_12. "
+        "Then: Work at the Office, until 17:00."
+    )
+    assert "Target: at Office by 08:00; expected ~08:15, 15 min late." in prompt
+    assert "- planned [St_5_link_1, St_5_link_2] ~45 min now" in prompt
+    assert (
+        "- fastest now [St_3_link_1, Ave_2_link_3, Ave_2_link_4, St_5_link_2] ~34 min"
+        in prompt
+    )
+    assert "- other [St_6_link_1, St_5_link_2] ~39 min" in prompt
+    assert "new_path (links from Node_12 to Office" in prompt

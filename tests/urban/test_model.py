@@ -313,10 +313,18 @@ class ScriptedRevisions(RuleBrain):
         ):
             self.replaced.add(agent)
             mode = ctx.facts.day_mode
+            # a parent fetching the children keeps the pick-up (else: a duty error)
+            pick_up = any(d.kind == "pick_up" for d in ctx.facts.duties)
+            school = [Activity(facility="School", departure_time="17:00", mode=mode)]
             return PlanRevisionOutput(
                 action="replace_activities",
                 activities=[
-                    Activity(facility="Gym", departure_time="17:00", mode=mode),
+                    *(school if pick_up else []),
+                    Activity(
+                        facility="Gym",
+                        departure_time="17:20" if pick_up else "17:00",
+                        mode=mode,
+                    ),
                     Activity(
                         facility=ctx.persona.home, departure_time="18:30", mode=mode
                     ),
@@ -520,3 +528,131 @@ def test_a_normal_day_has_no_interruptions():
     model.run()
     assert model.summary()["interruptions"] == 0
     assert "interrupt" not in set(model.revisions_frame()["action"])
+
+
+# ----------------------------------------------------------------------------- school runs
+def _parent(name: str, child: str) -> PersonaFacts:
+    return dataclasses.replace(_persona(name, "Office"), children=(child,))
+
+
+def _answer_parents(body):
+    """Dora drops the school runs, adds them when told; Eve never does.
+
+    At work, Dora first wants to go straight home (dropping the pick-up), then keeps the plan.
+    """
+    name = body["messages"][0]["content"].split("You are ", 1)[1].split(",", 1)[0]
+    prompt = body["messages"][1]["content"]
+    repair = body["messages"][-1]["content"].startswith("Your previous answer")
+    drive = {"mode": "drive"}
+    if "Plan today" in prompt:
+        work = {
+            "facility": "Office",
+            "departure_time": "07:00",
+            "reflect_every": 150,
+            **drive,
+        }
+        home = {"facility": "Uptown apartment", "departure_time": "17:00", **drive}
+        if name == "Dora" and repair:
+            activities = [
+                {"facility": "School", "departure_time": "06:50", **drive},
+                {**work, "departure_time": None},
+                {"facility": "School", "departure_time": "17:00", **drive},
+                {**home, "departure_time": None},
+            ]
+        else:
+            activities = [work, home]
+        return json_content({"activities": activities})
+    if "Choose action" in prompt:
+        if name == "Dora" and "You are at Office, staying" in prompt and not repair:
+            return json_content(
+                {"action": "replace_activities", "reason": "tired",
+                 "activities": [{"facility": "Uptown apartment", "departure_time": "16:00", **drive}]}
+            )  # fmt: skip
+        return json_content({"action": "keep", "reason": "fine"})
+    if "is over" in prompt:
+        return json_content({"reflections": [{"content": "ok", "importance": 0.3}]})
+    return Fault.schema_violation()
+
+
+def test_llm_plans_that_drop_a_school_run_are_repaired_or_replaced(tmp_path):
+    personas = [_parent("Dora", "Finn"), _parent("Eve", "Gus")]
+    ledger = tmp_path / "ledger.jsonl"
+    with FakeLLMServer(_answer_parents) as server:
+        model = UrbanMobilityModel(
+            population=personas, days=1, rng=0, chat_probability=0.0,
+            brain="llm:openai/fake-model",
+            brain_options={"api_base": server.api_base, "api_key": "sk-fake", "timeout_s": 10,
+                           "max_attempts": 1, "ledger": ledger},
+        )  # fmt: skip
+        model.run()
+        model.close()
+        prompts = [body["messages"][1]["content"] for body in server.requests]
+    assert {a.today.school_duty for a in model.travellers.values()} == {"both"}
+    decisions = model.decisions_frame()
+    plans = decisions[decisions["kind"] == "DailyPlan"].set_index("agent")
+    assert plans["outcome"].to_dict() == {"Dora": "repaired", "Eve": "fallback"}
+    gus = "duty: you must drop Gus off at School before work (08:00) today"
+    assert gus in plans.loc["Eve", "reason"]
+    records = {
+        (r["kind"], r["agent_id"], r["outcome"]): r
+        for r in (json.loads(line) for line in ledger.read_text().splitlines())
+    }
+    first = records[("DailyPlan", "Dora", "repaired")]["rounds"][0]["errors"]
+    assert first == [
+        (
+            "duty: you must drop Finn off at School before work (08:00) today, and the plan "
+            "drops it: add a School activity before the Office one"
+        ),
+        (
+            "duty: you must pick Finn up from School after work (17:00) today, and the plan "
+            "drops it: add a School activity after the Office one, before returning home"
+        ),
+    ]
+    # at work, a replacement that goes straight home drops the pick-up too
+    replaced = records[("PlanRevision", "Dora", "repaired")]["rounds"][0]["errors"]
+    assert replaced and replaced[0].startswith(
+        "duty: you must pick Finn up from School"
+    )
+    assert model.summary()["plan_errors"]["duty"] >= 2 + 2 * 3 + 1
+    trips = model.trips_frame()
+    for name in ("Dora", "Eve"):  # both parents drive the children both ways
+        visits = list(trips[trips["agent"] == name]["destination"])
+        assert visits == ["School", "Office", "School", "Uptown apartment"], name
+    # the prompts carry the runs, the profile and the paths
+    plan = next(p for p in prompts if "Plan today" in p and "Dora" in p)
+    assert "Required school runs: drop Finn off at School before work (08:00)" in plan
+    at_work = next(p for p in prompts if "You are at Office, staying" in p)
+    assert "Profile: " in at_work and "Still to do: pick " in at_work
+    leaving = next(p for p in prompts if "about to leave for your next activity" in p)
+    assert "Paths by drive " in leaving and "~" in leaving
+
+
+class CheckingRules(RuleBrain):
+    """Rule answers; every day plan validated against its context on the way out."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.checked: list[tuple[str, list[str]]] = []
+
+    def decide_all(self, requests, *, tags=None):
+        results = super().decide_all(requests, tags=tags)
+        for result in results:
+            if result.kind == "DailyPlan":
+                ctx = result.request.context
+                runs = "+".join(d.kind for d in ctx.facts.duties)
+                self.checked.append(
+                    (runs, result.request.kind.validate(ctx, result.output))
+                )
+        return results
+
+
+@pytest.mark.slow
+def test_every_rule_plan_of_the_reference_run_keeps_its_school_runs():
+    brain = CheckingRules(rng=0)
+    model = UrbanMobilityModel(days=3, rng=0, brain=brain, collect_every=60)
+    model.run()
+    assert len(brain.checked) == 3 * len(model.travellers)
+    assert all(errors == [] for _, errors in brain.checked)
+    runs = {runs for runs, _ in brain.checked}
+    assert {"drop_off", "pick_up"} <= runs
+    assert model.summary()["plan_errors"] == {}

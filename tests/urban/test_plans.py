@@ -6,6 +6,7 @@ from pydantic import ValidationError
 from mesa_llm_mobility.urban.plans import (
     Activity,
     DailyPlan,
+    FamilyDuty,
     PlanFacts,
     PlanRule,
     check_plan,
@@ -154,3 +155,79 @@ def test_messages_start_with_their_rule():
     assert message.startswith("home: ")
     assert issue_rule(message) == "home"
     assert issue_rule("field x: missing") is None
+
+
+DROP_OFF = FamilyDuty("drop_off", "School", ("Cleo Wu",), "Office", 480)
+PICK_UP = FamilyDuty("pick_up", "School", ("Cleo Wu",), "Office", 1020)
+
+
+def school_day(drop: bool = True, pick: bool = True) -> list[Activity]:
+    """Home -> (School) -> Office -> (School) -> home, as the rule policy plans it."""
+    day = [act("Office", None if drop else "07:20", description="Work")]
+    if drop:
+        day.insert(0, act("School", "07:10", description="Drop Cleo off"))
+    if pick:
+        day += [act("School", "17:00"), act("Uptown apartment", None)]
+    else:
+        day.append(act("Uptown apartment", "17:00"))
+    return day
+
+
+def test_school_runs_kept_are_valid():
+    both = facts(duties=(DROP_OFF, PICK_UP))
+    assert check_plan(school_day(), both) == []
+    assert check_plan(school_day(pick=False), facts(duties=(DROP_OFF,))) == []
+    assert check_plan(school_day(drop=False), facts(duties=(PICK_UP,))) == []
+
+
+def test_a_dropped_drop_off_is_a_specific_duty_error():
+    issues = check_plan(school_day(drop=False), facts(duties=(DROP_OFF, PICK_UP)))
+    assert [i.rule for i in issues] == [PlanRule.DUTY]
+    assert str(issues[0]) == (
+        "duty: you must drop Cleo Wu off at School before work (08:00) today, and the plan "
+        "drops it: add a School activity before the Office one"
+    )
+    # a school visit after work is the pick-up, not the drop-off
+    assert rules(school_day(drop=False), duties=(DROP_OFF,)) == ["duty"]
+
+
+def test_a_dropped_pick_up_is_a_specific_duty_error():
+    issues = check_plan(school_day(pick=False), facts(duties=(DROP_OFF, PICK_UP)))
+    assert [str(i) for i in issues] == [
+        (
+            "duty: you must pick Cleo Wu up from School after work (17:00) today, and the plan "
+            "drops it: add a School activity after the Office one, before returning home"
+        )
+    ]
+    # one school visit cannot be both runs of a parent who has both
+    no_work = [act("School", "07:30"), act("Uptown apartment", "08:00")]
+    assert rules(no_work, duties=(DROP_OFF, PICK_UP)) == ["duty"]
+    gym_day = [act("Gym", "10:00"), act("Uptown apartment", "12:00")]
+    assert "School activity in the afternoon" in str(
+        check_plan(gym_day, facts(duties=(PICK_UP,)))[0]
+    )
+
+
+def test_duties_count_the_visits_already_made():
+    """A revision at work need not repeat the morning's drop-off, but must keep the pick-up."""
+    at_work = facts(
+        start_place="Office", now=600, duties=(DROP_OFF, PICK_UP),
+        visited=("School", "Office"),
+    )  # fmt: skip
+    home = [act("Uptown apartment", "17:00")]
+    assert [str(i.rule) for i in check_plan(home, at_work)] == ["duty"]
+    assert (
+        check_plan([act("School", "17:00"), act("Uptown apartment", None)], at_work)
+        == []
+    )
+    assert (
+        check_plan(home, facts(duties=(PICK_UP,), visited=("Office", "School"))) == []
+    )
+
+
+def test_duty_messages_name_the_children_or_say_the_children():
+    assert DROP_OFF.describe() == "drop Cleo Wu off at School before work (08:00)"
+    anonymous = FamilyDuty("pick_up", "School", (), "Office", None)
+    assert anonymous.describe() == "pick the children up from School after work"
+    twins = FamilyDuty("pick_up", "School", ("Ana", "Ben"), "Office", 1020)
+    assert "pick Ana and Ben up" in twins.describe()

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import math
 import random
@@ -6,13 +7,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mesa_llm_mobility.urban.routing import PathError
+from mesa_llm_mobility.urban.routing import NetworkIndex, PathError, Router
 from mesa_llm_mobility.urban.scenario import load_scenario, scenario_from_dict
 from mesa_llm_mobility.urban.traffic import (
     TrafficEngine,
     TravelState,
     metro_timetable,
+    next_train,
     train_departure,
+    transit_journey,
 )
 
 
@@ -573,3 +576,42 @@ def test_redirect_errors(town):
     assert engine.trip("x").destination == "Office"  # nothing changed
     with pytest.raises(ValueError, match="not at a node"):
         engine.redirect("x", "Gym")
+
+
+def test_next_train_follows_the_timetable(town):
+    metro_1 = town.metro_lines["Metro_1"]
+    assert next_train(metro_1, 0, 423) == 430
+    assert next_train(metro_1, 0, 430) == 430  # leaving now: that train
+    assert next_train(metro_1, 2, 423) == 428  # stop 2 is served 18 min after the first
+    assert next_train(metro_1, 2, 1440 + 423) == 1440 + 428
+    short = dataclasses.replace(metro_1, service_start=360.0, service_end=1320.0)
+    assert next_train(short, 0, 1305) == 1310  # the last train of the day
+    assert next_train(short, 0, 1312) == 1440 + 360  # then the first of the next day
+    assert next_train(short, 0, 100) == 360
+
+
+@pytest.mark.parametrize(
+    ("origin", "destination"),
+    [
+        ("Uptown apartment", "Office"),  # a change at Node_6
+        ("Uptown apartment", "School"),  # a change to the other direction
+        ("Factory", "Museum"),
+        ("Gym", "Office"),  # walking legs
+    ],
+)
+def test_transit_journey_matches_the_engine(town, origin, destination):
+    index = NetworkIndex(town)
+    links = Router(index).path(origin, destination, "transit")
+    engine = TrafficEngine(town)
+    departures = [420 + k * 3 for k in range(8)]
+    for k, depart in enumerate(departures):
+        engine.add_trip(
+            f"t{k}", origin, destination, depart, mode="transit",
+            path=[link.name for link in links],
+        )  # fmt: skip
+    engine.run_until(720)
+    trips = engine.trips_frame().set_index("trip_id")
+    for k, depart in enumerate(departures):
+        arrival, wait = transit_journey(index, links, depart)
+        assert trips.loc[f"t{k}", "arrival"] == pytest.approx(arrival), depart
+        assert 0 <= wait < 2 * 10 * len({link.line for link in links if link.line})
