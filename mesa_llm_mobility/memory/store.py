@@ -7,6 +7,10 @@ lazily, on first use. Next to Chroma's files the store writes ``memory.json``: t
 chosen (the ``"auto"`` setting resolves to MiniLM or hash and the choice must not change when a
 run is reopened, since the stored vectors come from it), the memory settings and the Chroma
 version. Chroma telemetry is off.
+
+Persistent stores bound the number of vector indexes Chroma keeps loaded (``hnsw_cache_size``),
+and every collection writes its index to disk on each write (:data:`HNSW_CONFIGURATION`), so
+that an index the cache evicts reloads as it was.
 """
 
 from __future__ import annotations
@@ -55,22 +59,38 @@ _PERSISTENT_PREFIX = "agent-"
 
 
 DEFAULT_HNSW_CACHE_SIZE = 200
-"""Vector indexes a persistent store keeps in memory: about 0.5 GB at most."""
+"""Vector indexes a persistent store keeps in memory: at most 192 (64 shards of 3), about 0.5 GB."""
 
 MIN_HNSW_CACHE_SIZE = 16
 """Smallest cache bound: Chroma needs some open files of its own while it starts."""
 
+HNSW_CONFIGURATION: dict[str, Any] = {"space": "cosine", "sync_threshold": 1}
+"""HNSW settings of every agent's collection.
+
+``sync_threshold=1`` makes Chroma write the index to disk after every write (add, update,
+delete) instead of after every 1,000 records. The cache of loaded indexes drops an evicted
+index without writing it, and Chroma replays the log into a collection only on its first read
+in a process; so an index must be on disk, whole, whenever it can be evicted, or its agent's
+next query fails ("Nothing found on disk") or misses the newest memories. Chroma writes only
+the changed elements, plus the index's id map, so this costs little for agent-sized indexes.
+"""
+
 
 @contextlib.contextmanager
 def _bounded_hnsw_cache(size: int | None) -> Iterator[None]:
-    """Make the Chroma client created inside keep at most ``size`` vector indexes in memory.
+    """Make the Chroma client created inside keep at most about ``size`` vector indexes in memory.
 
     Chroma's local (Rust) backend keeps loaded HNSW indexes in an LRU cache whose size it
-    derives from the open-file limit (``RLIMIT_NOFILE // 5``); an index costs about 2.6 MB
-    however few vectors it holds, so with one collection per agent the cache, not the data,
-    sets memory use. The settings ``chroma_memory_limit_bytes`` and
-    ``chroma_segment_cache_policy`` do not reach this backend. So the soft limit is lowered
-    while the client starts and restored at once; evicted indexes reload from disk.
+    derives from the open-file limit (``RLIMIT_NOFILE // 5``) when the client starts; an index
+    costs about 2.6 MB however few vectors it holds (hnswlib allocates 65,536 label locks per
+    index), so with one collection per agent the cache, not the data, sets memory use. The
+    settings ``chroma_memory_limit_bytes`` and ``chroma_segment_cache_policy`` do not reach this
+    backend. So the soft limit is lowered while the client starts and restored at once.
+
+    The cache is split into 64 shards of ``size // 64`` indexes (at least one each) by a hash of
+    the segment id, so evictions begin before ``size`` indexes are loaded. An evicted index is
+    reloaded from disk on its agent's next query, which is why every collection writes its index
+    on every write (:data:`HNSW_CONFIGURATION`).
     """
     if size is None or sys.platform == "win32":  # no RLIMIT_NOFILE on Windows
         yield
@@ -96,6 +116,23 @@ def _open_file_count() -> int:
         return len(os.listdir("/proc/self/fd"))
     except OSError:
         return 1024
+
+
+def _persist_every_write(collection: Collection) -> None:
+    """Give a collection made before :data:`HNSW_CONFIGURATION` its sync threshold.
+
+    Stores written by earlier versions kept Chroma's default (an index written every 1,000
+    records), so their indexes may not be on disk at all. Chroma reads the threshold when it
+    loads an index, and an index is first loaded by the first read after the collection is
+    opened, which then replays the log and, with the new threshold, writes the index.
+    """
+    wanted = HNSW_CONFIGURATION["sync_threshold"]
+    hnsw = collection.configuration_json.get("hnsw") or {}
+    if hnsw.get("sync_threshold") != wanted:
+        collection.modify(configuration={"hnsw": {"sync_threshold": wanted}})
+        logger.debug(
+            "collection %s: HNSW sync threshold set to %d", collection.name, wanted
+        )
 
 
 class MemoryStoreError(RuntimeError):
@@ -195,7 +232,8 @@ class MemoryStore:
             config: Settings; defaults to the recorded ones on reopening, else
                 :class:`MemoryConfig`.
             hnsw_cache_size: Vector indexes Chroma keeps in memory (about 2.6 MB each, whatever
-                their size); others are reloaded from disk on use. None keeps Chroma's default.
+                their size), in 64 shards of ``hnsw_cache_size // 64`` (at least one each);
+                evicted ones are reloaded from disk on use. None keeps Chroma's default.
 
         Returns:
             The store.
@@ -420,16 +458,18 @@ class MemoryStore:
             # embedding function: Chroma would refuse one whose name differs from the recorded
             # one (e.g. MiniLM through sentence-transformers vs Chroma's ONNX MiniLM).
             try:
-                return self._client.get_collection(name)
+                found = self._client.get_collection(name)
             except chromadb.errors.NotFoundError:
                 if not create:
                     return None
-            return self._client.create_collection(
-                name,
-                embedding_function=self.embedding.function,
-                configuration={"hnsw": {"space": "cosine"}},
-                metadata={"agent_id": key},
-            )
+                return self._client.create_collection(
+                    name,
+                    embedding_function=self.embedding.function,
+                    configuration={"hnsw": dict(HNSW_CONFIGURATION)},
+                    metadata={"agent_id": key},
+                )
+            _persist_every_write(found)
+            return found
 
         return collection
 
