@@ -16,6 +16,7 @@ that an index the cache evicts reloads as it was.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -75,6 +76,11 @@ next query fails ("Nothing found on disk") or misses the newest memories. Chroma
 the changed elements, plus the index's id map, so this costs little for agent-sized indexes.
 """
 
+_EPHEMERAL_HNSW_CACHE_SIZE = 4000
+"""Cache wanted for the ephemeral client: Chroma's default where the open-file limit is 20,000."""
+
+_MACOS_OPEN_MAX = 10240
+
 
 @contextlib.contextmanager
 def _bounded_hnsw_cache(size: int | None) -> Iterator[None]:
@@ -109,6 +115,58 @@ def _bounded_hnsw_cache(size: int | None) -> Iterator[None]:
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@contextlib.contextmanager
+def _ample_hnsw_cache(size: int) -> Iterator[None]:
+    """Make the Chroma client created inside cache at least ``size`` indexes, if the limits allow.
+
+    An ephemeral index has no disk: when the cache evicts it, Chroma answers its next query as
+    if the collection were empty or fails on its ids. Chroma derives the cache from the soft
+    open-file limit (``RLIMIT_NOFILE // 5``, in 64 shards); a common soft limit of 1,024 (256 on
+    macOS) gives a few indexes per shard, evicting with a few dozen agents. So the soft limit is
+    raised, within the hard limit, while the client starts and restored at once.
+    """
+    if sys.platform == "win32":  # no RLIMIT_NOFILE on Windows
+        yield
+        return
+    import resource  # noqa: PLC0415 - POSIX only
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 5 * size + 4
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        yield
+        return
+    allowed = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    raised = None
+    # macOS refuses a soft limit above OPEN_MAX (10,240) even when the hard limit is unlimited.
+    for limit in (allowed, min(allowed, _MACOS_OPEN_MAX)):
+        if limit <= soft:
+            continue
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+        except (ValueError, OSError):
+            continue
+        raised = limit
+        break
+    if (raised or soft) < wanted:
+        _warn_small_ephemeral_cache(raised or soft)
+    try:
+        yield
+    finally:
+        if raised is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@functools.cache  # once per process: every ephemeral store passes here
+def _warn_small_ephemeral_cache(limit: int) -> None:
+    logger.warning(
+        "the open-file limit (%d) lets Chroma cache only %d vector indexes (%d per shard); an "
+        "ephemeral store loses the memories of an agent whose index it evicts",
+        limit,
+        limit // 5,
+        max(1, limit // 5 // 64),
+    )
 
 
 def _open_file_count() -> int:
@@ -200,7 +258,9 @@ class MemoryStore:
 
         Chroma shares one in-memory database per process; each ephemeral store uses its own
         collection-name prefix, so stores do not see each other. :meth:`close` deletes its
-        collections.
+        collections. An evicted in-memory index cannot be reloaded, so the first ephemeral
+        store of a process raises the soft open-file limit (within the hard one) while Chroma
+        starts, for a cache of 4,000 indexes (see docs/memory.md).
 
         Args:
             embedding: ``"auto"``, ``"minilm"``, ``"hash"`` or a Chroma embedding function.
@@ -211,7 +271,9 @@ class MemoryStore:
         """
         register_embedding_functions()
         choice = resolve_embedding(embedding)
-        client = chromadb.EphemeralClient(settings=chroma_settings())
+        # Only the process's first ephemeral client starts Chroma; later ones share it.
+        with _ample_hnsw_cache(_EPHEMERAL_HNSW_CACHE_SIZE):
+            client = chromadb.EphemeralClient(settings=chroma_settings())
         prefix = f"m{uuid.uuid4().hex[:12]}-"
         return cls(client, choice, config or MemoryConfig(), None, prefix)
 

@@ -7,9 +7,11 @@ disk when it was evicted came back empty ("Nothing found on disk"), or without i
 records. These tests make eviction certain rather than waiting for it: the smallest cache keeps
 one index per shard, so with more than 64 agents some agents' indexes are always evicted
 between two rounds of queries (pigeonhole), whatever shards the random segment ids fall in.
+An ephemeral index has no disk to come back from, so the in-memory client must not evict.
 """
 
 import os
+import resource
 import subprocess
 import sys
 import textwrap
@@ -103,3 +105,75 @@ def test_store_written_without_per_write_persistence_stays_queryable(tmp_path):
     assert_complete(first)
     assert query_every_agent(store) == first
     store.close()
+
+
+def test_ephemeral_store_keeps_every_index_under_a_low_open_file_limit():
+    """An evicted ephemeral index has no disk to come back from: Chroma answers no neighbours.
+
+    Chroma sizes its cache from the soft open-file limit when the process's ephemeral client
+    starts; with a common default of 1,024 (or macOS's 256) a few dozen agents already evict.
+    """
+    script = textwrap.dedent(
+        f"""
+        import importlib.util
+        import resource
+
+        from mesa_llm_mobility.memory.store import MemoryStore
+
+        spec = importlib.util.spec_from_file_location("eviction", {__file__!r})
+        helpers = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(helpers)
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        store = MemoryStore.ephemeral("hash", helpers.SEMANTIC_ONLY)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE) == (256, hard)
+        helpers.fill(store)
+        first = helpers.query_every_agent(store)
+        helpers.assert_complete(first)
+        assert helpers.query_every_agent(store) == first
+        """
+    )
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2048:
+        pytest.skip(f"hard open-file limit {hard} leaves no room for a larger cache")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        env=env,
+        timeout=240,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_ephemeral_store_says_so_when_the_open_file_limit_cannot_be_raised():
+    script = textwrap.dedent(
+        """
+        import logging
+        import resource
+
+        from mesa_llm_mobility.memory.store import MemoryStore
+
+        logging.basicConfig(level=logging.WARNING)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+        store = MemoryStore.ephemeral("hash")
+        MemoryStore.ephemeral("hash")  # warned once only
+        store.stream(1).remember("kept", node_type="event", importance=0.5, now=0)
+        assert store.stream(1).retrieve(1, text="kept")[0].node.content == "kept"
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        env=env,
+        timeout=240,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    warning = "the open-file limit (256) lets Chroma cache only 51 vector indexes (1 per shard)"
+    assert result.stderr.count(warning) == 1, result.stderr
