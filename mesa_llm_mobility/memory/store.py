@@ -74,6 +74,8 @@ index without writing it, and Chroma replays the log into a collection only on i
 in a process; so an index must be on disk, whole, whenever it can be evicted, or its agent's
 next query fails ("Nothing found on disk") or misses the newest memories. Chroma writes only
 the changed elements, plus the index's id map, so this costs little for agent-sized indexes.
+Chroma's Rust type declares a minimum of 2, which it does not enforce for ``configuration``
+(chromadb 1.5.9); 2 would leave a collection's newest record off disk.
 """
 
 _EPHEMERAL_HNSW_CACHE_SIZE = 4000
