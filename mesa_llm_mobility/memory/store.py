@@ -7,11 +7,16 @@ lazily, on first use. Next to Chroma's files the store writes ``memory.json``: t
 chosen (the ``"auto"`` setting resolves to MiniLM or hash and the choice must not change when a
 run is reopened, since the stored vectors come from it), the memory settings and the Chroma
 version. Chroma telemetry is off.
+
+Persistent stores bound the number of vector indexes Chroma keeps loaded (``hnsw_cache_size``),
+and every collection writes its index to disk on each write (:data:`HNSW_CONFIGURATION`), so
+that an index the cache evicts reloads as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -56,22 +61,45 @@ _PERSISTENT_PREFIX = "agent-"
 
 
 DEFAULT_HNSW_CACHE_SIZE = 200
-"""Vector indexes a persistent store keeps in memory: about 0.5 GB at most."""
+"""Vector indexes a persistent store keeps in memory: at most 192 (64 shards of 3), about 0.5 GB."""
 
 MIN_HNSW_CACHE_SIZE = 16
 """Smallest cache bound: Chroma needs some open files of its own while it starts."""
 
+HNSW_CONFIGURATION: dict[str, Any] = {"space": "cosine", "sync_threshold": 1}
+"""HNSW settings of every agent's collection.
+
+``sync_threshold=1`` makes Chroma write the index to disk after every write (add, update,
+delete) instead of after every 1,000 records. The cache of loaded indexes drops an evicted
+index without writing it, and Chroma replays the log into a collection only on its first read
+in a process; so an index must be on disk, whole, whenever it can be evicted, or its agent's
+next query fails ("Nothing found on disk") or misses the newest memories. Chroma writes only
+the changed elements, plus the index's id map, so this costs little for agent-sized indexes.
+Chroma's Rust type declares a minimum of 2, which it does not enforce for ``configuration``
+(chromadb 1.5.9); 2 would leave a collection's newest record off disk.
+"""
+
+_EPHEMERAL_HNSW_CACHE_SIZE = 4000
+"""Cache wanted for the ephemeral client: Chroma's default where the open-file limit is 20,000."""
+
+_MACOS_OPEN_MAX = 10240
+
 
 @contextlib.contextmanager
 def _bounded_hnsw_cache(size: int | None) -> Iterator[None]:
-    """Make the Chroma client created inside keep at most ``size`` vector indexes in memory.
+    """Make the Chroma client created inside keep at most about ``size`` vector indexes in memory.
 
     Chroma's local (Rust) backend keeps loaded HNSW indexes in an LRU cache whose size it
-    derives from the open-file limit (``RLIMIT_NOFILE // 5``); an index costs about 2.6 MB
-    however few vectors it holds, so with one collection per agent the cache, not the data,
-    sets memory use. The settings ``chroma_memory_limit_bytes`` and
-    ``chroma_segment_cache_policy`` do not reach this backend. So the soft limit is lowered
-    while the client starts and restored at once; evicted indexes reload from disk.
+    derives from the open-file limit (``RLIMIT_NOFILE // 5``) when the client starts; an index
+    costs about 2.6 MB however few vectors it holds (hnswlib allocates 65,536 label locks per
+    index), so with one collection per agent the cache, not the data, sets memory use. The
+    settings ``chroma_memory_limit_bytes`` and ``chroma_segment_cache_policy`` do not reach this
+    backend. So the soft limit is lowered while the client starts and restored at once.
+
+    The cache is split into 64 shards of ``size // 64`` indexes (at least one each) by a hash of
+    the segment id, so evictions begin before ``size`` indexes are loaded. An evicted index is
+    reloaded from disk on its agent's next query, which is why every collection writes its index
+    on every write (:data:`HNSW_CONFIGURATION`).
     """
     if size is None or sys.platform == "win32":  # no RLIMIT_NOFILE on Windows
         yield
@@ -92,11 +120,80 @@ def _bounded_hnsw_cache(size: int | None) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
+@contextlib.contextmanager
+def _ample_hnsw_cache(size: int) -> Iterator[None]:
+    """Make the Chroma client created inside cache at least ``size`` indexes, if the limits allow.
+
+    An ephemeral index has no disk: when the cache evicts it, Chroma answers its next query as
+    if the collection were empty or fails on its ids. Chroma derives the cache from the soft
+    open-file limit (``RLIMIT_NOFILE // 5``, in 64 shards); a common soft limit of 1,024 (256 on
+    macOS) gives a few indexes per shard, evicting with a few dozen agents. So the soft limit is
+    raised, within the hard limit, while the client starts and restored at once.
+    """
+    if sys.platform == "win32":  # no RLIMIT_NOFILE on Windows
+        yield
+        return
+    import resource  # noqa: PLC0415 - POSIX only
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 5 * size + 4
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        yield
+        return
+    allowed = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    raised = None
+    # macOS refuses a soft limit above OPEN_MAX (10,240) even when the hard limit is unlimited.
+    for limit in (allowed, min(allowed, _MACOS_OPEN_MAX)):
+        if limit <= soft:
+            continue
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+        except (ValueError, OSError):
+            continue
+        raised = limit
+        break
+    if (raised or soft) < wanted:
+        _warn_small_ephemeral_cache(raised or soft)
+    try:
+        yield
+    finally:
+        if raised is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@functools.cache  # once per process: every ephemeral store passes here
+def _warn_small_ephemeral_cache(limit: int) -> None:
+    logger.warning(
+        "the open-file limit (%d) lets Chroma cache only %d vector indexes (%d per shard); an "
+        "ephemeral store loses the memories of an agent whose index it evicts",
+        limit,
+        limit // 5,
+        max(1, limit // 5 // 64),
+    )
+
+
 def _open_file_count() -> int:
     try:
         return len(os.listdir("/proc/self/fd"))
     except OSError:
         return 1024
+
+
+def _persist_every_write(collection: Collection) -> None:
+    """Give a collection made before :data:`HNSW_CONFIGURATION` its sync threshold.
+
+    Stores written by earlier versions kept Chroma's default (an index written every 1,000
+    records), so their indexes may not be on disk at all. Chroma reads the threshold when it
+    loads an index, and an index is first loaded by the first read after the collection is
+    opened, which then replays the log and, with the new threshold, writes the index.
+    """
+    wanted = HNSW_CONFIGURATION["sync_threshold"]
+    hnsw = collection.configuration_json.get("hnsw") or {}
+    if hnsw.get("sync_threshold") != wanted:
+        collection.modify(configuration={"hnsw": {"sync_threshold": wanted}})
+        logger.debug(
+            "collection %s: HNSW sync threshold set to %d", collection.name, wanted
+        )
 
 
 class MemoryStoreError(RuntimeError):
@@ -164,7 +261,9 @@ class MemoryStore:
 
         Chroma shares one in-memory database per process; each ephemeral store uses its own
         collection-name prefix, so stores do not see each other. :meth:`close` deletes its
-        collections.
+        collections. An evicted in-memory index cannot be reloaded, so the first ephemeral
+        store of a process raises the soft open-file limit (within the hard one) while Chroma
+        starts, for a cache of 4,000 indexes (see docs/memory.md).
 
         Args:
             embedding: ``"auto"``, ``"minilm"``, ``"hash"`` or a Chroma embedding function.
@@ -175,7 +274,9 @@ class MemoryStore:
         """
         register_embedding_functions()
         choice = resolve_embedding(embedding)
-        client = chromadb.EphemeralClient(settings=chroma_settings())
+        # Only the process's first ephemeral client starts Chroma; later ones share it.
+        with _ample_hnsw_cache(_EPHEMERAL_HNSW_CACHE_SIZE):
+            client = chromadb.EphemeralClient(settings=chroma_settings())
         prefix = f"m{uuid.uuid4().hex[:12]}-"
         return cls(client, choice, config or MemoryConfig(), None, prefix)
 
@@ -196,7 +297,8 @@ class MemoryStore:
             config: Settings; defaults to the recorded ones on reopening, else
                 :class:`MemoryConfig`.
             hnsw_cache_size: Vector indexes Chroma keeps in memory (about 2.6 MB each, whatever
-                their size); others are reloaded from disk on use. None keeps Chroma's default.
+                their size), in 64 shards of ``hnsw_cache_size // 64`` (at least one each);
+                evicted ones are reloaded from disk on use. None keeps Chroma's default.
 
         Returns:
             The store.
@@ -421,16 +523,18 @@ class MemoryStore:
             # embedding function: Chroma would refuse one whose name differs from the recorded
             # one (e.g. MiniLM through sentence-transformers vs Chroma's ONNX MiniLM).
             try:
-                return self._client.get_collection(name)
+                found = self._client.get_collection(name)
             except chromadb.errors.NotFoundError:
                 if not create:
                     return None
-            return self._client.create_collection(
-                name,
-                embedding_function=self.embedding.function,
-                configuration={"hnsw": {"space": "cosine"}},
-                metadata={"agent_id": key},
-            )
+                return self._client.create_collection(
+                    name,
+                    embedding_function=self.embedding.function,
+                    configuration={"hnsw": dict(HNSW_CONFIGURATION)},
+                    metadata={"agent_id": key},
+                )
+            _persist_every_write(found)
+            return found
 
         return collection
 
