@@ -18,6 +18,7 @@ from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, with_faults
 from mesa_llm_mobility.evacuation import scripted_llm as pedestrian
 from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.memory.store import MIN_HNSW_CACHE_SIZE, MemoryStore
 from mesa_llm_mobility.urban import scripted_llm as traveller
 from mesa_llm_mobility.urban.runner import run_urban, urban_config
 
@@ -31,7 +32,9 @@ FAULTS = (
     Fault.http(500, "upstream exploded for {api_key}"),
     Fault.hang(30.0),
     Fault.reset(),
-    Fault.http(401, "Incorrect API key provided: {api_key}"),  # not retried: rules answer
+    Fault.http(
+        401, "Incorrect API key provided: {api_key}"
+    ),  # not retried: rules answer
 )
 
 
@@ -42,7 +45,7 @@ def _brain_options(server, ledger=None):
         "timeout_s": 1.0,  # the hang outlives it: retried, then the next attempt answers
         "max_attempts": 3,
         "max_total_s": 8.0,
-        "max_concurrency": 8,
+        "max_concurrency": 16,
     }
     if ledger is not None:
         options["ledger"] = ledger
@@ -69,7 +72,8 @@ def _assert_no_secret(folder):
 @pytest.fixture(scope="module")
 def urban_soak(tmp_path_factory):
     out = tmp_path_factory.mktemp("soak") / "urban"
-    config = urban_config(days=1, n_agents=10, seed=4, brain="llm:openai/fake-model")
+    # the reference town: 60 travellers, more than enough to evict indexes from a small cache
+    config = urban_config(days=1, seed=4, brain="llm:openai/fake-model")
     with FakeLLMServer(with_faults(traveller.respond, FAULTS, every=4)) as server:
         result = run_urban(
             out, config, progress=False, brain_options=_brain_options(server)
@@ -106,6 +110,34 @@ def test_urban_summary_counts_equal_the_servers(urban_soak):
 def test_urban_run_writes_no_secret(urban_soak):
     result, _ = urban_soak
     _assert_no_secret(result.run.path)
+
+
+def test_urban_memories_stay_queryable_when_their_indexes_are_evicted(urban_soak):
+    """Reopened with the smallest index cache, every traveller's memories answer twice."""
+    result, _ = urban_soak
+    store = MemoryStore.open(
+        result.run.memory_dir, embedding="hash", hnsw_cache_size=MIN_HNSW_CACHE_SIZE
+    )
+    try:
+        agents = store.agent_ids()
+        assert len(agents) >= 60
+
+        def query_all():
+            return {
+                agent: [
+                    hit.node.id
+                    for hit in store.stream(agent).retrieve(
+                        2000, text="travel plan congestion", k=5, touch=False
+                    )
+                ]
+                for agent in agents
+            }
+
+        first = query_all()
+        assert all(first.values())
+        assert query_all() == first  # evicted indexes came back from disk, whole
+    finally:
+        store.close()
 
 
 def test_evacuation_run_completes_with_every_decision_resolved(tmp_path):
