@@ -87,10 +87,11 @@ class RuleBrain(Brain):
         *,
         tags: Mapping[str, Any] | None = None,
     ) -> list[DecisionResult]:
-        """Answer every request with its rule policy, in order.
+        """Answer every request with its rule policy, in order, validated by the kind.
 
         Raises:
-            RulePolicyError: naming the kind and agent when a policy fails.
+            RulePolicyError: naming the kind, the agent and the errors when a policy fails or
+                returns an answer its kind's validator rejects (a bug of the policy).
         """
         results = [
             DecisionResult(

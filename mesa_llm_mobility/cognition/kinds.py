@@ -10,10 +10,10 @@ policy). Agents then state :class:`DecisionRequest` objects; any brain answers t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -54,6 +54,36 @@ class RulePolicyError(RuntimeError):
         super().__init__(
             f"rule policy of decision kind {kind!r} failed for agent {agent_id!r}: {detail}"
         )
+
+
+ErrorStage = Literal["transport", "json", "schema", "domain"]
+"""Where an answer failed: the call itself, JSON extraction, the schema, or the domain validator."""
+
+
+@dataclass(frozen=True)
+class RoundErrors:
+    """What was wrong with one answer (one round of a decision).
+
+    Attributes:
+        stage: Where it failed (see :data:`ErrorStage`).
+        errors: The specific messages, as shown to the model in the repair prompt.
+    """
+
+    stage: ErrorStage
+    errors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CheckedAnswer[OutputT: BaseModel]:
+    """An answer text checked against a kind: the output when valid, else what failed."""
+
+    output: OutputT | None
+    failure: RoundErrors | None = None
+
+    @property
+    def errors(self) -> list[str]:
+        """The failure's messages (empty when valid)."""
+        return list(self.failure.errors) if self.failure is not None else []
 
 
 def no_domain_errors(context: Any, output: Any) -> list[str]:
@@ -116,31 +146,55 @@ class DecisionKind[ContextT, OutputT: BaseModel]:
             messages.insert(0, {"role": "system", "content": instruction})
         return messages
 
-    def parse(self, context: ContextT, text: str) -> tuple[OutputT | None, list[str]]:
-        """Parse an LLM answer: tolerant JSON extraction, schema, then domain validation.
+    def check(self, context: ContextT, text: str) -> CheckedAnswer[OutputT]:
+        """Check an LLM answer: tolerant JSON extraction, schema, then domain validation.
+
+        Deterministic in ``(context, text)``, so a replayed answer is checked exactly as the
+        live one was.
 
         Returns:
-            ``(output, [])`` when valid, else ``(None, errors)`` with specific error strings.
+            The output when valid, else the stage that failed and its specific messages.
         """
         try:
             data = extract_json(text)
         except JSONExtractionError as exc:
-            return None, [str(exc)]
+            return CheckedAnswer(None, RoundErrors("json", (str(exc),)))
         try:
             output = self.output_schema.model_validate(data)
         except ValidationError as exc:
-            return None, [_format_validation_error(error) for error in exc.errors()]
-        errors = [str(error) for error in self.validate(context, output)]
-        return (None, errors) if errors else (output, [])
+            errors = tuple(_format_validation_error(error) for error in exc.errors())
+            return CheckedAnswer(None, RoundErrors("schema", errors))
+        return self.check_output(context, output)
+
+    def check_output(self, context: ContextT, output: OutputT) -> CheckedAnswer[OutputT]:
+        """Run the domain validator on a schema-valid output.
+
+        Returns:
+            The output when valid, else a ``domain`` failure with the validator's messages.
+        """
+        errors = tuple(str(error) for error in self.validate(context, output))
+        if errors:
+            return CheckedAnswer(None, RoundErrors("domain", errors))
+        return CheckedAnswer(output)
+
+    def parse(self, context: ContextT, text: str) -> tuple[OutputT | None, list[str]]:
+        """:meth:`check` as a pair.
+
+        Returns:
+            ``(output, [])`` when valid, else ``(None, errors)`` with specific error strings.
+        """
+        checked = self.check(context, text)
+        return checked.output, checked.errors
 
     def apply_rule_policy(
         self, request: DecisionRequest[ContextT, OutputT], rng: np.random.Generator
     ) -> OutputT:
-        """Answer ``request`` with the rule policy.
+        """Answer ``request`` with the rule policy, validated like any other answer.
 
         Raises:
-            RulePolicyError: naming the kind and the agent, when the policy raises or returns
-                something other than the output schema.
+            RulePolicyError: naming the kind and the agent, when the policy raises, returns
+                something other than the output schema, or returns an answer its own kind's
+                domain validator rejects (a bug of the policy), with the validator's errors.
         """
         try:
             output = self.rule_policy(request.context, rng)
@@ -151,6 +205,13 @@ class DecisionKind[ContextT, OutputT: BaseModel]:
                 self.name,
                 request.agent_id,
                 f"returned {type(output).__name__}, expected {self.output_schema.__name__}",
+            )
+        checked = self.check_output(request.context, output)
+        if checked.failure is not None:
+            raise RulePolicyError(
+                self.name,
+                request.agent_id,
+                "its answer fails the kind's validator: " + "; ".join(checked.errors),
             )
         return output
 
@@ -185,7 +246,8 @@ class DecisionResult[ContextT, OutputT: BaseModel]:
         output: The validated answer (from the LLM, a replayed ledger entry, or the rule policy).
         outcome: How it was reached (see :class:`Outcome`).
         reason: Why the rule policy answered, for ``fallback``; ``None`` otherwise.
-        errors: Validation errors met on the way (the last round's for fallbacks).
+        round_errors: What was wrong with each rejected answer, in order (a valid first answer
+            has none). A replayed answer carries the same, re-checked from the recorded texts.
         attempts: Transport attempts (HTTP calls) spent; 0 for rule and replayed answers.
         replayed: Answered from a ledger without calling the model.
         latency_s: Wall time spent on model calls for this request.
@@ -195,10 +257,29 @@ class DecisionResult[ContextT, OutputT: BaseModel]:
     output: OutputT
     outcome: Outcome
     reason: str | None = None
-    errors: tuple[str, ...] = ()
+    round_errors: tuple[RoundErrors, ...] = ()
     attempts: int = 0
     replayed: bool = False
     latency_s: float = 0.0
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        """Every error message of every round, in order."""
+        return tuple(error for round_ in self.round_errors for error in round_.errors)
+
+    @property
+    def domain_errors(self) -> tuple[str, ...]:
+        """The domain validator's messages over every round (what a model reports as issues)."""
+        return tuple(
+            error
+            for round_ in self.round_errors
+            if round_.stage == "domain"
+            for error in round_.errors
+        )
+
+    def is_kind(self, kind: DecisionKind[Any, Any]) -> bool:
+        """Whether this answers a request of ``kind`` (by identity, not by name)."""
+        return self.request.kind is kind
 
     @property
     def agent_id(self) -> Hashable:
@@ -209,3 +290,28 @@ class DecisionResult[ContextT, OutputT: BaseModel]:
     def kind(self) -> str:
         """The decision kind's name."""
         return self.request.kind.name
+
+
+def dispatch(
+    results: Iterable[DecisionResult[Any, Any]],
+    handlers: Mapping[DecisionKind[Any, Any], Callable[[DecisionResult[Any, Any]], Any]],
+) -> list[Any]:
+    """Hand each result to the handler of its kind, in order; a commit loop without strings.
+
+    Args:
+        results: A brain's answers.
+        handlers: ``{kind: handler}``; every result's kind must have one.
+
+    Returns:
+        The handlers' return values, in result order.
+
+    Raises:
+        KeyError: naming the kind when a result has no handler.
+    """
+    returned = []
+    for result in results:
+        handler = handlers.get(result.request.kind)
+        if handler is None:
+            raise KeyError(f"no handler for decision kind {result.kind!r}")
+        returned.append(handler(result))
+    return returned

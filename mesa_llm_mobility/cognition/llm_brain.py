@@ -29,6 +29,7 @@ from mesa_llm_mobility.cognition.kinds import (
     DecisionResult,
     Message,
     Outcome,
+    RoundErrors,
     RulePolicyError,
 )
 from mesa_llm_mobility.cognition.ledger import (
@@ -65,7 +66,8 @@ class _Exchange:
     output: Any = None
     outcome: Outcome = Outcome.FALLBACK
     reason: str | None = None
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the last round's, for the reason
+    round_errors: list[RoundErrors] = field(default_factory=list)
     rounds: list[dict[str, Any]] = field(default_factory=list)
     attempts: int = 0
     latency_s: float = 0.0
@@ -235,7 +237,7 @@ class LLMBrain(Brain):
                         output=exchange.output,
                         outcome=exchange.outcome,
                         reason=exchange.reason,
-                        errors=tuple(exchange.errors),
+                        round_errors=tuple(exchange.round_errors),
                         attempts=exchange.attempts,
                         replayed=exchange.replayed,
                         latency_s=exchange.latency_s,
@@ -276,6 +278,7 @@ class LLMBrain(Brain):
             replayed=True,
             carried_attempts=carried_attempts,
         )
+        exchange.round_errors = _recheck(request, exchange.rounds)
         if exchange.outcome is Outcome.FALLBACK:
             return exchange  # the rule policy answers again, drawing from the RNG as the original did
         try:
@@ -314,6 +317,9 @@ class LLMBrain(Brain):
             except TransportError as error:
                 exchange.attempts += error.attempts
                 exchange.errors = [redact(str(error))]
+                exchange.round_errors.append(
+                    RoundErrors("transport", tuple(exchange.errors))
+                )
                 exchange.rounds.append(
                     {"raw": None, "errors": exchange.errors, "attempts": error.attempts}
                 )
@@ -324,7 +330,10 @@ class LLMBrain(Brain):
             exchange.prompt_tokens += completion.prompt_tokens
             exchange.completion_tokens += completion.completion_tokens
             exchange.cost_usd += completion.cost_usd
-            output, errors = request.kind.parse(request.context, completion.content)
+            checked = request.kind.check(request.context, completion.content)
+            output, errors = checked.output, checked.errors
+            if checked.failure is not None:
+                exchange.round_errors.append(checked.failure)
             exchange.rounds.append(
                 {
                     "raw": completion.content,
@@ -385,3 +394,19 @@ class LLMBrain(Brain):
             carried_attempts=exchange.carried_attempts,
             tags=tags,
         )
+
+
+def _recheck(
+    request: DecisionRequest, rounds: Sequence[Mapping[str, Any]]
+) -> list[RoundErrors]:
+    """The errors of recorded rounds, found again by checking their texts as the live run did."""
+    found = []
+    for round_ in rounds:
+        raw = round_.get("raw")
+        if raw is None:
+            found.append(RoundErrors("transport", tuple(round_.get("errors") or ())))
+            continue
+        failure = request.kind.check(request.context, raw).failure
+        if failure is not None:
+            found.append(failure)
+    return found

@@ -2,8 +2,16 @@ import numpy as np
 import pytest
 
 from mesa_llm_mobility.cognition.brain import RuleBrain
-from mesa_llm_mobility.cognition.kinds import DecisionRequest, Outcome, RulePolicyError
+from mesa_llm_mobility.cognition.demo import DEPARTURE_CHOICE, CommuteFacts
+from mesa_llm_mobility.cognition.kinds import (
+    DecisionKind,
+    DecisionRequest,
+    Outcome,
+    RulePolicyError,
+    dispatch,
+)
 from mesa_llm_mobility.cognition.ledger import Ledger
+from tests.cognition.conftest import Value
 
 
 def test_rule_brain_is_deterministic_given_the_rng(batch):
@@ -27,3 +35,52 @@ def test_rule_brain_records_when_given_a_ledger(batch):
 def test_rule_brain_raises_policy_errors(facts, broken_kind):
     with pytest.raises(RulePolicyError, match="'Broken' failed for agent 9"):
         RuleBrain(rng=0).decide_all([DecisionRequest(broken_kind, 9, facts)])
+
+
+def _odd_only(facts, output):
+    return [] if output.value % 2 else [f"field value: {output.value} is even"]
+
+
+def test_a_rule_answer_its_own_validator_rejects_is_an_error_naming_it(facts):
+    kind = DecisionKind(
+        name="OddValue",
+        context_type=CommuteFacts,
+        output_schema=Value,
+        render_prompt=lambda facts: [{"role": "user", "content": "?"}],
+        rule_policy=lambda facts, rng: Value(value=2),
+        validate=_odd_only,
+    )
+    ledger = Ledger()
+    with pytest.raises(RulePolicyError) as raised:
+        RuleBrain(rng=0, ledger=ledger).decide(DecisionRequest(kind, "ada", facts))
+    message = str(raised.value)
+    assert "'OddValue'" in message and "'ada'" in message
+    assert "field value: 2 is even" in message
+
+
+def test_results_are_dispatched_by_kind_identity(facts):
+    look_alike = DecisionKind(
+        name=DEPARTURE_CHOICE.name,  # same name, another kind: never confused
+        context_type=CommuteFacts,
+        output_schema=Value,
+        render_prompt=lambda facts: [{"role": "user", "content": "?"}],
+        rule_policy=lambda facts, rng: Value(value=1),
+    )
+    brain = RuleBrain(rng=0)
+    results = brain.decide_all(
+        [
+            DecisionRequest(DEPARTURE_CHOICE, "a", facts),
+            DecisionRequest(look_alike, "b", facts),
+        ]
+    )
+    seen = dispatch(
+        results,
+        {
+            DEPARTURE_CHOICE: lambda r: ("departure", r.agent_id),
+            look_alike: lambda r: ("value", r.agent_id),
+        },
+    )
+    assert seen == [("departure", "a"), ("value", "b")]
+    assert results[0].is_kind(DEPARTURE_CHOICE) and not results[0].is_kind(look_alike)
+    with pytest.raises(KeyError, match="no handler for decision kind"):
+        dispatch(results, {DEPARTURE_CHOICE: lambda r: None})

@@ -83,7 +83,10 @@ def test_a_single_fault_is_overcome(request_for_ada, fault):
         assert result.attempts == 2
     else:  # content faults are repaired by re-prompting with the errors
         assert result.outcome is Outcome.REPAIRED
-        assert result.errors == ()
+        # the rejected first round's errors stay on the result
+        assert [r.stage for r in result.round_errors] == [
+            "json" if fault.kind == "malformed_json" else "schema"
+        ]
     assert record["outcome"] == str(result.outcome)
 
 
@@ -198,6 +201,9 @@ def test_replay_gives_identical_results_without_requests(tmp_path, batch):
         assert server.request_count == 0
     assert [r.output for r in second] == [r.output for r in first]
     assert [r.outcome for r in second] == [r.outcome for r in first]
+    # the errors of every round come back too, checked again from the recorded answers
+    assert [r.round_errors for r in second] == [r.round_errors for r in first]
+    assert any(r.round_errors for r in first)
     assert all(r.replayed for r in second)
     assert replaying.ledger.summary().loc["all", "replayed"] == len(batch)
 
