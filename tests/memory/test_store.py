@@ -272,7 +272,9 @@ def test_flush_and_close_scrub_known_secrets_from_the_stores_files(tmp_path):
 
     register_secret("store-scrub-secret-0042")
     store = MemoryStore.persistent(tmp_path / "memory", embedding="hash")
-    store.stream("ada").remember("took 30 min", node_type="event", importance=0.5, now=0)
+    store.stream("ada").remember(
+        "took 30 min", node_type="event", importance=0.5, now=0
+    )
     stray = tmp_path / "memory" / "segment" / "data_level0.bin"
     stray.parent.mkdir()
     stray.write_bytes(b"\x00garbage store-scrub-secret-0042 garbage")

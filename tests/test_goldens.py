@@ -1,0 +1,64 @@
+"""Golden outputs: the reference runs give exactly what was pinned (refactors change no number).
+
+The cases and how they are produced are in ``tests/goldens/outputs.py``; the pinned files in
+``tests/goldens/data`` are written by ``scripts/pin_goldens.py``. Column renames made since the
+pinning are listed in ``RENAMED`` (and in ``CHANGELOG.md``); nothing else may differ.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from tests.goldens import outputs
+
+RENAMED: dict[str, dict[str, str]] = {}
+"""``{"<case>_<table>": {old column: new column}}`` for renames since the pinning."""
+
+
+def _pinned(case: str, name: str) -> pd.DataFrame:
+    frame = pd.read_parquet(outputs.DATA / f"{case}_{name}.parquet")
+    return frame.rename(columns=RENAMED.get(f"{case}_{name}", {}))
+
+
+def _assert_same(case: str, frames: dict[str, pd.DataFrame]) -> None:
+    for name, frame in frames.items():
+        pinned = _pinned(case, name)
+        pd.testing.assert_frame_equal(
+            frame.reset_index(drop=True)[list(pinned.columns)],
+            pinned,
+            check_exact=True,
+            check_dtype=False,
+            obj=f"{case} {name}",
+        )
+        assert set(frame.columns) == set(pinned.columns), f"{case} {name} columns"
+
+
+@pytest.fixture(scope="module")
+def urban_rules():
+    return outputs.urban_rule_run()
+
+
+def test_urban_rule_summary_is_the_pinned_one(urban_rules):
+    summary, _ = urban_rules
+    pinned = json.loads((outputs.DATA / "urban_rules_summary.json").read_text())
+    assert summary == pinned
+
+
+def test_urban_rule_tables_are_the_pinned_ones(urban_rules):
+    _, tables = urban_rules
+    _assert_same("urban_rules", tables)
+
+
+def test_evacuation_rule_runs_are_the_pinned_ones():
+    _assert_same("evacuation_rules", outputs.evacuation_rule_runs())
+
+
+def test_urban_llm_run_is_the_pinned_one():
+    _assert_same("urban_llm", outputs.urban_llm_run())
+
+
+def test_evacuation_llm_run_is_the_pinned_one():
+    _assert_same("evacuation_llm", outputs.evacuation_llm_run())
