@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -116,7 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``mlm`` command line."""
+    """Run the ``mlm`` command line behind its error boundary.
+
+    A user error (a bad value, or a file that is missing, a directory, unreadable, not UTF-8
+    or malformed: the loaders name the file, and the line and column or field where they know
+    them) prints one redacted line ``mlm: error: ...`` and exits with status 2. A closed output
+    pipe (``mlm ... | head -1``) ends quietly.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -125,9 +132,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return args.handler(args)
-    except (ValueError, FileNotFoundError) as error:
-        print(f"mlm: error: {redact(str(error))}", file=sys.stderr)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    except (ValueError, OSError) as error:
+        print(f"mlm: error: {redact(_one_line(error))}", file=sys.stderr)
         return 2
+
+
+def _one_line(error: BaseException) -> str:
+    """The user-facing line of an error; OS errors get the file they are about."""
+    if isinstance(error, OSError) and error.filename is not None:
+        return f"{error.filename}: {error.strerror or error}"
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _silence_stdout() -> None:
+    # the reader went away: further writes (Python's own flush at exit) must not raise again
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -166,7 +166,9 @@ class DecisionKind[ContextT, OutputT: BaseModel]:
             return CheckedAnswer(None, RoundErrors("schema", errors))
         return self.check_output(context, output)
 
-    def check_output(self, context: ContextT, output: OutputT) -> CheckedAnswer[OutputT]:
+    def check_output(
+        self, context: ContextT, output: OutputT
+    ) -> CheckedAnswer[OutputT]:
         """Run the domain validator on a schema-valid output.
 
         Returns:
@@ -294,7 +296,9 @@ class DecisionResult[ContextT, OutputT: BaseModel]:
 
 def dispatch(
     results: Iterable[DecisionResult[Any, Any]],
-    handlers: Mapping[DecisionKind[Any, Any], Callable[[DecisionResult[Any, Any]], Any]],
+    handlers: Mapping[
+        DecisionKind[Any, Any], Callable[[DecisionResult[Any, Any]], Any]
+    ],
 ) -> list[Any]:
     """Hand each result to the handler of its kind, in order; a commit loop without strings.
 

@@ -104,6 +104,8 @@ logger = logging.getLogger(__name__)
 
 DT_S = 1.0 / 3.0
 STEPS_PER_SECOND = 3
+MIN_BLOCK, MAX_BLOCK = 1, 8
+"""Matched blocks of the paper's 8 x 8 design."""
 SIGHT_RADIUS_M = 12.0
 CONE_DEG = 120.0
 INITIAL_CHEBYSHEV = 3
@@ -292,8 +294,11 @@ class EvacuationModel(mesa.Model):
                 f"{n} pedestrians but the plaza has {len(spawns)} start cells; use random_spawn=True"
             )
         if block is not None:
-            if block < 0:
-                raise ValueError(f"block must be >= 0, got {block}")
+            if not MIN_BLOCK <= block <= MAX_BLOCK:
+                raise ValueError(
+                    f"block must be {MIN_BLOCK}-{MAX_BLOCK} (a matched block of the "
+                    f"8 x 8 design), got {block}"
+                )
             order = np.random.default_rng(block).permutation(len(spawns))
             spawns = [spawns[k] for k in order]
         return spawns[:n]

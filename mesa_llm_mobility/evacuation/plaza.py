@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mesa_llm_mobility.user_files import read_text
+
 
 class Terrain(IntEnum):
     """Terrain codes of the raw and effective layers (and of beliefs)."""
@@ -215,13 +217,14 @@ def load_plaza(source: str | Path | None = None) -> Plaza:
 
     Raises:
         PlazaFormatError: naming file, line and column of the first problem found.
-        FileNotFoundError: when the file does not exist.
+        UserFileError: naming the file when it is missing, a directory, unreadable or not
+            UTF-8.
     """
     if source is None or str(source) == "reference":
         path = reference_plaza_path()
     else:
         path = Path(source)
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, "plaza map")
     return parse_plaza(text, source=str(path))
 
 

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from mesa_llm_mobility import __version__
+from mesa_llm_mobility.user_files import read_text
 
 logger = logging.getLogger(__name__)
 
@@ -161,10 +162,9 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunDirectoryError(f"{path}: missing") from None
+    if not path.exists():
+        raise RunDirectoryError(f"{path}: missing")
+    text = read_text(path, "JSON file", RunDirectoryError)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:

@@ -9,11 +9,9 @@ Heavy imports happen inside the handlers, so ``mlm --help`` stays fast.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
-from mesa_llm_mobility.cognition.redaction import redact
 
 
 def add_urban_commands(commands: Any) -> Any:
@@ -159,20 +157,11 @@ def add_urban_resume_command(urban_commands: Any) -> argparse.ArgumentParser:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from mesa_llm_mobility.experiment.run_directory import (  # noqa: PLC0415
-        RunDirectoryError,
-    )
     from mesa_llm_mobility.urban import runner  # noqa: PLC0415
 
-    try:
-        result = runner.resume_urban(
-            args.run_dir,
-            progress=not args.no_progress,
-            brain_options=brain_options(args),
-        )
-    except RunDirectoryError as error:
-        print(f"mlm: error: {redact(str(error))}", file=sys.stderr)
-        return 2
+    result = runner.resume_urban(
+        args.run_dir, progress=not args.no_progress, brain_options=brain_options(args)
+    )
     return _print_result(result)
 
 
@@ -226,23 +215,15 @@ def _fork(args: argparse.Namespace) -> int:
         changes["days"] = args.days
     if args.no_events:
         changes["events"] = False
-    from mesa_llm_mobility.experiment.run_directory import (  # noqa: PLC0415
-        RunDirectoryError,
+    result = runner.fork_urban(
+        args.run_dir,
+        args.out,
+        from_day=args.from_day,
+        changes=changes,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+        brain_options=brain_options(args),
     )
-
-    try:
-        result = runner.fork_urban(
-            args.run_dir,
-            args.out,
-            from_day=args.from_day,
-            changes=changes,
-            overwrite=args.overwrite,
-            progress=not args.no_progress,
-            brain_options=brain_options(args),
-        )
-    except RunDirectoryError as error:
-        print(f"mlm: error: {redact(str(error))}", file=sys.stderr)
-        return 2
     return _print_result(result)
 
 

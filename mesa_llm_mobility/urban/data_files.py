@@ -13,6 +13,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mesa_llm_mobility.user_files import read_text
+
 
 def is_bundled_name(path: str | Path) -> bool:
     """Whether ``path`` names a bundled file (no ``.json`` suffix, no folder)."""
@@ -46,10 +48,7 @@ def read_json_data(
     else:
         file_path = Path(path)
         source = str(file_path)
-        try:
-            text = file_path.read_text("utf-8")
-        except OSError as exc:
-            raise error(f"{file_path}: cannot read {what}: {exc.strerror}") from exc
+        text = read_text(file_path, what, error)
     try:
         return json.loads(text), source
     except json.JSONDecodeError as exc:

@@ -203,7 +203,7 @@ def test_length_and_speed(doc):
 
 
 def test_load_file_errors(tmp_path):
-    with pytest.raises(ScenarioError, match=r"missing\.json: cannot read scenario"):
+    with pytest.raises(ScenarioError, match=r"missing\.json: no such scenario"):
         load_scenario(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{ nodes: }")

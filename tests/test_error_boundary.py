@@ -1,0 +1,84 @@
+"""The command line's one error boundary: one line naming the file, exit 2; quiet closed pipes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from mesa_llm_mobility.cli import main
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda tmp: tmp / "missing.txt", "missing.txt: no such plaza map"),
+        (lambda tmp: tmp, ": is a directory, not a plaza map"),
+        (
+            lambda tmp: (
+                (tmp / "latin1.txt").write_bytes(b"caf\xe9\n") and tmp / "latin1.txt"
+            ),
+            "latin1.txt: plaza map is not UTF-8 text (byte 0xe9 at offset 3)",
+        ),
+    ],
+    ids=["missing", "directory", "not-utf8"],
+)
+def test_a_bad_plaza_file_is_one_line_naming_it(tmp_path, capsys, make, expected):
+    plaza = make(tmp_path)
+    code = main(["evac", "run", f"--plaza={plaza}", f"--out={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("mlm: error: ") and expected in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", ["population", "scenario"])
+def test_a_bad_urban_input_file_is_one_line_naming_it(tmp_path, capsys, name):
+    bad = tmp_path / f"{name}.json"
+    bad.write_text('{"nodes": [1, 2,,]}', encoding="utf-8")
+    code = main(["urban", "run", f"--{name}={bad}", f"--out={tmp_path / 'out'}"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{bad}: not valid JSON (line 1, column 17)" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("block", ["0", "9"])
+def test_blocks_outside_the_design_are_refused(tmp_path, capsys, block):
+    code = main(["evac", "run", f"--block={block}", f"--out={tmp_path / 'out'}"])
+    assert code == 2
+    assert "block must be 1-8" in capsys.readouterr().err
+
+
+SPAMMER = """
+import argparse
+import mesa_llm_mobility.cli as cli
+
+
+def build():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.set_defaults(handler=lambda args: [print("line", i) for i in range(200_000)] and 0)
+    return parser
+
+
+cli.build_parser = build
+raise SystemExit(cli.main([]))
+"""
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    """``mlm ... | head -1``: the reader goes away after one line; no traceback, status 0."""
+    script = tmp_path / "spam.py"
+    script.write_text(SPAMMER, encoding="utf-8")
+    pipeline = subprocess.run(
+        ["bash", "-c", f'set -o pipefail; "{sys.executable}" "{script}" | head -1'],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert pipeline.stdout == "line 0\n"
+    assert pipeline.stderr == ""
+    assert pipeline.returncode == 0
