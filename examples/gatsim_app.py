@@ -9,8 +9,8 @@ Each browser tab gets its own model. Set ``MLM_BRAIN=llm:<model>`` (and ``MLM_AP
 """
 
 from mesa_llm_mobility.urban.app.components import Page
-from mesa_llm_mobility.viz.assets import disable_solara_telemetry
+from mesa_llm_mobility.viz.assets import keep_solara_offline
 
-disable_solara_telemetry()  # no usage data leaves the machine
+keep_solara_offline()  # no usage data, no install check: no request leaves the machine
 
 page = Page()

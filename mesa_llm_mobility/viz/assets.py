@@ -21,8 +21,9 @@ From a shell, ``mlm viz install-assets`` does both (``--list`` only lists). From
     install_assets()  # into Solara's cache, once per Solara version
 
 Nothing here touches the network or Solara's settings on import. Solara also reports usage to
-Mixpanel unless told not to; :func:`disable_solara_telemetry` tells it, for apps that should
-make no outside requests.
+Mixpanel unless told not to, and the first page it serves in development mode (how ``solara run``
+starts) embeds an install check that loads ``https://solara.dev/static/public/success.html``;
+:func:`keep_solara_offline` stops both, for apps that make no request to any other host.
 """
 
 from __future__ import annotations
@@ -161,16 +162,31 @@ def default_cache_dir() -> Path:
     return Path(prefix) / "share" / "solara" / "cdn"
 
 
-def disable_solara_telemetry() -> None:
-    """Stop Solara from sending usage data to Mixpanel, whether or not its server is imported.
+def keep_solara_offline() -> None:
+    """Make a Solara app request nothing from any host but its own server.
 
-    Sets ``SOLARA_TELEMETRY_MIXPANEL_ENABLE=False`` for settings read later and switches the
-    setting off in ``solara.server.settings`` if that is already imported.
+    * Usage data: sets ``SOLARA_TELEMETRY_MIXPANEL_ENABLE=False`` for settings read later and
+      switches the setting off in ``solara.server.settings`` if that is already imported.
+    * The install check: Solara embeds it (an iframe to solara.dev, in the page template and as
+      a widget) until it finds its own flag files ``.solara_checked`` and ``.jupyter_checked``
+      in Solara's home (``$SOLARA_HOME``, else ``~/.solara``); they are written here, as
+      Solara writes them after a check. Where they cannot be written, Solara skips the check
+      by itself.
+
+    Call it where the app module is loaded (``examples/*_app.py``), not at import of a library.
     """
     os.environ["SOLARA_TELEMETRY_MIXPANEL_ENABLE"] = "False"
     settings = sys.modules.get("solara.server.settings")
     if settings is not None:
         settings.telemetry.mixpanel_enable = False
+    from solara import checks  # noqa: PLC0415 - Solara is only needed by apps
+
+    for flag in (checks.solara_checked_path, checks.jupyter_checked_path):
+        try:
+            flag.parent.mkdir(parents=True, exist_ok=True)
+            flag.touch(exist_ok=True)
+        except OSError:
+            continue
 
 
 def _package_dir(module: str) -> Path | None:

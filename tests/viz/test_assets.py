@@ -29,8 +29,8 @@ from mesa_llm_mobility.viz.assets import (
     cdn_packages,
     default_cache_dir,
     default_registry,
-    disable_solara_telemetry,
     install_assets,
+    keep_solara_offline,
 )
 
 SCOPED = NpmPackage("@acme/widget-app", "1.2.3")
@@ -359,13 +359,26 @@ def test_defaults_follow_the_environment(monkeypatch, tmp_path):
     assert default_cache_dir().parts[-3:] == ("share", "solara", "cdn")
 
 
-def test_disable_solara_telemetry(monkeypatch):
+def test_keep_solara_offline(monkeypatch, tmp_path):
+    from solara import checks  # noqa: PLC0415
+
     settings = SimpleNamespace(telemetry=SimpleNamespace(mixpanel_enable=True))
     monkeypatch.setitem(sys.modules, "solara.server.settings", settings)
     monkeypatch.setenv("SOLARA_TELEMETRY_MIXPANEL_ENABLE", "True")
-    disable_solara_telemetry()
+    monkeypatch.setattr(
+        checks, "solara_checked_path", tmp_path / "home" / ".solara_checked"
+    )
+    monkeypatch.setattr(
+        checks, "jupyter_checked_path", tmp_path / "home" / ".jupyter_checked"
+    )
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")  # Solara skips its check under pytest
+    (tmp_path / "home").mkdir()
+    assert checks._should_perform_check(checks.solara_checked_path)
+    keep_solara_offline()
     assert settings.telemetry.mixpanel_enable is False
     assert os.environ["SOLARA_TELEMETRY_MIXPANEL_ENABLE"] == "False"
+    assert not checks._should_perform_check(checks.solara_checked_path)
+    assert not checks._should_perform_check(checks.jupyter_checked_path)
 
 
 def test_cli_list_downloads_nothing(capsys, tmp_path):

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -58,17 +59,23 @@ def _free_port() -> int:
 
 @contextmanager
 def serve_app(*app_args: str, log: Path) -> Iterator[str]:
-    """Run ``solara run examples/gatsim_app.py`` on a free port; yield its URL."""
+    """Run ``solara run examples/gatsim_app.py`` on a free port as a user would; yield its URL.
+
+    Development mode (no ``--production``), none of pytest's variables (Solara skips its
+    install check under pytest), no telemetry variable (the app must switch it off itself),
+    and a new Solara home, as on a machine that never ran Solara.
+    """
     port = _free_port()
     command = [sys.executable, "-m", "solara", "run", str(APP), "--host", "127.0.0.1",
-               "--port", str(port), "--no-open", "--production"]  # fmt: skip
+               "--port", str(port), "--no-open"]  # fmt: skip
     if app_args:
         command += ["--", *app_args]
     env = {
-        **os.environ,
-        "SOLARA_TELEMETRY_MIXPANEL_ENABLE": "False",
-        "MPLBACKEND": "Agg",
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("PYTEST_", "SOLARA_TELEMETRY"))
     }
+    env.update(SOLARA_HOME=str(log.parent / "solara-home"), MPLBACKEND="Agg")
     with log.open("wb") as out:
         server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out)
         url = f"http://127.0.0.1:{port}/"
@@ -103,8 +110,18 @@ def browser():
 
 
 def _open(browser, url: str, ready: str):
+    """A new page at ``url``; the list collects failed requests and any to another host."""
     page = browser.new_page(viewport={"width": 1500, "height": 1000})
     failed: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            None
+            if urllib.parse.urlsplit(request.url).hostname == "127.0.0.1"
+            or request.url.startswith(("data:", "blob:"))
+            else failed.append(f"outside request {request.url}")
+        ),
+    )
     page.on("requestfailed", lambda request: failed.append(request.url))
     page.on(
         "response",
