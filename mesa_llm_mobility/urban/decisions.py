@@ -334,7 +334,6 @@ class PlanningContext:
         long_term_reflection: Yesterday's long-term reflection.
         chats: Today's chat summaries.
         events: Broadcast announcements.
-        issue_log: Validation messages met (for the run summary); not shown to the model.
     """
 
     persona: PersonaFacts
@@ -354,7 +353,6 @@ class PlanningContext:
     long_term_reflection: str = ""
     chats: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
-    issue_log: list[str] = field(default_factory=list, repr=False)
 
 
 def can_drive(facts: PlanFacts) -> bool:
@@ -565,9 +563,7 @@ def render_plan_prompt(ctx: PlanningContext) -> list[Message]:
 
 def validate_daily_plan(ctx: PlanningContext, plan: DailyPlan) -> list[str]:
     """Rule-based remedies (see :func:`~mesa_llm_mobility.urban.plans.check_plan`)."""
-    errors = [str(issue) for issue in check_plan(plan.activities, ctx.facts)]
-    ctx.issue_log.extend(errors)
-    return errors
+    return [str(issue) for issue in check_plan(plan.activities, ctx.facts)]
 
 
 def choose_mode(
@@ -808,7 +804,6 @@ class RevisionContext:
         events: Announcements.
         memories: Recalled memories (text).
         social: Family members' and friends' current states.
-        issue_log: Validation messages met; not shown to the model.
     """
 
     persona: PersonaFacts
@@ -829,7 +824,6 @@ class RevisionContext:
     events: list[str] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
     social: list[str] = field(default_factory=list)
-    issue_log: list[str] = field(default_factory=list, repr=False)
 
 
 class PlanRevisionOutput(BaseModel):
@@ -1007,7 +1001,6 @@ def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str
             errors.append("home: replace_activities needs activities ending at home")
         else:
             errors.extend(str(i) for i in check_plan(out.activities, ctx.facts))
-    ctx.issue_log.extend(errors)
     return errors
 
 

@@ -855,24 +855,22 @@ class UrbanMobilityModel(mesa.Model):
     def _apply(self, result: Any, t: int, day: int, now: int) -> None:
         agent = self.travellers[result.agent_id]
         context, output = result.request.context, result.output
-        issue_log = getattr(context, "issue_log", None)
-        if result.kind == DAILY_PLAN.name:
-            DAILY_PLAN.validate(context, output)  # the rule brain does not validate
-        if issue_log:
-            self._issues.update(issue_rule(m) or "other" for m in issue_log)
         action = ""
-        if result.kind == DAILY_PLAN.name:
+        if result.is_kind(DAILY_PLAN) or result.is_kind(PLAN_REVISION):
+            # what the plan validator found in the answers, whichever brain gave them
+            self._issues.update(issue_rule(m) or "other" for m in result.domain_errors)
+        if result.is_kind(DAILY_PLAN):
             action = (
                 f"{len(output.activities)} activities by {output.activities[0].mode}"
             )
             self._adopt_plan(agent, output, t, day, now)
-        elif result.kind == PLAN_REVISION.name:
+        elif result.is_kind(PLAN_REVISION):
             action = output.action
             self._revise(agent, context, output, t, now)
-        elif result.kind == CHAT.name:
+        elif result.is_kind(CHAT):
             action = f"{output.partner}: {output.topic}"
             self._chat(agent, output, t)
-        elif result.kind == DAILY_REFLECTION.name:
+        elif result.is_kind(DAILY_REFLECTION):
             action = f"{len(output.reflections)} reflections"
             for concept in output.reflections:
                 agent.memory.remember(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from types import SimpleNamespace
 
@@ -13,6 +14,7 @@ from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_content
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.memory import MemoryStore
+from mesa_llm_mobility.urban import scripted_llm as traveller
 from mesa_llm_mobility.urban.runner import (
     fork_urban,
     resume_urban,
@@ -299,3 +301,35 @@ def test_checkpoints_leave_out_stored_link_rows_and_resume_puts_them_back(tmp_pa
     shutil.rmtree(run.tables_dir / "link_states")
     with pytest.raises(ValueError, match="link_states"):
         runner.resume_urban(out, progress=False)
+
+
+def _flawed_then_fixed(body):
+    """Day plans first come back without the trip home (a domain error), fixed when re-asked."""
+    repairing = body["messages"][-1]["role"] == "user" and len(body["messages"]) > 2
+    prompt = body["messages"][1]["content"]
+    if "Plan today" in prompt and not repairing:
+        plan = json.loads(traveller.respond(body))
+        plan["activities"] = plan["activities"][:-1] or plan["activities"]
+        return json_content(plan)
+    return traveller.respond(body)
+
+
+def test_a_replayed_llm_run_reports_what_the_live_run_reported(tmp_path):
+    config = urban_config(days=1, n_agents=6, seed=8, brain="llm:openai/fake-model")
+    with FakeLLMServer(_flawed_then_fixed) as server:
+        live = run_urban(
+            tmp_path / "live", config, progress=False, brain_options=_options(server)
+        )
+        assert live.summary["plan_errors"]  # the flawed plans were seen and counted
+        requests = server.request_count
+        replay = fork_urban(
+            live.run.path,
+            tmp_path / "replay",
+            from_day=0,
+            progress=False,
+            brain_options=_options(server),
+        )
+        assert server.request_count == requests  # every answer came from the ledger
+    for key in live.summary.keys() - {"llm"}:
+        assert replay.summary[key] == live.summary[key], key
+    _assert_same_tables(live.run, replay.run)
