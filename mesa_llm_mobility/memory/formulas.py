@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Set
 
-MINUTES_PER_DAY = 1440.0
-"""Simulation minutes in one day; ``elapsed_days = minutes / MINUTES_PER_DAY``."""
+from mesa_llm_mobility.clock import MINUTES_PER_DAY
 
 RECENCY_RECENT = 0.90
 """Recency decay preset that emphasises recent patterns (paper, Table 1)."""

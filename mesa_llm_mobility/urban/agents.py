@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from mesa.discrete_space import CellAgent
 
+from mesa_llm_mobility.urban.clock import parse_hhmm
 from mesa_llm_mobility.urban.decisions import PersonaFacts, TripExperience
-from mesa_llm_mobility.urban.plans import Activity, DailyPlan, parse_hhmm
+from mesa_llm_mobility.urban.plans import Activity, DailyPlan
 from mesa_llm_mobility.urban.traffic import Location, TravelState
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm, parse_hhmm
 from mesa_llm_mobility.urban.plans import (
-    MINUTES_PER_DAY,
     Activity,
     Concept,
     DailyPlan,
@@ -33,8 +33,6 @@ from mesa_llm_mobility.urban.plans import (
     check_duties,
     check_plan,
     compact_schema,
-    format_hhmm,
-    parse_hhmm,
 )
 from mesa_llm_mobility.urban.routing import (
     DirectedLink,

@@ -51,6 +51,7 @@ from mesa_llm_mobility.urban.agents import (
     experience_of,
     personas_from_population,
 )
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm
 from mesa_llm_mobility.urban.decisions import (
     CHAT,
     DAILY_PLAN,
@@ -73,7 +74,6 @@ from mesa_llm_mobility.urban.plans import (
     WORK_REFLECT_MINUTES,
     Activity,
     PlanFacts,
-    format_hhmm,
     issue_rule,
 )
 from mesa_llm_mobility.urban.routing import (
@@ -89,7 +89,6 @@ from mesa_llm_mobility.urban.traffic import TrafficEngine, TravelState, transit_
 
 logger = logging.getLogger(__name__)
 
-MINUTES_PER_DAY = 1440
 CHAT_MINUTE = 0
 PLAN_MINUTE = 1
 REFLECTION_MINUTE = 23 * 60 + 50

@@ -13,7 +13,6 @@ a run can count violations by type.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -21,9 +20,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm, parse_hhmm
 from mesa_llm_mobility.urban.routing import NetworkIndex, PathError, validate_path
 
-MINUTES_PER_DAY = 1440
 WORK_REFLECT_MINUTES = 150
 MIN_REFLECT_MINUTES = 30
 MEAL_WINDOWS: dict[str, tuple[int, int]] = {
@@ -34,27 +33,8 @@ MEAL_WINDOWS: dict[str, tuple[int, int]] = {
 """Plausible start of each meal, minutes of the day; a meal activity may leave 30 min early."""
 MEAL_LEAD_MINUTES = 30
 
-_CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 Mode = Literal["drive", "transit", "walk"]
-
-
-def parse_hhmm(text: str) -> int:
-    """Parse ``"H:MM"`` / ``"HH:MM"`` (00:00-23:59) into minutes of the day.
-
-    Raises:
-        ValueError: naming the text when it is not a clock time.
-    """
-    match = _CLOCK.match(text.strip())
-    if match is None:
-        raise ValueError(f"{text!r} is not a clock time HH:MM between 00:00 and 23:59")
-    return int(match.group(1)) * 60 + int(match.group(2))
-
-
-def format_hhmm(minute: float) -> str:
-    """Format minutes (of the day, or absolute: taken modulo one day) as ``"HH:MM"``."""
-    whole = round(minute) % MINUTES_PER_DAY
-    return f"{whole // 60:02d}:{whole % 60:02d}"
 
 
 def compact_schema(schema: dict[str, Any], model: type) -> None:

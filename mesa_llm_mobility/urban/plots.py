@@ -34,8 +34,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MultipleLocator
 
+from mesa_llm_mobility.urban.clock import (
+    MINUTES_PER_DAY,
+    day_clock,
+    format_clock,
+    parse_clock,
+)
 from mesa_llm_mobility.urban.congestion import congestion_label
-from mesa_llm_mobility.urban.scenario import MINUTES_PER_DAY, ScenarioError, parse_clock
 
 if TYPE_CHECKING:
     import os
@@ -83,12 +88,6 @@ SNAPSHOT_TIMES: tuple[str, ...] = ("07:00", "07:30", "08:00", "08:30")
 
 
 # ---------------------------------------------------------------------------- helpers
-def format_clock(minutes: float) -> str:
-    """Format minutes after midnight as ``"HH:MM"`` (``450`` -> ``"07:30"``)."""
-    whole = round(minutes)
-    return f"{whole // 60:02d}:{whole % 60:02d}"
-
-
 def congestion_colour(wait_minutes: float) -> str:
     """Colour of the congestion label of a wait indicator (see :data:`CONGESTION_COLOURS`).
 
@@ -105,14 +104,8 @@ def congestion_colour(wait_minutes: float) -> str:
     return CONGESTION_COLOURS[congestion_label(wait_minutes) or "free"]
 
 
-def _clock(value: float | str, where: str) -> float:
-    try:
-        return parse_clock(value, where)
-    except ScenarioError as error:
-        raise ValueError(str(error)) from None
-
-
-def _new_figure(figsize: tuple[float, float]) -> Figure:
+def new_figure(figsize: tuple[float, float]) -> Figure:
+    """A matplotlib figure of ``figsize`` inches with its own Agg canvas (no pyplot state)."""
     figure = Figure(figsize=figsize, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
@@ -137,21 +130,15 @@ def _require(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
 
 
 def _days_and_clock(minutes: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """Day number (1-based) and clock minute of absolute minutes."""
+    """Day number (1-based) and clock minute of absolute minutes (a column)."""
     day = (minutes // MINUTES_PER_DAY).astype("int64") + 1
     return day, minutes - (day - 1) * MINUTES_PER_DAY
-
-
-def day_clock(minute: float, sep: str = " ") -> str:
-    """``"day 2 07:30"`` for an absolute minute (``sep`` goes between day and clock)."""
-    day = int(minute // MINUTES_PER_DAY) + 1
-    return f"day {day}{sep}{format_clock(minute - (day - 1) * MINUTES_PER_DAY)}"
 
 
 def _absolute_minute(time: float | str, day: int | None) -> float:
     """Absolute minute of ``time`` (``"HH:MM"`` or minutes) on ``day`` (default: day 1)."""
     if isinstance(time, str) or day is not None:
-        return ((1 if day is None else day) - 1) * MINUTES_PER_DAY + _clock(
+        return ((1 if day is None else day) - 1) * MINUTES_PER_DAY + parse_clock(
             time, "time"
         )
     return float(time)
@@ -199,7 +186,7 @@ def departure_histograms(
         ValueError: For missing columns, an empty table, or a bad window.
     """
     _require(trips, [column] if by in (None, "day") else [column, by], "trips")
-    low, high = _clock(start, "start"), _clock(end, "end")
+    low, high = parse_clock(start, "start"), parse_clock(end, "end")
     if not (high > low and bin_minutes > 0):
         raise ValueError(
             f"bad window {start!r}-{end!r} / {bin_minutes!r} min: end must follow start "
@@ -221,7 +208,7 @@ def departure_histograms(
     groups = list(pd.unique(keys.sort_values()))
 
     n_axes = 1 if overlay else len(groups)
-    figure = _new_figure((7.0, 1.0 + (2.6 if overlay else 1.9 * n_axes)))
+    figure = new_figure((7.0, 1.0 + (2.6 if overlay else 1.9 * n_axes)))
     axes = figure.subplots(n_axes, 1, sharex=True, sharey=True, squeeze=False)[:, 0]
     colours = _colour_cycle([str(g) for g in groups], {}, _GROUP_COLOURS)
     for k, group in enumerate(groups):
@@ -320,7 +307,7 @@ def mode_shares(
     table = mode_share_table(trips, by=by, normalize=normalize, column=column)
     if table.empty:
         raise ValueError("trips: no trip to count")
-    figure = _new_figure((1.6 + 1.1 * len(table), 3.6))
+    figure = new_figure((1.6 + 1.1 * len(table), 3.6))
     ax = figure.subplots()
     labels = [f"Day {g}" if by == "day" else str(g) for g in table.index]
     colours = _colour_cycle(list(table.columns), MODE_COLOURS)
@@ -399,7 +386,7 @@ def _normals(points: np.ndarray) -> np.ndarray:
     return np.column_stack([along[:, 1], -along[:, 0]])
 
 
-def _offset_polyline(points: np.ndarray, offset: float) -> np.ndarray:
+def offset_polyline(points: np.ndarray, offset: float) -> np.ndarray:
     """Shift a polyline sideways by ``offset`` (to the right if positive), with mitred corners."""
     normals = _normals(points)
     vertex = np.vstack([normals[:1], normals[:-1] + normals[1:], normals[-1:]])
@@ -428,7 +415,7 @@ def _road_segments(
             ends.append((link.to_node, link.from_node))
         for direction, (tail, head) in enumerate(ends):
             ends_xy = np.array([positions[tail], positions[head]])
-            segments[(link.name, direction)] = _offset_polyline(ends_xy, offset)
+            segments[(link.name, direction)] = offset_polyline(ends_xy, offset)
     return segments
 
 
@@ -512,7 +499,7 @@ def traffic_snapshot(
     rows = link_congestion_at(link_states, time_minute, day=day)
     minute = float(rows["time"].iloc[0])
     if ax is None:
-        figure = _new_figure((6.4, 5.4))
+        figure = new_figure((6.4, 5.4))
         ax = figure.subplots()
     else:
         figure = ax.figure.figure  # the root figure, also for axes in a subfigure
@@ -537,7 +524,7 @@ def traffic_snapshot(
             colour = METRO_COLOURS[k % len(METRO_COLOURS)]
             stops = np.array([positions[stop] for stop in line.stops])
             metro = LineCollection(
-                [_offset_polyline(stops, -3.0 * offset)],
+                [offset_polyline(stops, -3.0 * offset)],
                 colors=colour,
                 linewidths=0.55 * linewidth,
                 linestyles=(0, (4, 2)),
@@ -581,7 +568,7 @@ def traffic_snapshot(
     _snapshot_title(ax, minute)
     if legend:
         ax.legend(
-            handles=_congestion_handles() + handles,
+            handles=congestion_handles() + handles,
             fontsize=6,
             frameon=False,
             loc="upper left",
@@ -595,7 +582,8 @@ def _snapshot_title(ax: Axes, minute: float) -> None:
     ax.set_title(day_clock(minute, sep=", ").capitalize(), fontsize=9)
 
 
-def _congestion_handles() -> list[Line2D]:
+def congestion_handles() -> list[Line2D]:
+    """Legend handles of the congestion colours (free, light, ...), for a map's legend."""
     names = {
         "free": "free (< 1 min)",
         "light": "light (1-4 min)",
@@ -681,7 +669,7 @@ def traffic_snapshots_grid(
     days, times = list(days), list(times)
     if not days or not times:
         raise ValueError("traffic_snapshots_grid needs at least one day and one time")
-    figure = _new_figure((2.6 * len(times) + 0.4, 2.3 * len(days) + 0.7))
+    figure = new_figure((2.6 * len(times) + 0.4, 2.3 * len(days) + 0.7))
     axes = figure.subplots(len(days), len(times), squeeze=False)
     for r, day in enumerate(days):
         for c, time in enumerate(times):
@@ -707,7 +695,7 @@ def traffic_snapshots_grid(
         for k, name in enumerate(scenario.metro_lines)
     ]
     figure.legend(
-        handles=_congestion_handles() + metro,
+        handles=congestion_handles() + metro,
         loc="outside lower center",
         ncols=min(6, 4 + len(metro)),
         fontsize=7,

@@ -27,12 +27,8 @@ from matplotlib.animation import FFMpegWriter, PillowWriter
 
 from mesa_llm_mobility.experiment.run_directory import RunDirectory, RunDirectoryError
 from mesa_llm_mobility.urban import plots
-from mesa_llm_mobility.urban.scenario import (
-    MINUTES_PER_DAY,
-    ScenarioError,
-    load_scenario,
-    parse_clock,
-)
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_clock
+from mesa_llm_mobility.urban.scenario import ScenarioError, load_scenario, parse_clock
 
 if TYPE_CHECKING:
     import os
@@ -143,14 +139,14 @@ def _check_clocks(
         outside = [c for c in clocks if not low - 1e-9 <= c <= high + 1e-9]
         if outside:
             raise ValueError(
-                f"{', '.join(map(plots.format_clock, outside))} is outside day {day} of "
-                f"the run {run}, recorded {plots.format_clock(low)} to "
-                f"{plots.format_clock(high)}"
+                f"{', '.join(map(format_clock, outside))} is outside day {day} of "
+                f"the run {run}, recorded {format_clock(low)} to "
+                f"{format_clock(high)}"
             )
 
 
 def _hhmm(minute: float) -> str:
-    return plots.format_clock(minute).replace(":", "")
+    return format_clock(minute).replace(":", "")
 
 
 # ---------------------------------------------------------------------------- snapshots

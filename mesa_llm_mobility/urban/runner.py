@@ -37,12 +37,12 @@ from mesa_llm_mobility.experiment.run_directory import (
 )
 from mesa_llm_mobility.memory import MemoryStore
 from mesa_llm_mobility.urban import plots
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
 from mesa_llm_mobility.urban.replay import load_run_scenario, open_urban_run
 
 logger = logging.getLogger(__name__)
 
-MINUTES_PER_DAY = 1440
 SUMMARY_FILE = "summary.json"
 FORKABLE = frozenset({"brain", "days", "events"})
 """Config values a fork may change."""
@@ -418,7 +418,7 @@ def _run_days(
                     if model.minute % 60 == 0:
                         bar.set_postfix(
                             day=day,
-                            clock=_clock(model.minute),
+                            clock=format_hhmm(model.minute),
                             trips=model.trips_in_progress,
                         )
                 _write_day(run, model, day)
@@ -438,11 +438,6 @@ def _run_days(
     finally:
         model.close()
     return UrbanRunResult(run=run, summary=summary, plots=figures)
-
-
-def _clock(minute: int) -> str:
-    now = minute % MINUTES_PER_DAY
-    return f"{now // 60:02d}:{now % 60:02d}"
 
 
 def _write_day(run: RunDirectory, model: UrbanMobilityModel, day: int) -> None:
@@ -525,7 +520,7 @@ def daily_table(trips: pd.DataFrame) -> pd.DataFrame:
                 "punctuality": round(float((targeted["late"] <= 0).mean()), 3)
                 if len(targeted)
                 else math.nan,
-                "first_departure_mean": _clock(
+                "first_departure_mean": format_hhmm(
                     int(departures.groupby(frame["agent"]).min().mean())
                 )
                 if len(departures)

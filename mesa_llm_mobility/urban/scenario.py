@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from mesa_llm_mobility.urban import clock
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
 from mesa_llm_mobility.urban.data_files import read_json_data
 
 LinkModel = Literal["occupancy", "flow"]
 LINK_MODELS: tuple[str, ...] = ("occupancy", "flow")
-MINUTES_PER_DAY = 1440.0
 
 
 class ScenarioError(ValueError):
@@ -208,29 +209,8 @@ class Scenario:
 
 
 def parse_clock(value: Any, where: str) -> float:
-    """Parse ``"HH:MM"`` or a number of minutes into minutes.
-
-    Args:
-        value: ``"07:30"`` (-> 450.0), ``"24:00"`` (-> 1440.0) or a number of minutes.
-        where: Location prefix for the error message.
-
-    Returns:
-        Minutes as a float.
-
-    Raises:
-        ScenarioError: If the value is neither.
-    """
-    if isinstance(value, bool):
-        raise ScenarioError(f"{where}: expected 'HH:MM' or minutes, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        parts = value.strip().split(":")
-        if len(parts) == 2 and all(p.isdigit() for p in parts):
-            hours, minutes = int(parts[0]), int(parts[1])
-            if minutes < 60:
-                return float(hours * 60 + minutes)
-    raise ScenarioError(f"{where}: expected 'HH:MM' or minutes, got {value!r}")
+    """:func:`mesa_llm_mobility.urban.clock.parse_clock` raising :class:`ScenarioError`."""
+    return clock.parse_clock(value, where, ScenarioError)
 
 
 class _Reader:

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from mesa_llm_mobility.cognition.testing import Fault, Reply, json_content
-from mesa_llm_mobility.urban.plans import format_hhmm, parse_hhmm
+from mesa_llm_mobility.urban.clock import format_hhmm, parse_hhmm
 
 _HOME = re.compile(r"lives at (?P<home>[^;]+);")
 _WORK = re.compile(

@@ -57,6 +57,7 @@ from mesa_llm_mobility.cognition.kinds import (
     Message,
 )
 from mesa_llm_mobility.cognition.settings import make_brain
+from mesa_llm_mobility.urban.clock import spoken_clock
 from mesa_llm_mobility.urban.population import (
     ADULT_AGE,
     ELDERLY_AGE,
@@ -485,14 +486,6 @@ def _article(noun: str) -> str:
     return "an" if noun[:1].lower() in "aeiou" else "a"
 
 
-def _clock(minute: int) -> str:
-    minute %= 1440
-    hours, minutes = divmod(minute, 60)
-    suffix = "am" if hours < 12 else "pm"
-    hours = hours % 12 or 12
-    return f"{hours}{suffix}" if minutes == 0 else f"{hours}:{minutes:02d}{suffix}"
-
-
 def _pick(rng: np.random.Generator, options: Sequence[str]) -> str:
     return options[int(rng.integers(len(options)))]
 
@@ -861,7 +854,7 @@ def _profile(
     if d.is_child:
         wake = 420 + 15 * int(rng.integers(-2, 3))
         bed = 1200 + 30 * int(rng.integers(0, 3)) + (60 if d.age >= 13 else 0)
-        lifestyle = f"goes to bed around {_clock(bed)}, wakes up around {_clock(wake)}"
+        lifestyle = f"goes to bed around {spoken_clock(bed)}, wakes up around {spoken_clock(wake)}"
         preference = (
             "rides with " + possessive + " parents or walks with them to the metro"
         )
@@ -876,7 +869,7 @@ def _profile(
         start = parse_work_time(d.work_time)[0]
         wake = start - 60 - 15 * int(rng.integers(0, 5))
         bed = wake - 450 - 30 * int(rng.integers(0, 3))
-        lifestyle = f"goes to bed around {_clock(bed)}, wakes up around {_clock(wake)}"
+        lifestyle = f"goes to bed around {spoken_clock(bed)}, wakes up around {spoken_clock(wake)}"
         if d.age >= ELDERLY_AGE:
             lifestyle += ", takes a slow walk after lunch"
         elif rng.random() < 0.4:

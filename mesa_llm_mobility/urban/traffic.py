@@ -49,6 +49,7 @@ from typing import Any
 
 import pandas as pd
 
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
 from mesa_llm_mobility.urban.congestion import (
     congestion_label,
     facility_wait_indicator,
@@ -67,7 +68,7 @@ from mesa_llm_mobility.urban.routing import (
     table_age,
     validate_path,
 )
-from mesa_llm_mobility.urban.scenario import MINUTES_PER_DAY, Event, MetroLine, Scenario
+from mesa_llm_mobility.urban.scenario import Event, MetroLine, Scenario
 
 logger = logging.getLogger(__name__)
 

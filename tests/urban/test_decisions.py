@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from mesa_llm_mobility.urban.clock import parse_hhmm
 from mesa_llm_mobility.urban.decisions import (
     CHAT,
     CHAT_TOPICS,
@@ -28,7 +29,7 @@ from mesa_llm_mobility.urban.decisions import (
     trip_memory_text,
 )
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
-from mesa_llm_mobility.urban.plans import Activity, DailyPlan, PlanFacts, parse_hhmm
+from mesa_llm_mobility.urban.plans import Activity, DailyPlan, PlanFacts
 from mesa_llm_mobility.urban.routing import NetworkIndex
 from mesa_llm_mobility.urban.scenario import load_scenario
 

@@ -12,10 +12,11 @@ import pytest
 
 from mesa_llm_mobility.cognition import DecisionResult, RuleBrain
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_content
+from mesa_llm_mobility.urban.clock import format_hhmm, parse_hhmm
 from mesa_llm_mobility.urban.decisions import PersonaFacts, PlanRevisionOutput
 from mesa_llm_mobility.urban.model import UrbanMobilityModel, scale_personas
 from mesa_llm_mobility.urban.network_space import cell_of
-from mesa_llm_mobility.urban.plans import Activity, DailyPlan, format_hhmm, parse_hhmm
+from mesa_llm_mobility.urban.plans import Activity, DailyPlan
 from mesa_llm_mobility.urban.routing import NetworkIndex, Router
 from mesa_llm_mobility.urban.scenario import load_scenario
 

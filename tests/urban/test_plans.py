@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from mesa_llm_mobility.urban.clock import format_hhmm, parse_hhmm
 from mesa_llm_mobility.urban.plans import (
     Activity,
     DailyPlan,
@@ -10,9 +11,7 @@ from mesa_llm_mobility.urban.plans import (
     PlanFacts,
     PlanRule,
     check_plan,
-    format_hhmm,
     issue_rule,
-    parse_hhmm,
     validate_plan,
 )
 from mesa_llm_mobility.urban.routing import NetworkIndex

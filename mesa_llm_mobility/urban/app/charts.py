@@ -12,7 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mesa_llm_mobility.urban import plots
-from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
 
 TIMELINE_COLUMNS = ["minute", "trips_in_progress", "vehicles_queued", "mean_delay"]
 
@@ -71,7 +71,7 @@ def timeline(
 
 def timeline_figure(line: pd.DataFrame, *, figsize=(6.4, 3.2)) -> Figure:
     """Trips in progress and vehicles queueing (left axis), mean delay (right axis)."""
-    figure = plots._new_figure(figsize)
+    figure = plots.new_figure(figsize)
     ax = figure.subplots()
     hours = (line["minute"] % MINUTES_PER_DAY) / 60.0
     ax.plot(
@@ -127,7 +127,7 @@ def decisions_figure(decisions: pd.DataFrame, *, figsize=(4.8, 3.2)) -> Figure:
     counts = decision_counts(decisions)
     if counts.empty:
         return _empty(figsize, "no decisions yet")
-    figure = plots._new_figure(figsize)
+    figure = plots.new_figure(figsize)
     ax = figure.subplots()
     colours = {"ok": "#2e7d32", "repaired": "#fbc02d", "fallback": "#d32f2f"}
     bottom = np.zeros(len(counts))
@@ -143,7 +143,7 @@ def decisions_figure(decisions: pd.DataFrame, *, figsize=(4.8, 3.2)) -> Figure:
 
 
 def _empty(figsize: tuple[float, float], note: str) -> Figure:
-    figure = plots._new_figure(figsize)
+    figure = plots.new_figure(figsize)
     ax = figure.subplots()
     ax.text(0.5, 0.5, note, ha="center", va="center", color="#757575")
     ax.set_axis_off()

@@ -34,9 +34,8 @@ from mesa_llm_mobility.urban.app.town_map import (
     traveller_at,
     traveller_positions,
 )
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, day_clock
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
-from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY
-from mesa_llm_mobility.urban.plots import day_clock
 
 logger = logging.getLogger(__name__)
 

@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from mesa_llm_mobility.urban.app.town_view import trips_by
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, day_clock, format_hhmm
 from mesa_llm_mobility.urban.decisions import PersonaFacts
-from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY, format_hhmm
-from mesa_llm_mobility.urban.plots import day_clock
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.app.saved_run import SavedRun

@@ -20,7 +20,7 @@ from mesa_llm_mobility.urban.app.inspector import (
 )
 from mesa_llm_mobility.urban.app.saved_run import SavedRun
 from mesa_llm_mobility.urban.app.town_view import TownView, view_of_model
-from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.model import UrbanMobilityModel

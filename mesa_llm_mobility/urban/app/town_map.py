@@ -54,7 +54,7 @@ def metro_polylines(scenario: Scenario) -> dict[str, np.ndarray]:
     xy, _ = plots.node_layout(scenario)
     offset = -3.0 * plots.snapshot_offset(scenario)
     return {
-        line.name: plots._offset_polyline(np.array([xy[s] for s in line.stops]), offset)
+        line.name: plots.offset_polyline(np.array([xy[s] for s in line.stops]), offset)
         for line in scenario.metro_lines.values()
     }
 
@@ -158,7 +158,7 @@ def draw_town(
     plots.traffic_snapshot(view.scenario, view.link_states, step, ax=ax, legend=False)
     ax.set_title(view.clock, fontsize=11)
 
-    handles = list(plots._congestion_handles())
+    handles = list(plots.congestion_handles())
     trains = metro_drawing_positions(
         view.scenario, train_positions(view.scenario, view.minute)
     )

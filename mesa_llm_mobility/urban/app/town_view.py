@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from mesa_llm_mobility.urban.plans import MINUTES_PER_DAY
-from mesa_llm_mobility.urban.plots import day_clock
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, day_clock
 from mesa_llm_mobility.urban.routing import direction_stops
 from mesa_llm_mobility.urban.scenario import Scenario
 from mesa_llm_mobility.urban.traffic import LINK_STATE_COLUMNS
