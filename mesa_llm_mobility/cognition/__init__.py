@@ -15,7 +15,9 @@ from mesa_llm_mobility.cognition.kinds import (
     DecisionResult,
     Message,
     Outcome,
+    RoundErrors,
     RulePolicyError,
+    dispatch,
 )
 from mesa_llm_mobility.cognition.ledger import Ledger, ReplayIndex
 from mesa_llm_mobility.cognition.llm_brain import LLMBrain
@@ -34,9 +36,11 @@ __all__ = [
     "Outcome",
     "ReplayIndex",
     "RetryPolicy",
+    "RoundErrors",
     "RuleBrain",
     "RulePolicyError",
     "TransportError",
+    "dispatch",
     "extract_json",
     "make_brain",
     "parse_brain_setting",
