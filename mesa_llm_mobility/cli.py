@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from mesa_llm_mobility import __version__
+from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
 from mesa_llm_mobility.cognition.redaction import redact
 from mesa_llm_mobility.evacuation.cli import add_evac_commands
 from mesa_llm_mobility.urban.cli import add_urban_commands
@@ -32,7 +33,7 @@ def _demo_cognition(args: argparse.Namespace) -> int:
         latency_s=args.latency,
         fault_rate=args.fault_rate,
         ledger_path=args.ledger,
-        max_concurrency=args.concurrency,
+        brain_options=brain_options(args),
     )
     print(f"brain: {report.brain}")
     if report.server_requests is not None:
@@ -78,9 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--agents", type=int, default=20, help="number of commuters (default 20)"
     )
     cognition.add_argument(
-        "--brain", default="rules", help="'rules' (default) or 'llm:<litellm model>'"
-    )
-    cognition.add_argument(
         "--seed", type=int, default=0, help="random seed (default 0)"
     )
     cognition.add_argument(
@@ -100,10 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="share of faulty fake answers, to see repairs (default 0)",
     )
-    cognition.add_argument(
-        "--concurrency", type=int, default=16, help="LLM calls in flight (default 16)"
-    )
-    cognition.add_argument(
+    add_brain_arguments(cognition).add_argument(
         "--ledger", default=None, help="write the ledger to this JSONL file"
     )
     cognition.add_argument(

@@ -10,7 +10,7 @@ answers can be made faulty, to watch repairs and fallbacks happen), and reports 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,7 +195,8 @@ def run_cognition_demo(
     latency_s: float = 0.05,
     fault_rate: float = 0.0,
     ledger_path: str | None = None,
-    max_concurrency: int = 16,
+    max_concurrency: int | None = None,
+    brain_options: Mapping[str, Any] | None = None,
 ) -> DemoReport:
     """Ask ``n_agents`` commuters for a departure time in one batch and report the ledger.
 
@@ -209,15 +210,16 @@ def run_cognition_demo(
         fault_rate: Share of the fake server's first answers that are faulty (malformed JSON,
             schema violation, HTTP 500).
         ledger_path: JSONL file for the ledger (in memory when ``None``).
-        max_concurrency: LLM calls in flight at once.
+        max_concurrency: LLM calls in flight at once (else ``$MLM_MAX_CONCURRENCY`` or 16).
+        brain_options: Further :func:`make_brain` options (``api_base``, ``timeout_s``, ...);
+            with ``serve_fake_llm`` the local server's address wins.
     """
+    options = {"max_concurrency": max_concurrency, **dict(brain_options or {})}
     rng = np.random.default_rng(seed)
     requests = demo_requests(n_agents, rng)
     ledger = Ledger(ledger_path)
     if not serve_fake_llm:
-        with make_brain(
-            brain, rng=rng, ledger=ledger, max_concurrency=max_concurrency
-        ) as chosen:
+        with make_brain(brain, rng=rng, ledger=ledger, **options) as chosen:
             results = chosen.decide_all(requests)
             return DemoReport(
                 brain=chosen.name, results=results, summary=ledger.summary()
@@ -230,11 +232,10 @@ def run_cognition_demo(
         make_brain(
             "llm:openai/fake-model",
             rng=rng,
+            ledger=ledger,
+            **({"timeout_s": 10.0} | _without_connection(options)),
             api_base=server.api_base,
             api_key="sk-local-fake",
-            ledger=ledger,
-            max_concurrency=max_concurrency,
-            timeout_s=10.0,
         ) as llm,
     ):
         results = llm.decide_all(requests)
@@ -245,3 +246,8 @@ def run_cognition_demo(
             server_requests=server.request_count,
             server_max_in_flight=server.max_in_flight,
         )
+
+
+def _without_connection(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options less the server address and key (the local server's take their place)."""
+    return {k: v for k, v in options.items() if k not in {"api_base", "api_key"}}

@@ -183,7 +183,7 @@ async def complete(
                 break
             await asyncio.sleep(wait)
             continue
-        return _completion(response, attempt, time.monotonic() - started)
+        return _completion(response, attempt, time.monotonic() - started, model)
     reason = _describe(last_error) if last_error else "no time left for an attempt"
     raise TransportError(
         f"gave up after {attempt} attempt(s) in {time.monotonic() - started:.1f} s: {reason}",
@@ -215,17 +215,32 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
 
 
-def _completion(response: Any, attempts: int, latency_s: float) -> Completion:
+def _completion(
+    response: Any, attempts: int, latency_s: float, model: str
+) -> Completion:
     choice = response.choices[0]
     content = getattr(choice.message, "content", None) or ""
     usage = getattr(response, "usage", None)
-    hidden = getattr(response, "_hidden_params", None) or {}
-    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
     return Completion(
         content=content,
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        cost_usd=float(cost or 0.0),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=_cost_usd(model, prompt_tokens, completion_tokens),
         attempts=attempts,
         latency_s=latency_s,
     )
+
+
+def _cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+    """The price of the tokens by litellm's public ``cost_per_token``; 0 when it has none."""
+    try:
+        prompt_cost, completion_cost = import_litellm().cost_per_token(
+            model=model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+    except Exception:  # litellm raises its own "not mapped" error types
+        return 0.0
+    return float(prompt_cost + completion_cost)
