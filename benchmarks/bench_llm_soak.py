@@ -23,7 +23,11 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, with_faults
+from mesa_llm_mobility.cognition.testing import (
+    FakeLLMServer,
+    provider_faults,
+    with_faults,
+)
 from mesa_llm_mobility.urban.runner import run_urban, urban_config
 from mesa_llm_mobility.urban.scripted_llm import respond
 
@@ -41,16 +45,7 @@ def main() -> None:
         "--out", default=None, help="run directory (default: temporary)"
     )
     args = parser.parse_args()
-    faults = (
-        Fault.malformed_json('{"activities": [{"facility": '),
-        Fault.schema_violation(),
-        Fault.rate_limited(0.5),
-        Fault.rate_limited(None),
-        Fault.http(500, "upstream failed for {api_key}"),
-        Fault.hang(3600.0),
-        Fault.reset(),
-        Fault.http(401, "Incorrect API key provided: {api_key}"),
-    )
+    faults = provider_faults(retry_after_s=0.5, hang_s=3600.0)
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp()) / "soak"
     config = urban_config(days=args.days, seed=0, brain="llm:openai/fake-model")
     responder = with_faults(respond, faults, every=args.every)

@@ -15,7 +15,11 @@ import pandas as pd
 import pytest
 
 from mesa_llm_mobility.cognition.ledger import Ledger
-from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, with_faults
+from mesa_llm_mobility.cognition.testing import (
+    FakeLLMServer,
+    provider_faults,
+    with_faults,
+)
 from mesa_llm_mobility.evacuation import scripted_llm as pedestrian
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.memory.store import MIN_HNSW_CACHE_SIZE, MemoryStore
@@ -24,18 +28,7 @@ from mesa_llm_mobility.urban.runner import run_urban, urban_config
 
 KEY = "soak-suite-key-5e1d7c0a93"
 RESOLVED = {"ok", "repaired", "fallback"}
-FAULTS = (
-    Fault.malformed_json('{"activities": [{"facility": '),
-    Fault.schema_violation(),
-    Fault.rate_limited(0.05),
-    Fault.rate_limited(None),
-    Fault.http(500, "upstream exploded for {api_key}"),
-    Fault.hang(30.0),
-    Fault.reset(),
-    Fault.http(
-        401, "Incorrect API key provided: {api_key}"
-    ),  # not retried: rules answer
-)
+FAULTS = provider_faults()  # the 401 is not retried: the rule policy answers
 
 
 def _brain_options(server, ledger=None):

@@ -59,6 +59,7 @@ __all__ = [
     "Responder",
     "json_content",
     "main",
+    "provider_faults",
     "with_faults",
 ]
 
@@ -208,6 +209,34 @@ def json_content(obj: Any) -> str:
         ``json.dumps(obj)``.
     """
     return json.dumps(obj)
+
+
+def provider_faults(
+    *, retry_after_s: float = 0.05, hang_s: float = 30.0
+) -> tuple[Fault, ...]:
+    """One of each failure real providers show, for :func:`with_faults` in soak tests.
+
+    Truncated JSON, a schema violation, 429 with ``Retry-After`` and without, a 500 and a 401
+    that echo the key (as OpenAI's 401 does), a hang of ``hang_s`` (meant to outlive the
+    client's timeout) and a dropped connection.
+
+    Args:
+        retry_after_s: The ``Retry-After`` of the first 429.
+        hang_s: How long the hung request stalls.
+
+    Returns:
+        The faults, in the order they are served.
+    """
+    return (
+        Fault.malformed_json('{"activities": [{"facility": '),
+        Fault.schema_violation(),
+        Fault.rate_limited(retry_after_s),
+        Fault.rate_limited(None),
+        Fault.http(500, "upstream failed for credentials {api_key}"),
+        Fault.hang(hang_s),
+        Fault.reset(),
+        Fault.http(401, "Incorrect API key provided: {api_key}"),
+    )
 
 
 def with_faults(responder: Responder, faults: Sequence[Fault], every: int) -> Responder:
