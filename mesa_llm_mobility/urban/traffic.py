@@ -18,8 +18,9 @@ minute by default). Each step at time ``t`` runs, in this order:
 
 Roads follow the ``occupancy`` (GATSim) or ``flow`` (Vickrey point queue, with optional
 spillback) link model of :mod:`.road_links`; trains follow the timetable of :mod:`.metro`;
-capacity events are scheduled by :mod:`.capacity_events`; the per-step link and facility tables
-are kept by :mod:`.traffic_records`, and the trips themselves in :mod:`.trips`.
+facility door queues and admission are :mod:`.facilities`; capacity events are scheduled by
+:mod:`.capacity_events`; the per-step link and facility tables are kept by
+:mod:`.traffic_records`, and the trips themselves in :mod:`.trips`.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ import pandas as pd
 from mesa_llm_mobility.urban.capacity_events import CapacitySchedule
 from mesa_llm_mobility.urban.congestion import (
     congestion_label,
-    facility_wait_indicator,
 )
+from mesa_llm_mobility.urban.facilities import FacilityQueues
 from mesa_llm_mobility.urban.metro import (
     MetroService,
     transit_journey,  # noqa: F401  (re-exported: the urban model imports it from here)
@@ -59,18 +60,6 @@ from mesa_llm_mobility.urban.trips import Location, TravelState, Trip, trips_fra
 logger = logging.getLogger(__name__)
 
 _EPS = 1e-9
-
-
-@dataclass(eq=False, slots=True)
-class FacilityState:
-    """Admission queue and visitors of one facility."""
-
-    name: str
-    capacity: int
-    base_capacity: int
-    average_stay: float
-    queue: deque[Hashable] = field(default_factory=deque)
-    staying: set[Hashable] = field(default_factory=set)
 
 
 @dataclass(eq=False, slots=True)
@@ -156,10 +145,7 @@ class TrafficEngine:
         self._capacity_events = CapacitySchedule(
             scenario.events if apply_events else ()
         )
-        self._facilities = {
-            f.name: FacilityState(f.name, f.capacity, f.capacity, f.average_stay)
-            for f in scenario.facilities.values()
-        }
+        self._facilities = FacilityQueues(scenario.facilities.values())
         self._agents: dict[Hashable, _AgentState] = {}
         self._trips: dict[Hashable, Trip] = {}
         self._n_settled = 0
@@ -169,8 +155,6 @@ class TrafficEngine:
         self._route_tables = DynamicRouteTables(
             self.index, route_interval, route_update_weight, start_time
         )
-        self._awaiting_admission: dict[Hashable, Trip] = {}
-        self._touched_facilities: set[str] = set()
         self._waiting_links: set[int] = set()
         self._reserved: dict[int, int] = {}
 
@@ -243,27 +227,14 @@ class TrafficEngine:
             destination_node = self.index.node_of(destination)
         except PathError as error:
             raise ValueError(f"trip {trip_id!r}: {error}") from error
-        route = "shortest" if path is None else path
-        links: list[DirectedLink] = []
-        if isinstance(route, str):
-            if route not in ("shortest", "free_flow", "dynamic"):
-                raise ValueError(f"trip {trip_id!r}: unknown route {route!r}")
-            if route == "dynamic" and (mode != "drive" or self.route_interval is None):
-                raise ValueError(
-                    f"trip {trip_id!r}: route 'dynamic' needs mode 'drive' and a route_interval"
-                )
-            # a free-flow search also proves that a path exists for the mode
-            links = self._free_flow_path(origin_node, destination_node, mode, trip_id)
-            if route != "free_flow":
-                links = []
-        else:
-            try:
-                links = validate_path(
-                    self.index, origin, destination, list(route), mode
-                )
-            except PathError as error:
-                raise PathError(f"trip {trip_id!r}: {error}") from error
-            route = "explicit"
+        route, links = self._route(
+            trip_id,
+            (origin, origin_node),
+            (destination, destination_node),
+            "shortest" if path is None else path,
+            mode,
+            plan_shortest=False,
+        )
         state = self._agents.get(agent)
         if state is None:
             self.add_agent(agent, origin)
@@ -299,13 +270,41 @@ class TrafficEngine:
             heapq.heappush(self._departures, (trip.planned_departure, trip.order, trip))
         return trip
 
-    def _free_flow_path(
-        self, origin: str, destination: str, mode: str, trip_id: Hashable
-    ) -> list[DirectedLink]:
+    def _route(
+        self,
+        trip_id: Hashable,
+        start: tuple[str, str],
+        end: tuple[str, str],
+        route: Sequence[str] | str,
+        mode: str,
+        *,
+        plan_shortest: bool,
+    ) -> tuple[str, list[DirectedLink]]:
+        """The route name and links of a trip from ``start`` to ``end`` (place, node).
+
+        Named routes are checked to exist for the mode (by a free-flow search) and keep their
+        links only for ``"free_flow"``, or for ``"shortest"`` when ``plan_shortest`` (else it is
+        planned at departure); explicit link names are validated.
+        """
+        if not isinstance(route, str):
+            try:
+                links = validate_path(self.index, start[0], end[0], list(route), mode)
+            except PathError as error:
+                raise PathError(f"trip {trip_id!r}: {error}") from error
+            return "explicit", links
+        if route not in ("shortest", "free_flow", "dynamic"):
+            raise ValueError(f"trip {trip_id!r}: unknown route {route!r}")
+        if route == "dynamic" and (mode != "drive" or self.route_interval is None):
+            raise ValueError(
+                f"trip {trip_id!r}: route 'dynamic' needs mode 'drive' and a route_interval"
+            )
+        planned = route == "shortest" and plan_shortest
+        router = self.router if planned else self._free_router
         try:
-            return self._free_router.path(origin, destination, mode)
+            links = router.path(start[1], end[1], mode)
         except PathError as error:
             raise PathError(f"trip {trip_id!r}: {error}") from error
+        return route, links if planned or route == "free_flow" else []
 
     def cancel_trip(self, trip_id: Hashable) -> list[Hashable]:
         """Withdraw a trip that has not departed, and the agent's later trips that follow it.
@@ -404,32 +403,14 @@ class TrafficEngine:
             destination_node = self.index.node_of(destination)
         except PathError as error:
             raise ValueError(f"trip {trip.trip_id!r}: {error}") from error
-        if isinstance(links, str):
-            if links not in ("shortest", "free_flow", "dynamic"):
-                raise ValueError(f"trip {trip.trip_id!r}: unknown route {links!r}")
-            if links == "dynamic" and (
-                trip.mode != "drive" or self.route_interval is None
-            ):
-                raise ValueError(
-                    f"trip {trip.trip_id!r}: route 'dynamic' needs mode 'drive' and a "
-                    "route_interval"
-                )
-            router = self.router if links == "shortest" else self._free_router
-            try:
-                new = router.path(node, destination_node, trip.mode)
-            except PathError as error:
-                raise PathError(f"trip {trip.trip_id!r}: {error}") from error
-            if links == "dynamic":
-                new = []
-            route = links
-        else:
-            try:
-                new = validate_path(
-                    self.index, node, destination, list(links), trip.mode
-                )
-            except PathError as error:
-                raise PathError(f"trip {trip.trip_id!r}: {error}") from error
-            route = "explicit"
+        route, new = self._route(
+            trip.trip_id,
+            (node, node),
+            (destination, destination_node),
+            links,
+            trip.mode,
+            plan_shortest=True,
+        )
         state = self._agents[trip.agent]
         later = list(state.pending)[1:]  # pending[0] is the active trip
         cancelled = self.cancel_trip(later[0].trip_id) if later else []
@@ -462,8 +443,7 @@ class TrafficEngine:
         if capacity < 0:
             raise ValueError(f"{place}: negative capacity {capacity!r}")
         if place in self._facilities:
-            self._facilities[place].capacity = int(capacity)
-            self._touched_facilities.add(place)
+            self._facilities.set_capacity(place, int(capacity))
             return
         links = self.index.by_name.get(place)
         if not links:
@@ -604,10 +584,7 @@ class TrafficEngine:
 
     def facility_wait(self, name: str) -> float:
         """Current wait indicator (minutes) at a facility (see :mod:`.congestion`)."""
-        facility = self._facilities[name]
-        return facility_wait_indicator(
-            len(facility.queue), facility.capacity, facility.average_stay
-        )
+        return self._facilities[name].wait_minutes()
 
     # ------------------------------------------------------------------ stepping
     def run_until(self, end_time: float) -> None:
@@ -636,7 +613,7 @@ class TrafficEngine:
         arrivals = self._complete_traversals(t)
         at_nodes = self._handle_node_arrivals(arrivals)
         at_nodes.extend(self._depart(t))
-        self._admit(t)
+        self._facilities.admit(t, forget_empty=not self.record_facility_states)
         self._enter_links(t, at_nodes)
         self.router.set_extra_costs(
             {
@@ -743,11 +720,8 @@ class TrafficEngine:
         state.travelled = True
         if trip.destination_facility is not None:
             trip.state = TravelState.FACILITY_QUEUE
-            facility = self._facilities[trip.destination_facility]
-            facility.queue.append(trip.agent)
-            self._touched_facilities.add(facility.name)
-            self._awaiting_admission[trip.agent] = trip
-            state.place, state.at_facility = facility.name, True
+            self._facilities.arrive(trip)
+            state.place, state.at_facility = trip.destination_facility, True
         else:
             trip.state = TravelState.ARRIVED
             state.place, state.at_facility = trip.destination_node, False
@@ -766,13 +740,7 @@ class TrafficEngine:
                 continue
             state = self._agents[trip.agent]
             if state.at_facility:
-                facility = self._facilities[state.place]
-                if trip.agent in facility.staying:
-                    facility.staying.discard(trip.agent)
-                else:
-                    facility.queue.remove(trip.agent)
-                    self._awaiting_admission.pop(trip.agent, None)
-                self._touched_facilities.add(facility.name)
+                self._facilities.leave(trip.agent, state.place)
             state.at_facility = False
             state.place = trip.origin_node
             state.active = trip
@@ -792,23 +760,6 @@ class TrafficEngine:
             trip.state = TravelState.AT_NODE
             leaving.append(trip)
         return leaving
-
-    def _admit(self, t: float) -> None:
-        for name in sorted(self._touched_facilities):
-            facility = self._facilities[name]
-            free = facility.capacity - len(facility.staying)
-            while facility.queue and free > 0:
-                agent = facility.queue.popleft()
-                facility.staying.add(agent)
-                free -= 1
-                trip = self._awaiting_admission.pop(agent, None)
-                if trip is not None:
-                    trip.admitted = t
-                    trip.state = TravelState.STAYING
-        if not self.record_facility_states:
-            self._touched_facilities = {
-                n for n in self._touched_facilities if self._facilities[n].queue
-            }
 
     def _enter_links(self, t: float, at_nodes: list[Trip]) -> None:
         factor = self.scenario.walking_factor

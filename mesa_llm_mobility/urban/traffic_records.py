@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
+    from mesa_llm_mobility.urban.facilities import FacilityState
     from mesa_llm_mobility.urban.metro import MetroService
     from mesa_llm_mobility.urban.road_links import RoadLinkState
     from mesa_llm_mobility.urban.routing import DirectedLink
-    from mesa_llm_mobility.urban.traffic import FacilityState
 
 LINK_STATE_COLUMNS = [
     "time",
