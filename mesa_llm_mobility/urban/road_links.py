@@ -13,6 +13,11 @@
 :class:`RoadLinkState` holds one directed link's queue and vehicles; the
 :class:`~mesa_llm_mobility.urban.traffic.TrafficEngine` asks it to let vehicles in
 (:meth:`RoadLinkState.enter`) and out (:meth:`RoadLinkState.release`) once per step.
+
+References:
+    Vickrey, W. S. (1969). Congestion theory and transport investment. AER 59(2), 251-260.
+    Gawron, C. (1998). An iterative algorithm to determine the dynamic user equilibrium in a
+    traffic simulation model. IJMPC 9(3), 393-407 (the queue model behind MATSim).
 """
 
 from __future__ import annotations
