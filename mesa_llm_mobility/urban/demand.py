@@ -34,7 +34,8 @@ from mesa_llm_mobility.urban.routing import (
     validate_path,
 )
 from mesa_llm_mobility.urban.scenario import Scenario
-from mesa_llm_mobility.urban.traffic import TRIP_COLUMNS, TrafficEngine
+from mesa_llm_mobility.urban.traffic import TrafficEngine
+from mesa_llm_mobility.urban.trips import TRIP_COLUMNS
 
 ROUTINGS = ("shortest", "free_flow", "dynamic")
 ENGINES = ("auto", "step", "event")

@@ -21,7 +21,7 @@ import networkx as nx
 from mesa.discrete_space import Cell, Network
 
 from mesa_llm_mobility.urban.scenario import Scenario
-from mesa_llm_mobility.urban.traffic import Location
+from mesa_llm_mobility.urban.trips import Location
 
 
 def network_graph(scenario: Scenario) -> nx.Graph:
@@ -77,7 +77,7 @@ def build_network_space(scenario: Scenario, random: Random | None = None) -> Net
 
 
 def cell_of(space: Network, location: Location) -> Cell:
-    """Return the cell of an engine :class:`~mesa_llm_mobility.urban.traffic.Location`.
+    """Return the cell of an engine :class:`~mesa_llm_mobility.urban.trips.Location`.
 
     Args:
         space: The space from :func:`build_network_space`.

@@ -491,3 +491,64 @@ def table_age(traveller: int, weight: float, available: int) -> int:
         return 0
     u = (traveller * 0.6180339887498949) % 1.0
     return min(int(math.log1p(-u) / math.log1p(-weight)), available - 1)
+
+
+class DynamicRouteTables:
+    """The en-route next-hop tables that ``route="dynamic"`` trips follow.
+
+    Every ``interval`` minutes (at its multiples) the engine takes a snapshot of the road links'
+    costs (:meth:`refresh`); before the first refresh costs are free-flow. A traveller follows
+    the table of the snapshot :func:`table_age` gives it (damped updates), built lazily by
+    :func:`next_hop_table` for its destination, and takes the hop :func:`choose_hop` picks.
+    The last :data:`ROUTE_HISTORY` snapshots are kept.
+
+    Args:
+        index: Network index.
+        interval: Minutes between refreshes (None: never refreshed).
+        update_weight: Share of travellers following the newest table, in (0, 1].
+        start_time: The engine's first minute.
+    """
+
+    def __init__(
+        self,
+        index: NetworkIndex,
+        interval: float | None,
+        update_weight: float,
+        start_time: float,
+    ) -> None:
+        self.index = index
+        self.interval = interval
+        self.update_weight = update_weight
+        self._next_refresh = (
+            math.ceil(start_time / interval - 1e-9) * interval
+            if interval is not None
+            else math.inf
+        )
+        # cost snapshots by refresh number (0: free flow before the first refresh)
+        self._cost_history: dict[int, dict[int, float]] = {0: {}}
+        self._epoch = 0
+        self._tables: dict[tuple[int, str], dict[str, tuple[DirectedLink, ...]]] = {}
+
+    def due(self, t: float) -> bool:
+        """Whether a refresh is due at minute ``t``."""
+        return t + 1e-9 >= self._next_refresh
+
+    def refresh(self, t: float, costs: dict[int, float]) -> None:
+        """Take a new cost snapshot at ``t``: extra minutes by road link index."""
+        self._epoch += 1
+        self._cost_history[self._epoch] = costs
+        oldest = self._epoch - ROUTE_HISTORY + 1
+        self._cost_history.pop(oldest - 1, None)
+        self._tables = {k: v for k, v in self._tables.items() if k[0] >= oldest}
+        while self._next_refresh <= t + 1e-9:
+            self._next_refresh += self.interval
+
+    def next_hop(self, traveller: int, destination: str, node: str) -> DirectedLink:
+        """The next road link of traveller number ``traveller`` at ``node`` to ``destination``."""
+        age = table_age(traveller, self.update_weight, len(self._cost_history))
+        key = (self._epoch - age, destination)
+        table = self._tables.get(key)
+        if table is None:
+            table = next_hop_table(self.index, destination, self._cost_history[key[0]])
+            self._tables[key] = table
+        return choose_hop(table[node], traveller, self.index.node_position[node])

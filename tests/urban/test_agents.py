@@ -10,7 +10,7 @@ from mesa_llm_mobility.urban.agents import (
     traveller_state,
 )
 from mesa_llm_mobility.urban.plans import Activity
-from mesa_llm_mobility.urban.traffic import Location, TravelState
+from mesa_llm_mobility.urban.trips import Location, TravelState
 
 PERSON = {
     "name": "Maria Lopez",

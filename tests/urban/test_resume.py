@@ -282,7 +282,9 @@ def test_fork_of_a_rule_run_with_an_llm_brain(uninterrupted, tmp_path):
 
 def test_checkpoints_leave_out_stored_link_rows_and_resume_puts_them_back(tmp_path):
     from mesa_llm_mobility.urban import runner  # noqa: PLC0415
-    from mesa_llm_mobility.urban.traffic import LINK_STATE_COLUMNS  # noqa: PLC0415
+    from mesa_llm_mobility.urban.traffic_records import (  # noqa: PLC0415
+        LINK_STATE_COLUMNS,
+    )
 
     out = tmp_path / "r"
     config = runner.urban_config(days=2, n_agents=8, seed=1)

@@ -7,16 +7,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mesa_llm_mobility.urban.routing import NetworkIndex, PathError, Router
-from mesa_llm_mobility.urban.scenario import load_scenario, scenario_from_dict
-from mesa_llm_mobility.urban.traffic import (
-    TrafficEngine,
-    TravelState,
+from mesa_llm_mobility.urban.metro import (
     metro_timetable,
     next_train,
     train_departure,
     transit_journey,
 )
+from mesa_llm_mobility.urban.routing import NetworkIndex, PathError, Router
+from mesa_llm_mobility.urban.scenario import load_scenario, scenario_from_dict
+from mesa_llm_mobility.urban.traffic import TrafficEngine, TravelState
 
 
 def chain(*links, nodes=("A", "B", "C", "D")):

@@ -16,7 +16,7 @@ import pandas as pd
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, day_clock
 from mesa_llm_mobility.urban.routing import direction_stops
 from mesa_llm_mobility.urban.scenario import Scenario
-from mesa_llm_mobility.urban.traffic import LINK_STATE_COLUMNS
+from mesa_llm_mobility.urban.traffic_records import LINK_STATE_COLUMNS
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.model import UrbanMobilityModel
@@ -120,7 +120,7 @@ def train_positions(scenario: Scenario, minute: float) -> pd.DataFrame:
     """Where every metro train in service is at ``minute``, from the line parameters.
 
     A train of direction d leaves its first stop at ``service_start + n headway`` and its k-th
-    stop ``k (travel_time + dwell)`` later (:func:`~mesa_llm_mobility.urban.traffic.train_departure`);
+    stop ``k (travel_time + dwell)`` later (:func:`~mesa_llm_mobility.urban.metro.train_departure`);
     between two stops it moves at constant speed, at a stop it stands for ``dwell``.
 
     Returns:

@@ -13,9 +13,9 @@ from mesa_llm_mobility.urban.app.town_view import (
     trips_by,
     view_of_model,
 )
+from mesa_llm_mobility.urban.metro import metro_timetable
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
 from mesa_llm_mobility.urban.scenario import load_scenario
-from mesa_llm_mobility.urban.traffic import metro_timetable
 
 
 @pytest.fixture(scope="module")
