@@ -11,7 +11,7 @@ Submodules are imported on demand so that ``import mesa_llm_mobility.urban`` sta
 - :mod:`.plans`: activities, day plans and their rule-based validation.
 - :mod:`.decisions`: decision kinds (day plan, plan revision, chat, daily reflection) with
   prompts and rule policies.
-- :mod:`.agents`: :class:`~.agents.TravelerAgent` and profiles built from a population.
+- :mod:`.agents`: :class:`~.agents.TravellerAgent` and profiles built from a population.
 - :mod:`.model`: :class:`~.model.UrbanMobilityModel`, the GATSim Mesa model.
 - :mod:`.population`: narrative person profiles, households and the validating loader.
 - :mod:`.synthesis`: Table 2 statistics, the rule and LLM population synthesisers.

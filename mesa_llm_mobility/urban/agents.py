@@ -1,6 +1,6 @@
 """Travellers of the urban model: persona, memory, today's plan and a state mirrored from traffic.
 
-A :class:`TravelerAgent` never moves itself: the traffic engine moves it along the trips its plan
+A :class:`TravellerAgent` never moves itself: the traffic engine moves it along the trips its plan
 produced, and the model mirrors the engine's view into the agent (``state`` and ``cell``) after
 each network step, only for agents that are travelling or due to leave. The agent keeps plain
 data (plan, revisions, trip log, long-term reflection) so a model can be checkpointed at a day
@@ -10,6 +10,7 @@ boundary.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -87,7 +88,7 @@ class DayState:
     chats: list[str] = field(default_factory=list)
 
 
-class TravelerAgent(CellAgent):
+class TravellerAgent(CellAgent):
     """A generative traveller (GATSim): persona, memory, plan, and its mirrored travel state.
 
     Attributes:
@@ -316,3 +317,15 @@ def personas_from_population(
             )
         )
     return personas
+
+
+def __getattr__(name: str) -> Any:
+    """Deprecated names: ``TravelerAgent`` is :class:`TravellerAgent`."""
+    if name == "TravelerAgent":
+        warnings.warn(
+            "TravelerAgent is deprecated; use TravellerAgent",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return TravellerAgent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

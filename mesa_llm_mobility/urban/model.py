@@ -46,7 +46,7 @@ from mesa_llm_mobility.memory import MemoryStore
 from mesa_llm_mobility.urban.agents import (
     DayState,
     PlanRevisionRecord,
-    TravelerAgent,
+    TravellerAgent,
     TripRecord,
     experience_of,
     personas_from_population,
@@ -249,14 +249,14 @@ class UrbanMobilityModel(mesa.Model):
             else personas_from_population(loaded, self.facilities)
         )
         personas = scale_personas(personas, n_agents, self.rng)
-        self.travellers: dict[str, TravelerAgent] = {}
+        self.travellers: dict[str, TravellerAgent] = {}
         for persona in personas:
             if persona.home not in self.facilities:
                 raise ValueError(
                     f"{persona.name}: unknown home facility {persona.home!r}"
                 )
             self.engine.add_agent(persona.name, persona.home)
-            agent = TravelerAgent(
+            agent = TravellerAgent(
                 self, persona, self.memory_store, self.space[persona.home]
             )
             self.travellers[persona.name] = agent
@@ -417,7 +417,7 @@ class UrbanMobilityModel(mesa.Model):
         if day > 1:
             self.memory_store.prune(t)
         weekday = (self.start_date + dt.timedelta(days=day - 1)).weekday()
-        households: dict[str, list[TravelerAgent]] = {}
+        households: dict[str, list[TravellerAgent]] = {}
         for agent in self.travellers.values():
             persona = agent.persona
             agent.today = DayState(
@@ -520,7 +520,7 @@ class UrbanMobilityModel(mesa.Model):
         requests.extend(self._revision_requests(t, now))
         return requests
 
-    def _contacts(self, agent: TravelerAgent) -> dict[str, str]:
+    def _contacts(self, agent: TravellerAgent) -> dict[str, str]:
         contacts = {n: "family" for n in agent.persona.family if n in self.travellers}
         contacts.update(
             {
@@ -531,7 +531,7 @@ class UrbanMobilityModel(mesa.Model):
         )
         return contacts
 
-    def _recall_trips(self, agent: TravelerAgent, t: int) -> list[TripExperience]:
+    def _recall_trips(self, agent: TravellerAgent, t: int) -> list[TripExperience]:
         persona = agent.persona
         keywords = ["trip", persona.home, persona.work_facility or ""]
         hits = agent.memory.retrieve(
@@ -542,7 +542,7 @@ class UrbanMobilityModel(mesa.Model):
             (f for f in found if f is not None), key=lambda e: (e.day, e.departure)
         )
 
-    def _recall_text(self, agent: TravelerAgent, t: int, text: str) -> list[str]:
+    def _recall_text(self, agent: TravellerAgent, t: int, text: str) -> list[str]:
         if not self._llm:
             return []
         hits = agent.memory.retrieve(
@@ -551,7 +551,7 @@ class UrbanMobilityModel(mesa.Model):
         return [hit.node.content for hit in hits]
 
     def _plan_facts(
-        self, agent: TravelerAgent, now: int, start_place: str
+        self, agent: TravellerAgent, now: int, start_place: str
     ) -> PlanFacts:
         today, persona = agent.today, agent.persona
         visited = tuple(
@@ -582,7 +582,7 @@ class UrbanMobilityModel(mesa.Model):
         ]
 
     def _planning_context(
-        self, agent: TravelerAgent, day: int, now: int
+        self, agent: TravellerAgent, day: int, now: int
     ) -> PlanningContext:
         t = self.minute
         date = self.start_date + dt.timedelta(days=day - 1)
@@ -604,7 +604,7 @@ class UrbanMobilityModel(mesa.Model):
         )
 
     def _chat_context(
-        self, agent: TravelerAgent, contacts: dict[str, str], day: int, now: int
+        self, agent: TravellerAgent, contacts: dict[str, str], day: int, now: int
     ) -> ChatContext:
         return ChatContext(
             persona=agent.persona,
@@ -616,7 +616,7 @@ class UrbanMobilityModel(mesa.Model):
             memories=self._recall_text(agent, self.minute, "family friends plans"),
         )
 
-    def _reflection_context(self, agent: TravelerAgent, day: int) -> ReflectionContext:
+    def _reflection_context(self, agent: TravellerAgent, day: int) -> ReflectionContext:
         return ReflectionContext(
             persona=agent.persona,
             day=day,
@@ -640,7 +640,7 @@ class UrbanMobilityModel(mesa.Model):
             self._congestion_cache = (t, lines)
         return self._congestion_cache[1]
 
-    def _social(self, agent: TravelerAgent) -> list[str]:
+    def _social(self, agent: TravellerAgent) -> list[str]:
         """Family members' and friends' states (perceived by LLM travellers only)."""
         if not self._llm:
             return []
@@ -649,7 +649,7 @@ class UrbanMobilityModel(mesa.Model):
             for name, relation in self._contacts(agent).items()
         ]
 
-    def _future(self, agent: TravelerAgent) -> list[Activity]:
+    def _future(self, agent: TravellerAgent) -> list[Activity]:
         return [r.activity for r in agent.pending_trips()]
 
     def _revision_requests(self, t: int, now: int) -> list[DecisionRequest]:
@@ -712,7 +712,7 @@ class UrbanMobilityModel(mesa.Model):
         return requests
 
     def _node_request(
-        self, agent: TravelerAgent, t: int, now: int
+        self, agent: TravellerAgent, t: int, now: int
     ) -> DecisionRequest | None:
         if agent.state != "driving":
             return None
@@ -784,7 +784,7 @@ class UrbanMobilityModel(mesa.Model):
         )
         return DecisionRequest(PLAN_REVISION, agent.name, context)
 
-    def _current_activity(self, agent: TravelerAgent) -> Activity | None:
+    def _current_activity(self, agent: TravellerAgent) -> Activity | None:
         """The activity of the trip last departed today (``None`` before the first)."""
         for record in reversed(agent.trips):
             if record.cancelled or math.isnan(record.departure):
@@ -891,7 +891,7 @@ class UrbanMobilityModel(mesa.Model):
         )
 
     def _adopt_plan(
-        self, agent: TravelerAgent, plan: Any, t: int, day: int, now: int
+        self, agent: TravellerAgent, plan: Any, t: int, day: int, now: int
     ) -> None:
         agent.plan = plan
         agent.activities = list(plan.activities)
@@ -908,7 +908,7 @@ class UrbanMobilityModel(mesa.Model):
 
     def _record_plan(
         self,
-        agent: TravelerAgent,
+        agent: TravellerAgent,
         day: int,
         now: int,
         source: str,
@@ -921,7 +921,7 @@ class UrbanMobilityModel(mesa.Model):
             )  # fmt: skip
 
     def _schedule(
-        self, agent: TravelerAgent, activities: Sequence[Activity], t: int, day: int
+        self, agent: TravellerAgent, activities: Sequence[Activity], t: int, day: int
     ) -> None:
         """Add engine trips for ``activities`` from where the agent will be."""
         day_start = (day - 1) * MINUTES_PER_DAY
@@ -988,7 +988,7 @@ class UrbanMobilityModel(mesa.Model):
             previous_departure = depart
             place = activity.facility
 
-    def _withdraw(self, agent: TravelerAgent) -> None:
+    def _withdraw(self, agent: TravellerAgent) -> None:
         pending = agent.pending_trips()
         if pending:
             self.engine.cancel_trip(pending[0].trip_id)
@@ -996,7 +996,12 @@ class UrbanMobilityModel(mesa.Model):
                 record.cancelled = True
 
     def _revise(
-        self, agent: TravelerAgent, context: RevisionContext, out: Any, t: int, now: int
+        self,
+        agent: TravellerAgent,
+        context: RevisionContext,
+        out: Any,
+        t: int,
+        now: int,
     ) -> None:
         agent.revisions.append(
             PlanRevisionRecord(
@@ -1037,7 +1042,7 @@ class UrbanMobilityModel(mesa.Model):
         self._record_plan(agent, day, now, "revision", future)
         self._schedule(agent, future, t, day)
 
-    def _chat(self, agent: TravelerAgent, out: Any, t: int) -> None:
+    def _chat(self, agent: TravellerAgent, out: Any, t: int) -> None:
         partner = self.travellers[out.partner]
         for speaker, other in ((agent, partner), (partner, agent)):
             speaker.memory.remember(
@@ -1099,7 +1104,7 @@ class UrbanMobilityModel(mesa.Model):
         except (PathError, ValueError) as error:
             logger.warning("%s: reroute at %s refused: %s", agent.name, node, error)
 
-    def _interrupt(self, agent: TravelerAgent, trip: Any, node: str) -> bool:
+    def _interrupt(self, agent: TravellerAgent, trip: Any, node: str) -> bool:
         """GATSim's ``InterruptCurrentTravel`` (Algorithm 1, step 2), checked at each node.
 
         En route to activity k when the departure minute of activity k + 1 (an explicit
@@ -1177,7 +1182,7 @@ class UrbanMobilityModel(mesa.Model):
         self._in_progress = in_progress
 
     def _schedule_check(
-        self, agent: TravelerAgent, t: int, *, arrived: bool = False
+        self, agent: TravellerAgent, t: int, *, arrived: bool = False
     ) -> None:
         if arrived:
             agent.check_version += 1
