@@ -123,3 +123,14 @@ def test_traveler_agent_is_a_deprecated_alias() -> None:
     with pytest.warns(DeprecationWarning, match="TravellerAgent"):
         alias = agents.TravelerAgent
     assert alias is agents.TravellerAgent
+
+
+def test_the_urban_package_exports_its_public_names_lazily() -> None:
+    import mesa_llm_mobility.urban as urban  # noqa: PLC0415
+
+    for name in urban.__all__:
+        assert getattr(urban, name) is not None
+    with pytest.warns(DeprecationWarning, match="TravellerAgent"):
+        assert urban.TravelerAgent is urban.TravellerAgent
+    with pytest.raises(AttributeError):
+        _ = urban.NoSuchName
