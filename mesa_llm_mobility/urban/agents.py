@@ -40,6 +40,7 @@ from mesa_llm_mobility.urban.traffic import Location, TravelState
 
 if TYPE_CHECKING:
     from mesa import Model
+    from mesa.discrete_space import Cell, Network
 
     from mesa_llm_mobility.memory import MemoryStore, MemoryStream
     from mesa_llm_mobility.urban.contexts import WorldView
@@ -126,7 +127,7 @@ class TravellerAgent(CellAgent):
     """
 
     def __init__(
-        self, model: Model, persona: PersonaFacts, store: MemoryStore, cell: Any
+        self, model: Model, persona: PersonaFacts, store: MemoryStore, cell: Cell
     ) -> None:
         super().__init__(model)
         self.persona = persona
@@ -155,7 +156,7 @@ class TravellerAgent(CellAgent):
         """The persona's name (the engine's agent id)."""
         return self.persona.name
 
-    def mirror(self, location: Location, space: Any) -> None:
+    def mirror(self, location: Location, space: Network) -> None:
         """Set ``state``, ``place`` and ``cell`` from the engine's location of the agent."""
         self.state = traveller_state(location)
         if location.place != self.place:

@@ -42,7 +42,7 @@ from mesa_llm_mobility.urban.routing import (
     validate_path,
 )
 from mesa_llm_mobility.urban.scenario import Scenario
-from mesa_llm_mobility.urban.traffic import TrafficEngine, TravelState, transit_journey
+from mesa_llm_mobility.urban.traffic import TrafficEngine, transit_journey
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.agents import TravellerAgent, TripRecord
@@ -178,29 +178,25 @@ class WorldView:
         ):
             return None
         engine = self.engine
-        trip = engine.trip(record.trip_id)
-        if (
-            trip.state is not TravelState.TRAVERSING
-            or trip.link is None
-            or trip.ready > t + 1e-9
-            or not trip.remaining
-        ):
+        approach = engine.approaching_node(record.trip_id, t)
+        if approach is None:
             return None
-        waits = sum(engine.link_wait(link) for link in trip.remaining)
+        node, ahead = approach
+        waits = sum(engine.link_wait(link) for link in ahead)
         if waits < NODE_REVISION_WAIT:
             return None
-        node = trip.link.head
+        destination = engine.trip(record.trip_id).destination_node
         try:
-            alternative = engine.router.path(node, trip.destination_node, "drive")
+            alternative = engine.router.path(node, destination, "drive")
         except PathError:
             return None
-        remaining = [link.name for link in trip.remaining]
+        remaining = [link.name for link in ahead]
         fastest = sum(link.free_time + engine.link_wait(link) for link in alternative)
         other_paths = []
         if self.uses_llm:  # a third path for the prompt, when not much slower
             other = alternative_path(
-                engine.index, node, trip.destination_node, "drive",
-                list(trip.remaining) + alternative, engine.router.extra_costs,
+                engine.index, node, destination, "drive",
+                list(ahead) + alternative, engine.router.extra_costs,
             )  # fmt: skip
             names = None if other is None else [link.name for link in other]
             if other is not None and names not in (
@@ -223,7 +219,7 @@ class WorldView:
             future=[r.activity for r in agent.pending_trips()],
             destination=record.destination,
             remaining_path=remaining,
-            remaining_minutes=sum(link.free_time for link in trip.remaining) + waits,
+            remaining_minutes=sum(link.free_time for link in ahead) + waits,
             alternative_path=[link.name for link in alternative],
             alternative_minutes=fastest,
             other_paths=other_paths,

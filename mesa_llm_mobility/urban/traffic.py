@@ -1404,6 +1404,24 @@ class TrafficEngine:
         ]  # fmt: skip
         return pd.DataFrame(rows, columns=TRIP_COLUMNS)
 
+    def approaching_node(
+        self, trip_id: Hashable, by: float
+    ) -> tuple[str, tuple[DirectedLink, ...]] | None:
+        """The node a driving trip reaches by minute ``by``, and the links it still has after it.
+
+        ``None`` unless the trip traverses a road link it leaves by ``by`` with links left
+        (a driver who may still change its path at that node).
+        """
+        trip = self._trips[trip_id]
+        if (
+            trip.state is not TravelState.TRAVERSING
+            or trip.link is None
+            or trip.ready > by + 1e-9
+            or not trip.remaining
+        ):
+            return None
+        return trip.link.head, tuple(trip.remaining)
+
 
 TRIP_COLUMNS = [
     "trip_id",
