@@ -46,12 +46,7 @@ from mesa_llm_mobility.urban.agents import (
     personas_from_population,
 )
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
-from mesa_llm_mobility.urban.contexts import (
-    ALTERNATIVE_SLACK,
-    NODE_REVISION_WAIT,
-    FacilityPair,
-    WorldView,
-)
+from mesa_llm_mobility.urban.contexts import FacilityPair, WorldView
 from mesa_llm_mobility.urban.decisions import (
     CHAT,
     DAILY_PLAN,
@@ -75,22 +70,20 @@ from mesa_llm_mobility.urban.itinerary import (
 from mesa_llm_mobility.urban.network_space import build_network_space
 from mesa_llm_mobility.urban.outputs import UrbanSummary
 from mesa_llm_mobility.urban.plans import DailyPlan, issue_rule
-from mesa_llm_mobility.urban.routing import MODES, DirectedLink, PathError, Router
+from mesa_llm_mobility.urban.routing import (
+    MODES,
+    DirectedLink,
+    NetworkIndex,
+    PathError,
+    Router,
+)
 from mesa_llm_mobility.urban.scenario import Event, Scenario, load_scenario
 from mesa_llm_mobility.urban.traffic import TrafficEngine
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.population import Population
 
-__all__ = [
-    "ALTERNATIVE_SLACK",
-    "CHAT_MINUTE",
-    "NODE_REVISION_WAIT",
-    "PLAN_MINUTE",
-    "REFLECTION_MINUTE",
-    "UrbanMobilityModel",
-    "scale_personas",
-]
+__all__ = ["UrbanMobilityModel", "free_flow_table", "scale_personas"]
 
 
 def _load_population(
@@ -104,13 +97,13 @@ def _load_population(
 
 
 def free_flow_table(
-    engine: TrafficEngine, town: Scenario, facilities: frozenset[str]
+    index: NetworkIndex, town: Scenario, facilities: frozenset[str]
 ) -> tuple[dict[FacilityPair, float], dict[FacilityPair, tuple[DirectedLink, ...]]]:
     """Free-flow minutes and shortest paths by (origin, destination, mode) facility pairs.
 
     Transit minutes include each metro line's static wait.
     """
-    router: Router = Router(engine.index)
+    router = Router(index)
     table: dict[FacilityPair, float] = {}
     routes: dict[FacilityPair, tuple[DirectedLink, ...]] = {}
     for origin in facilities:
@@ -265,7 +258,7 @@ class UrbanMobilityModel(MobilityModel):
         )
         self.facilities = frozenset(town.facilities)
         self.travel_times, self.routes = free_flow_table(
-            self.engine, town, self.facilities
+            self.engine.index, town, self.facilities
         )
 
         loaded = _load_population(population, town)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import dataclasses
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -357,9 +356,7 @@ def test_mode_follows_preferences_and_bad_traffic_memories():
 # ----------------------------------------------------------------------------- prompt fields
 def _free_flow():
     """The model's free-flow minutes and paths on the reference town."""
-    return free_flow_table(
-        SimpleNamespace(index=INDEX), TOWN, frozenset(TOWN.facilities)
-    )
+    return free_flow_table(INDEX, TOWN, frozenset(TOWN.facilities))
 
 
 FREE_TIMES, ROUTES = _free_flow()
