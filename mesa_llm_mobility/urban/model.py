@@ -308,12 +308,14 @@ class UrbanMobilityModel(MobilityModel):
 
     # ------------------------------------------------------------------ checkpoints
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the brain and the memory store; :meth:`attach` gives them back.
+        """Everything but the brain, its options and the memory store; :meth:`attach` gives them back.
 
-        The brain holds network clients and the ledger file, the memory store a Chroma client.
+        The brain holds network clients and the ledger file, its options may hold an API key
+        (never written to a checkpoint), the memory store a Chroma client.
         """
         state = self.__dict__.copy()
         state["brain"] = None
+        state["brain_options"] = {}
         state["memory_store"] = None
         return state
 

@@ -704,3 +704,20 @@ def test_a_checkpointed_model_pickles_without_its_brain_and_keeps_its_collected_
     assert not restored.uses_llm
     restored.close()
     model.close()
+
+
+def test_a_checkpoint_holds_no_brain_option(tmp_path):
+    import pickle  # noqa: PLC0415
+
+    model = small_model(
+        n=4,
+        brain="llm:openai/fake-model",
+        brain_options={
+            "api_base": "http://127.0.0.1:9",
+            "api_key": "sk-never-in-a-checkpoint",
+            "ledger": tmp_path / "ledger.jsonl",
+        },
+    )
+    assert model.brain_options["api_key"] == "sk-never-in-a-checkpoint"
+    assert b"sk-never-in-a-checkpoint" not in pickle.dumps(model)
+    model.close()
