@@ -69,7 +69,7 @@ def main() -> None:
         received = server.request_count
     llm = result.summary["llm"]
     decisions = result.run.read_table("decisions")
-    agents = decisions["agent"].nunique()
+    agents = decisions["agent_id"].nunique()
     agent_days = agents * args.days
     shares = decisions.groupby("kind")["outcome"].value_counts(normalize=True)
     leaked = [

@@ -14,7 +14,11 @@ import pytest
 
 from tests.goldens import outputs
 
-RENAMED: dict[str, dict[str, str]] = {}
+RENAMED: dict[str, dict[str, str]] = {
+    # #12: the decisions table's shared columns (MobilityModel.decisions_frame)
+    "urban_rules_decisions": {"agent": "agent_id"},
+    "urban_llm_decisions": {"agent": "agent_id"},
+}
 """``{"<case>_<table>": {old column: new column}}`` for renames since the pinning."""
 
 

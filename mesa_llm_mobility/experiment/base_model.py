@@ -79,8 +79,11 @@ class MobilityModel(mesa.Model):
 
     @property
     def ledger(self) -> Ledger | None:
-        """The brain's ledger (always there for an LLM brain), or ``None``."""
-        return self.brain.ledger
+        """The brain's ledger (always there for an LLM brain), or ``None``.
+
+        ``None`` too for a model unpickled from a checkpoint and not given a brain yet.
+        """
+        return None if self.brain is None else self.brain.ledger
 
     def decide(
         self, requests: Sequence[DecisionRequest[Any, Any]], **time: Any

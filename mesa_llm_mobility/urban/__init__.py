@@ -10,8 +10,11 @@ Submodules are imported on demand so that ``import mesa_llm_mobility.urban`` sta
 - :mod:`.demand`: :func:`~.demand.simulate_demand`, a plain dynamic network loader.
 - :mod:`.plans`: activities, day plans and their rule-based validation.
 - :mod:`.decisions`: decision kinds (day plan, plan revision, chat, daily reflection) with
-  prompts and rule policies.
-- :mod:`.agents`: :class:`~.agents.TravelerAgent` and profiles built from a population.
+  prompts and rule policies, one module each.
+- :mod:`.agents`: :class:`~.agents.TravellerAgent` and profiles built from a population.
+- :mod:`.contexts`: the read-only world view travellers build their decision contexts from.
+- :mod:`.itinerary`: plan execution, the wake-up schedule and the engine hooks.
+- :mod:`.outputs`: the tidy tables and KPIs of a run.
 - :mod:`.model`: :class:`~.model.UrbanMobilityModel`, the GATSim Mesa model.
 - :mod:`.population`: narrative person profiles, households and the validating loader.
 - :mod:`.synthesis`: Table 2 statistics, the rule and LLM population synthesisers.
@@ -20,3 +23,84 @@ Submodules are imported on demand so that ``import mesa_llm_mobility.urban`` sta
 """
 
 from __future__ import annotations
+
+import importlib
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.urban.agents import TravellerAgent
+    from mesa_llm_mobility.urban.decisions import PersonaFacts
+    from mesa_llm_mobility.urban.demand import simulate_demand
+    from mesa_llm_mobility.urban.model import UrbanMobilityModel
+    from mesa_llm_mobility.urban.outputs import UrbanSummary
+    from mesa_llm_mobility.urban.population import Population, load_population
+    from mesa_llm_mobility.urban.runner import (
+        UrbanConfig,
+        UrbanRunResult,
+        fork_urban,
+        resume_urban,
+        run_urban,
+        urban_config,
+    )
+    from mesa_llm_mobility.urban.scenario import Event, Scenario, load_scenario
+    from mesa_llm_mobility.urban.traffic import TrafficEngine
+
+_EXPORTS = {
+    "Event": "scenario",
+    "PersonaFacts": "decisions",
+    "Population": "population",
+    "Scenario": "scenario",
+    "TrafficEngine": "traffic",
+    "TravellerAgent": "agents",
+    "UrbanConfig": "runner",
+    "UrbanMobilityModel": "model",
+    "UrbanRunResult": "runner",
+    "UrbanSummary": "outputs",
+    "fork_urban": "runner",
+    "load_population": "population",
+    "load_scenario": "scenario",
+    "resume_urban": "runner",
+    "run_urban": "runner",
+    "simulate_demand": "demand",
+    "urban_config": "runner",
+}
+
+__all__ = [
+    "Event",
+    "PersonaFacts",
+    "Population",
+    "Scenario",
+    "TrafficEngine",
+    "TravellerAgent",
+    "UrbanConfig",
+    "UrbanMobilityModel",
+    "UrbanRunResult",
+    "UrbanSummary",
+    "fork_urban",
+    "load_population",
+    "load_scenario",
+    "resume_urban",
+    "run_urban",
+    "simulate_demand",
+    "urban_config",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported from their module on first use."""
+    if name == "TravelerAgent":
+        warnings.warn(
+            "TravelerAgent is deprecated; use TravellerAgent",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        name = "TravellerAgent"
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

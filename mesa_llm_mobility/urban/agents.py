@@ -1,6 +1,6 @@
 """Travellers of the urban model: persona, memory, today's plan and a state mirrored from traffic.
 
-A :class:`TravelerAgent` never moves itself: the traffic engine moves it along the trips its plan
+A :class:`TravellerAgent` never moves itself: the traffic engine moves it along the trips its plan
 produced, and the model mirrors the engine's view into the agent (``state`` and ``cell``) after
 each network step, only for agents that are travelling or due to leave. The agent keeps plain
 data (plan, revisions, trip log, long-term reflection) so a model can be checkpointed at a day
@@ -10,21 +10,40 @@ boundary.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mesa.discrete_space import CellAgent
 
-from mesa_llm_mobility.urban.clock import parse_hhmm
-from mesa_llm_mobility.urban.decisions import PersonaFacts, TripExperience
+from mesa_llm_mobility.cognition.kinds import DecisionRequest
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, parse_hhmm
+from mesa_llm_mobility.urban.decisions import (
+    CHAT,
+    DAILY_PLAN,
+    DAILY_REFLECTION,
+    PLAN_REVISION,
+    ChatContext,
+    ChatOutput,
+    PersonaFacts,
+    PlanningContext,
+    PlanRevisionOutput,
+    ReflectionContext,
+    ReflectionOutput,
+    RevisionContext,
+    Situation,
+    TripExperience,
+)
 from mesa_llm_mobility.urban.plans import Activity, DailyPlan
 from mesa_llm_mobility.urban.traffic import Location, TravelState
 
 if TYPE_CHECKING:
     from mesa import Model
+    from mesa.discrete_space import Cell, Network
 
     from mesa_llm_mobility.memory import MemoryStore, MemoryStream
+    from mesa_llm_mobility.urban.contexts import WorldView
 
 STATE_OF: dict[TravelState, str] = {
     TravelState.STAYING: "staying",
@@ -72,6 +91,7 @@ class PlanRevisionRecord:
     place: str
     action: str
     reason: str
+    agent: str = ""
 
 
 @dataclass
@@ -87,7 +107,7 @@ class DayState:
     chats: list[str] = field(default_factory=list)
 
 
-class TravelerAgent(CellAgent):
+class TravellerAgent(CellAgent):
     """A generative traveller (GATSim): persona, memory, plan, and its mirrored travel state.
 
     Attributes:
@@ -107,7 +127,7 @@ class TravelerAgent(CellAgent):
     """
 
     def __init__(
-        self, model: Model, persona: PersonaFacts, store: MemoryStore, cell: Any
+        self, model: Model, persona: PersonaFacts, store: MemoryStore, cell: Cell
     ) -> None:
         super().__init__(model)
         self.persona = persona
@@ -136,7 +156,7 @@ class TravelerAgent(CellAgent):
         """The persona's name (the engine's agent id)."""
         return self.persona.name
 
-    def mirror(self, location: Location, space: Any) -> None:
+    def mirror(self, location: Location, space: Network) -> None:
         """Set ``state``, ``place`` and ``cell`` from the engine's location of the agent."""
         self.state = traveller_state(location)
         if location.place != self.place:
@@ -165,6 +185,89 @@ class TravelerAgent(CellAgent):
                 return record.destination
         return self.persona.home
 
+    def current_activity(self) -> Activity | None:
+        """The activity of the trip last departed today (``None`` before the first)."""
+        for record in reversed(self.trips):
+            if record.cancelled or math.isnan(record.departure):
+                continue
+            return record.activity if record.day == self.today.day else None
+        return None
+
+    # ------------------------------------------------------------------ requests
+    def plan_request(
+        self, view: WorldView, t: int
+    ) -> DecisionRequest[PlanningContext, DailyPlan]:
+        """Ask for today's plan (at minute ``t``, absolute)."""
+        return DecisionRequest(DAILY_PLAN, self.name, view.planning_context(self, t))
+
+    def chat_request(
+        self, view: WorldView, t: int, contacts: Mapping[str, str]
+    ) -> DecisionRequest[ChatContext, ChatOutput]:
+        """Ask for a morning chat with one of ``contacts``."""
+        return DecisionRequest(CHAT, self.name, view.chat_context(self, contacts, t))
+
+    def reflection_request(
+        self, view: WorldView, t: int
+    ) -> DecisionRequest[ReflectionContext, ReflectionOutput]:
+        """Ask for the day's reflection."""
+        day = t // MINUTES_PER_DAY + 1
+        return DecisionRequest(
+            DAILY_REFLECTION, self.name, view.reflection_context(self, day)
+        )
+
+    def revision_request(
+        self, view: WorldView, t: int, situation: Situation
+    ) -> DecisionRequest[RevisionContext, PlanRevisionOutput]:
+        """Ask whether to revise the rest of the day while staying."""
+        return DecisionRequest(
+            PLAN_REVISION, self.name, view.revision_context(self, situation, t)
+        )
+
+    def node_revision_request(
+        self, view: WorldView, t: int
+    ) -> DecisionRequest[RevisionContext, PlanRevisionOutput] | None:
+        """Ask whether to change path at the node ahead, when driving into waits."""
+        context = view.node_revision_context(self, t)
+        return (
+            None
+            if context is None
+            else DecisionRequest(PLAN_REVISION, self.name, context)
+        )
+
+    # ------------------------------------------------------------------ commits
+    def adopt_plan(self, plan: DailyPlan, t: float) -> None:
+        """Make ``plan`` today's plan and remember its concepts (the model schedules it)."""
+        self.plan = plan
+        self.activities = list(plan.activities)
+        self.today.mode = plan.activities[0].mode
+        if plan.long_term_reflection:
+            self.long_term_reflection = plan.long_term_reflection
+        for concept in plan.concepts:
+            self.memory.remember(
+                concept.content, node_type="plan", importance=concept.importance, now=t,
+                keywords=concept.keywords,
+            )  # fmt: skip
+
+    def chat_with(self, partner: TravellerAgent, chat: ChatOutput, t: float) -> None:
+        """Both speakers remember the chat and its topic."""
+        for speaker, other in ((self, partner), (partner, self)):
+            speaker.memory.remember(
+                chat.summary, node_type="chat", importance=chat.importance, now=t,
+                keywords=["chat", other.name, *chat.topic.split()],
+            )  # fmt: skip
+            speaker.used_topics.setdefault(other.name, []).append(chat.topic)
+            speaker.today.chats.append(chat.summary)
+
+    def reflect(self, reflection: ReflectionOutput, t: float) -> None:
+        """Remember the day's reflections and take the new long-term reflection."""
+        for concept in reflection.reflections:
+            self.memory.remember(
+                concept.content, node_type="reflection", importance=concept.importance,
+                now=t, keywords=concept.keywords,
+            )  # fmt: skip
+        if reflection.long_term_reflection:
+            self.long_term_reflection = reflection.long_term_reflection
+
     def experiences_today(self, day: int) -> list[TripExperience]:
         """Today's completed trips as experiences."""
         return [
@@ -179,12 +282,12 @@ def experience_of(record: TripRecord) -> TripExperience:
     late = target = None
     if record.planned_arrival is not None:
         late = max(0, math.ceil(record.arrival - record.planned_arrival))
-        target = int(record.planned_arrival) % 1440
+        target = int(record.planned_arrival) % MINUTES_PER_DAY
     return TripExperience(
         origin=record.origin,
         destination=record.destination,
         mode=record.activity.mode,
-        departure=int(record.departure) % 1440,
+        departure=int(record.departure) % MINUTES_PER_DAY,
         travel_time=round(record.arrival - record.departure),
         delay=max(0, round(record.delay)),
         late=late,
@@ -316,3 +419,15 @@ def personas_from_population(
             )
         )
     return personas
+
+
+def __getattr__(name: str) -> Any:
+    """Deprecated names: ``TravelerAgent`` is :class:`TravellerAgent`."""
+    if name == "TravelerAgent":
+        warnings.warn(
+            "TravelerAgent is deprecated; use TravellerAgent",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return TravellerAgent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

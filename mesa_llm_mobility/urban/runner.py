@@ -23,7 +23,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -39,6 +39,7 @@ from mesa_llm_mobility.memory import MemoryStore
 from mesa_llm_mobility.urban import plots
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
+from mesa_llm_mobility.urban.outputs import UrbanSummary
 from mesa_llm_mobility.urban.replay import load_run_scenario, open_urban_run
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,29 @@ logger = logging.getLogger(__name__)
 SUMMARY_FILE = "summary.json"
 FORKABLE = frozenset({"brain", "days", "events"})
 """Config values a fork may change."""
+
+
+class UrbanConfig(TypedDict):
+    """The resolved configuration of an urban run (``config.json``); see :func:`urban_config`."""
+
+    model: str
+    days: int
+    brain: str
+    seed: int
+    scenario: str
+    population: str
+    n_agents: int | None
+    events: bool
+    embedding: str
+    start_date: str
+
+
+class ForkChanges(TypedDict, total=False):
+    """What a fork may change (:data:`FORKABLE`)."""
+
+    brain: str
+    days: int
+    events: bool
 
 
 @dataclass(frozen=True)
@@ -60,7 +84,7 @@ class UrbanRunResult:
     """
 
     run: RunDirectory
-    summary: dict[str, Any]
+    summary: UrbanSummary
     plots: list[Path]
     finished: bool = True
 
@@ -76,7 +100,7 @@ def urban_config(
     events: bool = True,
     embedding: str = "hash",
     start_date: str = "2025-03-10",
-) -> dict[str, Any]:
+) -> UrbanConfig:
     """The resolved configuration of an urban run, as written to ``config.json``."""
     return {
         "model": "urban",
@@ -94,7 +118,7 @@ def urban_config(
 
 def run_urban(
     out: str | Path,
-    config: Mapping[str, Any],
+    config: UrbanConfig,
     *,
     overwrite: bool = False,
     progress: bool = True,
@@ -215,7 +239,7 @@ def fork_urban(
     target: str | Path,
     *,
     from_day: int,
-    changes: Mapping[str, Any] | None = None,
+    changes: ForkChanges | None = None,
     overwrite: bool = False,
     progress: bool = True,
     brain_options: Mapping[str, Any] | None = None,
@@ -312,7 +336,7 @@ def checkpoint_model(run: RunDirectory, model: UrbanMobilityModel, day: int) -> 
     )
 
 
-def _run_summary(run: RunDirectory, model: UrbanMobilityModel) -> dict[str, Any]:
+def _run_summary(run: RunDirectory, model: UrbanMobilityModel) -> UrbanSummary:
     """The model's summary; LLM use from the whole ledger file (a resumed brain saw a part)."""
     summary = model.summary()
     if run.ledger_path.is_file():

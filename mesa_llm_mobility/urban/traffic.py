@@ -561,3 +561,21 @@ class TrafficEngine(TripPlanning):
     def trips_frame(self) -> pd.DataFrame:
         """Return one row per trip (see :func:`~mesa_llm_mobility.urban.trips.trips_frame`)."""
         return trips_frame(self._trips.values())
+
+    def approaching_node(
+        self, trip_id: Hashable, by: float
+    ) -> tuple[str, tuple[DirectedLink, ...]] | None:
+        """The node a driving trip reaches by minute ``by``, and the links it still has after it.
+
+        ``None`` unless the trip traverses a road link it leaves by ``by`` with links left
+        (a driver who may still change its path at that node).
+        """
+        trip = self._trips[trip_id]
+        if (
+            trip.state is not TravelState.TRAVERSING
+            or trip.link is None
+            or trip.ready > by + 1e-9
+            or not trip.remaining
+        ):
+            return None
+        return trip.link.head, tuple(trip.remaining)

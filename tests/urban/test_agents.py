@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from mesa_llm_mobility.urban.agents import (
     TripRecord,
     experience_of,
@@ -113,3 +115,22 @@ def test_experience_of_a_trip_record():
         experience.late,
         experience.day,
     ) == (430, 62, 12, 2)
+
+
+def test_traveler_agent_is_a_deprecated_alias() -> None:
+    from mesa_llm_mobility.urban import agents  # noqa: PLC0415
+
+    with pytest.warns(DeprecationWarning, match="TravellerAgent"):
+        alias = agents.TravelerAgent
+    assert alias is agents.TravellerAgent
+
+
+def test_the_urban_package_exports_its_public_names_lazily() -> None:
+    import mesa_llm_mobility.urban as urban  # noqa: PLC0415
+
+    for name in urban.__all__:
+        assert getattr(urban, name) is not None
+    with pytest.warns(DeprecationWarning, match="TravellerAgent"):
+        assert urban.TravelerAgent is urban.TravellerAgent
+    with pytest.raises(AttributeError):
+        _ = urban.NoSuchName

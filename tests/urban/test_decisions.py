@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import dataclasses
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -28,7 +27,7 @@ from mesa_llm_mobility.urban.decisions import (
     school_runs,
     trip_memory_text,
 )
-from mesa_llm_mobility.urban.model import UrbanMobilityModel
+from mesa_llm_mobility.urban.model import free_flow_table
 from mesa_llm_mobility.urban.plans import Activity, DailyPlan, PlanFacts
 from mesa_llm_mobility.urban.routing import NetworkIndex
 from mesa_llm_mobility.urban.scenario import load_scenario
@@ -357,12 +356,7 @@ def test_mode_follows_preferences_and_bad_traffic_memories():
 # ----------------------------------------------------------------------------- prompt fields
 def _free_flow():
     """The model's free-flow minutes and paths on the reference town."""
-    town = SimpleNamespace(
-        engine=SimpleNamespace(index=INDEX),
-        facilities=frozenset(TOWN.facilities),
-        town=TOWN,
-    )
-    return UrbanMobilityModel._free_flow_table(town)
+    return free_flow_table(INDEX, TOWN, frozenset(TOWN.facilities))
 
 
 FREE_TIMES, ROUTES = _free_flow()

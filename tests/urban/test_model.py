@@ -181,7 +181,7 @@ def test_llm_brain_day_with_malformed_and_invalid_plans():
         model.run()
         model.close()
     decisions = model.decisions_frame()
-    plans = decisions[decisions["kind"] == "DailyPlan"].set_index("agent")["outcome"]
+    plans = decisions[decisions["kind"] == "DailyPlan"].set_index("agent_id")["outcome"]
     assert plans.to_dict() == {
         "Alice": "repaired",
         "Bob": "repaired",
@@ -590,7 +590,7 @@ def test_llm_plans_that_drop_a_school_run_are_repaired_or_replaced(tmp_path):
         prompts = [body["messages"][1]["content"] for body in server.requests]
     assert {a.today.school_duty for a in model.travellers.values()} == {"both"}
     decisions = model.decisions_frame()
-    plans = decisions[decisions["kind"] == "DailyPlan"].set_index("agent")
+    plans = decisions[decisions["kind"] == "DailyPlan"].set_index("agent_id")
     assert plans["outcome"].to_dict() == {"Dora": "repaired", "Eve": "fallback"}
     gus = "duty: you must drop Gus off at School before work (08:00) today"
     assert gus in plans.loc["Eve", "reason"]
@@ -657,3 +657,67 @@ def test_every_rule_plan_of_the_reference_run_keeps_its_school_runs():
     runs = {runs for runs, _ in brain.checked}
     assert {"drop_off", "pick_up"} <= runs
     assert model.summary()["plan_errors"] == {}
+
+
+class _NoCallBrain(RuleBrain):
+    """A rule brain that counts its batches."""
+
+    def __init__(self) -> None:
+        super().__init__(rng=0)
+        self.batches = 0
+
+    def decide_all(self, requests, **kwargs):
+        self.batches += 1
+        return super().decide_all(requests, **kwargs)
+
+
+def test_the_model_has_the_shape_of_every_model():
+    brain = _NoCallBrain()
+    with UrbanMobilityModel(
+        population=town_personas(), n_agents=6, rng=3, brain=brain
+    ) as model:
+        assert brain.batches == 0  # the constructor never asks the brain
+        assert model.seed == 3 and model.brain is brain
+        assert model.run(days=1) is model and brain.batches > 0
+        decisions = model.decisions_frame()
+        assert list(decisions.columns[:6]) == [
+            "day", "minute", "agent_id", "kind", "outcome", "reason",
+        ]  # fmt: skip
+        assert "action" in decisions.columns
+        assert set(decisions["agent_id"]) <= set(model.travellers)
+
+
+def test_a_checkpointed_model_pickles_without_its_brain_and_keeps_its_collected_data():
+    import pickle  # noqa: PLC0415
+
+    from mesa_llm_mobility.memory import MemoryStore  # noqa: PLC0415
+
+    model = small_model(n=6)
+    model.run()
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored.brain is None and restored.ledger is None
+    pd.testing.assert_frame_equal(
+        restored.datacollector.get_agent_vars_dataframe(),
+        model.datacollector.get_agent_vars_dataframe(),
+    )
+    restored.attach("rules", MemoryStore.ephemeral())
+    assert not restored.uses_llm
+    restored.close()
+    model.close()
+
+
+def test_a_checkpoint_holds_no_brain_option(tmp_path):
+    import pickle  # noqa: PLC0415
+
+    model = small_model(
+        n=4,
+        brain="llm:openai/fake-model",
+        brain_options={
+            "api_base": "http://127.0.0.1:9",
+            "api_key": "sk-never-in-a-checkpoint",
+            "ledger": tmp_path / "ledger.jsonl",
+        },
+    )
+    assert model.brain_options["api_key"] == "sk-never-in-a-checkpoint"
+    assert b"sk-never-in-a-checkpoint" not in pickle.dumps(model)
+    model.close()

@@ -614,3 +614,18 @@ def test_transit_journey_matches_the_engine(town, origin, destination):
         arrival, wait = transit_journey(index, links, depart)
         assert trips.loc[f"t{k}", "arrival"] == pytest.approx(arrival), depart
         assert 0 <= wait < 2 * 10 * len({link.line for link in links if link.line})
+
+
+def test_approaching_node_is_the_head_of_the_link_left_next():
+    engine = TrafficEngine(
+        chain({"free_time": 3, "capacity": 10}, {"free_time": 2, "capacity": 10})
+    )
+    engine.add_trip("t", "A", "C", depart=0)
+    seen = {}
+    for minute in range(6):  # asked before each step, as the model asks
+        seen[minute] = engine.approaching_node("t", minute)
+        engine.step()
+    assert seen[0] is None  # not on a link yet
+    node, ahead = next(found for found in seen.values() if found is not None)
+    assert node == "B" and [link.name for link in ahead] == ["L1"]
+    assert seen[5] is None  # on the last link: nothing left to change

@@ -1,0 +1,381 @@
+"""What an urban traveller knows when it decides: decision contexts from a read-only world view.
+
+:class:`WorldView` is the part of the model a traveller may look at (the engine's queries, the
+free-flow table, the other travellers' states, its own memory); its methods build the contexts
+of the four decision kinds and change nothing. Travellers state their own requests from it
+(:meth:`~mesa_llm_mobility.urban.agents.TravellerAgent.plan_request` and its siblings); the model
+only gathers them.
+
+LLM travellers see more than rule travellers (recalled reflections and chats, congestion lines,
+their contacts' states, further paths): rule policies do not read them, and leaving them out
+keeps rule runs cheap.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
+from mesa_llm_mobility.urban.decisions import (
+    SCHOOL,
+    ChatContext,
+    PlanningContext,
+    ReflectionContext,
+    RevisionContext,
+    RouteOption,
+    Situation,
+    TripExperience,
+    parse_trip_memory,
+    school_runs,
+)
+from mesa_llm_mobility.urban.plans import PlanFacts
+from mesa_llm_mobility.urban.routing import (
+    DirectedLink,
+    PathError,
+    alternative_path,
+    validate_path,
+)
+from mesa_llm_mobility.urban.scenario import Scenario
+from mesa_llm_mobility.urban.traffic import TrafficEngine, transit_journey
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.urban.agents import TravellerAgent, TripRecord
+
+NODE_REVISION_WAIT = 5.0
+"""Drivers reconsider their path at a node when the waits ahead add up to this many minutes."""
+ALTERNATIVE_SLACK = 1.5
+"""LLM revisions offer a further path only when expected at most this much slower."""
+
+FacilityPair = tuple[str, str, str]
+"""``(origin facility, destination facility, mode)``."""
+
+
+@dataclass(eq=False)
+class WorldView:
+    """The world as travellers see it when they decide (queries only).
+
+    Attributes:
+        engine: The traffic engine (asked for trips, waits, congestion and events).
+        town: The scenario (walking factor, metro lines).
+        start_date: Date of day 1.
+        facilities: The facility names.
+        travel_times: Free-flow minutes by facility pair and mode.
+        routes: Free-flow shortest paths by facility pair and mode.
+        travellers: Every traveller by name (for contacts and their states).
+        uses_llm: Whether an LLM answers (contexts then carry what only prompts show).
+    """
+
+    engine: TrafficEngine
+    town: Scenario
+    start_date: dt.date
+    facilities: frozenset[str]
+    travel_times: Mapping[FacilityPair, float]
+    routes: Mapping[FacilityPair, tuple[DirectedLink, ...]]
+    travellers: Mapping[str, TravellerAgent]
+    uses_llm: bool = False
+    _congestion: tuple[int, list[str]] | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ contexts
+    def planning_context(self, agent: TravellerAgent, t: int) -> PlanningContext:
+        """What ``agent`` knows when it plans its day at minute ``t`` (absolute)."""
+        day, now = t // MINUTES_PER_DAY + 1, t % MINUTES_PER_DAY
+        date = self.start_date + dt.timedelta(days=day - 1)
+        return PlanningContext(
+            persona=agent.persona,
+            day=day,
+            date=date.isoformat(),
+            weekday=date.strftime("%A"),
+            workday=agent.today.workday,
+            facts=self.plan_facts(agent, now, agent.end_place()),
+            travel_times=self.travel_times,
+            routes=self.routes,
+            experiences=self.recall_trips(agent, t),
+            school_duty=agent.today.school_duty,
+            memories=self.recall_text(agent, t, "plan today travel lessons"),
+            long_term_reflection=agent.long_term_reflection,
+            chats=list(agent.today.chats),
+            events=self.events(t),
+        )
+
+    def chat_context(
+        self, agent: TravellerAgent, contacts: Mapping[str, str], t: int
+    ) -> ChatContext:
+        """What ``agent`` knows when it opens a chat with one of ``contacts``."""
+        return ChatContext(
+            persona=agent.persona,
+            day=t // MINUTES_PER_DAY + 1,
+            now=t % MINUTES_PER_DAY,
+            contacts=dict(contacts),
+            used_topics={n: list(agent.used_topics.get(n, [])) for n in contacts},
+            experiences=self.recall_trips(agent, t),
+            memories=self.recall_text(agent, t, "family friends plans"),
+        )
+
+    @staticmethod
+    def reflection_context(agent: TravellerAgent, day: int) -> ReflectionContext:
+        """What ``agent`` reflects on at the end of ``day``: its trips, plan and chats."""
+        return ReflectionContext(
+            persona=agent.persona,
+            day=day,
+            trips=agent.experiences_today(day),
+            plan=[
+                f"{a.facility} leave {a.departure_time or 'on arrival'} by {a.mode}: {a.description}"
+                for a in agent.activities
+            ],
+            chats=list(agent.today.chats),
+            long_term_reflection=agent.long_term_reflection,
+        )
+
+    def revision_context(
+        self, agent: TravellerAgent, situation: Situation, t: int
+    ) -> RevisionContext:
+        """What a staying ``agent`` knows when it reconsiders the rest of its day."""
+        now = t % MINUTES_PER_DAY
+        pending = agent.pending_trips()
+        facts = self.plan_facts(agent, now, agent.end_place())
+        target = next((r for r in pending if r.planned_arrival is not None), None)
+        context = RevisionContext(
+            persona=agent.persona,
+            situation=situation,
+            social=self.social(agent),
+            place=agent.place,
+            facts=facts,
+            future=[r.activity for r in pending],
+            current=agent.current_activity(),
+            target_arrival=None
+            if target is None
+            else int(target.planned_arrival) % MINUTES_PER_DAY,
+            target_place=None if target is None else target.destination,
+            congestion=self.congestion_lines(t) if self.uses_llm else [],
+            events=self.events(t),
+            memories=self.recall_text(agent, t, f"{agent.place} plan change"),
+        )
+        if self.uses_llm:
+            self._next_trip_paths(context, pending[0], t)
+        return context
+
+    def node_revision_context(
+        self, agent: TravellerAgent, t: int
+    ) -> RevisionContext | None:
+        """What a driver knows approaching a node, if the waits ahead make it reconsider.
+
+        ``None`` unless ``agent`` drives on a road link it will leave next minute, with waits
+        ahead of at least :data:`NODE_REVISION_WAIT` minutes and a path from the node.
+        """
+        if agent.state != "driving":
+            return None
+        record = agent.current_trip()
+        if (
+            record is None
+            or record.activity.mode != "drive"
+            or agent.pending_reroute is not None
+        ):
+            return None
+        engine = self.engine
+        approach = engine.approaching_node(record.trip_id, t)
+        if approach is None:
+            return None
+        node, ahead = approach
+        waits = sum(engine.link_wait(link) for link in ahead)
+        if waits < NODE_REVISION_WAIT:
+            return None
+        destination = engine.trip(record.trip_id).destination_node
+        try:
+            alternative = engine.router.path(node, destination, "drive")
+        except PathError:
+            return None
+        remaining = [link.name for link in ahead]
+        fastest = sum(link.free_time + engine.link_wait(link) for link in alternative)
+        other_paths = []
+        if self.uses_llm:  # a third path for the prompt, when not much slower
+            other = alternative_path(
+                engine.index, node, destination, "drive",
+                list(ahead) + alternative, engine.router.extra_costs,
+            )  # fmt: skip
+            names = None if other is None else [link.name for link in other]
+            if other is not None and names not in (
+                remaining,
+                [link.name for link in alternative],
+            ):
+                minutes = self.minutes_now(other, "drive", t)
+                if minutes <= ALTERNATIVE_SLACK * fastest:
+                    other_paths.append(RouteOption(tuple(names), minutes))
+        target = record if record.planned_arrival is not None else None
+        target = target or next(
+            (r for r in agent.pending_trips() if r.planned_arrival is not None), None
+        )
+        return RevisionContext(
+            persona=agent.persona,
+            situation="at_node",
+            social=self.social(agent),
+            place=node,
+            facts=self.plan_facts(agent, t % MINUTES_PER_DAY, record.destination),
+            future=[r.activity for r in agent.pending_trips()],
+            destination=record.destination,
+            remaining_path=remaining,
+            remaining_minutes=sum(link.free_time for link in ahead) + waits,
+            alternative_path=[link.name for link in alternative],
+            alternative_minutes=fastest,
+            other_paths=other_paths,
+            current=record.activity,
+            target_arrival=None
+            if target is None
+            else int(target.planned_arrival) % MINUTES_PER_DAY,
+            target_place=None if target is None else target.destination,
+            congestion=self.congestion_lines(t) if self.uses_llm else [],
+            events=self.events(t),
+            memories=self.recall_text(agent, t, f"congestion {node} route"),
+        )
+
+    # ------------------------------------------------------------------ pieces of contexts
+    def contacts(self, agent: TravellerAgent) -> dict[str, str]:
+        """``agent``'s family members and friends among the travellers, by relation."""
+        contacts = {n: "family" for n in agent.persona.family if n in self.travellers}
+        contacts.update(
+            {
+                n: "friend"
+                for n in agent.persona.friends
+                if n in self.travellers and n not in contacts
+            }
+        )
+        return contacts
+
+    @staticmethod
+    def recall_trips(agent: TravellerAgent, t: int) -> list[TripExperience]:
+        """The trips ``agent`` remembers (home and work first), oldest first."""
+        persona = agent.persona
+        keywords = ["trip", persona.home, persona.work_facility or ""]
+        hits = agent.memory.retrieve(
+            t, keywords=[k for k in keywords if k], k=20, node_types=["event"]
+        )
+        found = [parse_trip_memory(hit.node.content) for hit in hits]
+        return sorted(
+            (f for f in found if f is not None), key=lambda e: (e.day, e.departure)
+        )
+
+    def recall_text(self, agent: TravellerAgent, t: int, text: str) -> list[str]:
+        """Reflections, chats and plans ``agent`` recalls about ``text`` (LLM travellers)."""
+        if not self.uses_llm:
+            return []
+        hits = agent.memory.retrieve(
+            t, text=text, k=6, node_types=["reflection", "chat", "plan"]
+        )
+        return [hit.node.content for hit in hits]
+
+    def plan_facts(
+        self, agent: TravellerAgent, now: int, start_place: str
+    ) -> PlanFacts:
+        """The facts a plan of ``agent`` is validated against, starting at ``start_place``."""
+        today, persona = agent.today, agent.persona
+        visited = tuple(
+            r.destination
+            for r in agent.trips
+            if r.day == today.day and not r.cancelled and not math.isnan(r.departure)
+        )
+        return PlanFacts(
+            home=persona.home,
+            start_place=start_place,
+            now=now,
+            licensed=persona.licensed,
+            vehicle_available=today.vehicle_available,
+            vehicles=persona.vehicles,
+            household_drivers=today.household_drivers,
+            day_mode=today.mode,
+            facilities=self.facilities,
+            index=self.engine.index,
+            duties=school_runs(persona, today.school_duty, SCHOOL, self.facilities),
+            visited=visited,
+        )
+
+    def events(self, t: int) -> list[str]:
+        """The broadcast announcements of events known at ``t``."""
+        return [
+            e.content
+            for e in self.engine.announced_events(t, broadcast_only=True)
+            if e.content
+        ]
+
+    def congestion_lines(self, t: int) -> list[str]:
+        """One line per congested place at ``t`` (computed once a minute)."""
+        if self._congestion is None or self._congestion[0] != t:
+            frame = self.engine.congestion()
+            lines = [
+                f"{row.place}{'' if row.direction is None or pd.isna(row.direction) else f' dir {int(row.direction)}'}: "
+                f"{row.label}, ~{row.wait_minutes:.0f} min wait"
+                for row in frame.itertuples()
+            ]
+            self._congestion = (t, lines)
+        return self._congestion[1]
+
+    def social(self, agent: TravellerAgent) -> list[str]:
+        """Family members' and friends' states (perceived by LLM travellers only)."""
+        if not self.uses_llm:
+            return []
+        return [
+            f"{name} ({relation}): {self.travellers[name].state} at {self.travellers[name].place}"
+            for name, relation in self.contacts(agent).items()
+        ]
+
+    def minutes_now(
+        self, links: Sequence[DirectedLink], mode: str, depart: float
+    ) -> float:
+        """Expected minutes along ``links`` leaving at ``depart`` (absolute), on current waits.
+
+        Driving: free times plus the links' wait indicators; walking: the walking factor times
+        the free times; transit: the timetable journey (waits for trains included) plus the
+        crowding indicators of its metro links.
+        """
+        engine = self.engine
+        if mode == "drive":
+            return sum(link.free_time + engine.link_wait(link) for link in links)
+        if mode == "walk":
+            return self.town.walking_factor * sum(link.free_time for link in links)
+        arrival, _ = transit_journey(engine.index, links, depart)
+        crowding = sum(engine.link_wait(link) for link in links if link.kind == "metro")
+        return arrival - depart + crowding
+
+    def _next_trip_paths(
+        self, context: RevisionContext, pending: TripRecord, t: int
+    ) -> None:
+        """Fill a staying revision's paths for the next trip: the planned one, and another.
+
+        The planned path is the activity's explicit path, else the fastest now; the other one
+        shares as few links with it as the network allows (for driving).
+        """
+        activity, origin = pending.activity, context.facts.start_place
+        mode = context.facts.day_mode or activity.mode
+        if activity.facility == origin:
+            return
+        engine = self.engine
+        depart = max(float(t), pending.planned_departure)
+        try:
+            planned = (
+                validate_path(
+                    engine.index, origin, activity.facility, activity.path, mode
+                )
+                if isinstance(activity.path, list)
+                else engine.router.path(origin, activity.facility, mode)
+            )
+        except PathError:
+            return
+        context.remaining_path = [link.name for link in planned]
+        context.remaining_minutes = self.minutes_now(planned, mode, depart)
+        if mode == "walk":
+            return
+        other = alternative_path(
+            engine.index, origin, activity.facility, mode, planned,
+            engine.router.extra_costs,
+        )  # fmt: skip
+        minutes = None if other is None else self.minutes_now(other, mode, depart)
+        if (
+            minutes is not None
+            and minutes <= ALTERNATIVE_SLACK * context.remaining_minutes
+        ):
+            context.alternative_path = [link.name for link in other]
+            context.alternative_minutes = minutes

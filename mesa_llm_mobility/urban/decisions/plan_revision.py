@@ -1,0 +1,306 @@
+"""The ``PlanRevision`` decision: keep, re-time, re-route or re-plan the rest of the day.
+
+Asked at the end of an activity, during one (reconsiderations) and at nodes while driving.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
+from mesa_llm_mobility.urban.clock import format_hhmm, parse_hhmm
+from mesa_llm_mobility.urban.decisions.persona import (
+    PersonaFacts,
+    prompt_section,
+    prompt_sections,
+    system_message,
+)
+from mesa_llm_mobility.urban.plans import (
+    Activity,
+    Concept,
+    FamilyDuty,
+    PlanFacts,
+    check_duties,
+    check_plan,
+    compact_schema,
+)
+from mesa_llm_mobility.urban.routing import (
+    PathError,
+    validate_path,
+)
+
+REROUTE_THRESHOLD_MINUTES = 5.0
+"""A driver at a node switches path when the alternative is expected this much faster."""
+
+
+Situation = Literal["at_node", "during_activity", "end_of_activity"]
+
+
+@dataclass(frozen=True)
+class RouteOption:
+    """A further path offered at a revision: its link names and expected minutes now."""
+
+    links: tuple[str, ...]
+    minutes: float
+
+
+@dataclass
+class RevisionContext:
+    """What a traveller knows at a revision opportunity.
+
+    Attributes:
+        persona: The profile.
+        situation: ``"at_node"`` (driving, about to reach ``node``), ``"during_activity"`` or
+            ``"end_of_activity"`` (about to leave for the next activity).
+        place: Where the traveller is (facility, or the node being reached).
+        facts: Validation facts; ``start_place`` is where the future activities start, ``now``
+            the current minute of the day, ``day_mode`` today's mode.
+        future: Activities not yet started, in order.
+        current: The activity under way: the one at ``place`` (staying; ``None`` before the
+            day's first trip) or the one travelled to (``at_node``).
+        destination: Current trip's destination (``at_node``), else ``None``.
+        remaining_path: Links still planned for the current trip (``at_node``); staying: for
+            the next trip (its explicit path, else the fastest now), when known.
+        remaining_minutes: Expected minutes along them (free time plus current waits; transit
+            waits for trains by the timetable).
+        alternative_path: Fastest path from ``place`` on current conditions (staying: another
+            path for the next trip).
+        alternative_minutes: Its expected minutes.
+        other_paths: Further paths to the same destination (:class:`RouteOption`).
+        target_arrival: When the traveller wants to arrive at the next place with a target
+            (minute of the day, e.g. the work start), or ``None``.
+        target_place: That place.
+        congestion: Current congestion, one line per place.
+        events: Announcements.
+        memories: Recalled memories (text).
+        social: Family members' and friends' current states.
+    """
+
+    persona: PersonaFacts
+    situation: Situation
+    place: str
+    facts: PlanFacts
+    future: list[Activity] = field(default_factory=list)
+    current: Activity | None = None
+    destination: str | None = None
+    remaining_path: list[str] = field(default_factory=list)
+    remaining_minutes: float = 0.0
+    alternative_path: list[str] = field(default_factory=list)
+    alternative_minutes: float = 0.0
+    other_paths: list[RouteOption] = field(default_factory=list)
+    target_arrival: int | None = None
+    target_place: str | None = None
+    congestion: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    memories: list[str] = field(default_factory=list)
+    social: list[str] = field(default_factory=list)
+
+
+class PlanRevisionOutput(BaseModel):
+    """A revision: keep the plan, take a new path, change the next departure, or replace."""
+
+    model_config = ConfigDict(json_schema_extra=compact_schema)
+
+    action: Literal["keep", "new_path", "new_departure_time", "replace_activities"]
+    new_path: list[str] | None = Field(
+        default=None,
+        description="links to the destination: from the node when driving, else for the next trip",
+    )
+    new_departure_time: str | None = Field(
+        default=None, description='"HH:MM" for the next activity'
+    )
+    activities: list[Activity] | None = Field(
+        default=None, description="replace_activities: the new rest of the day"
+    )
+    reason: str = ""
+    concept: Concept | None = None
+
+
+def _new_path_ends(ctx: RevisionContext) -> tuple[str, str | None]:
+    """Where a ``new_path`` starts and ends: the node ahead when driving, else the next trip."""
+    if ctx.situation == "at_node":
+        return ctx.place, ctx.destination
+    return ctx.facts.start_place, ctx.future[0].facility if ctx.future else None
+
+
+def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
+    """Ask whether to keep or revise the plan now."""
+    facts, persona = ctx.facts, ctx.persona
+    following = ctx.future[0] if ctx.future else None
+    until = (
+        f"until {following.departure_time}"
+        if following is not None and following.departure_time
+        else f"then straight on to {following.facility}"
+        if following is not None
+        else "for the rest of the day"
+    )
+    doing = (
+        (ctx.current.description or f"at the {ctx.current.facility}")
+        if ctx.current is not None
+        else f"at {ctx.place}"
+    )
+    origin, target = _new_path_ends(ctx)
+    mode = facts.day_mode or (following.mode if following is not None else "drive")
+    if ctx.situation == "at_node":
+        where = (
+            f"You are driving to {ctx.destination} and reaching {ctx.place}. "
+            f"Then: {doing}, {until}."
+        )
+        leave = facts.now
+    else:
+        state = (
+            "about to leave for your next activity"
+            if ctx.situation == "end_of_activity"
+            else "staying"
+        )
+        where = f"You are at {ctx.place}, {state}. Now: {doing}, {until}."
+        leave = max(facts.now, (following.departure_minute or 0) if following else 0)
+    paths = []
+    if ctx.remaining_path:
+        paths.append(
+            f"planned [{', '.join(ctx.remaining_path)}] ~{ctx.remaining_minutes:.0f} min now"
+        )
+    if ctx.alternative_path and ctx.alternative_path != ctx.remaining_path:
+        label = "fastest now" if ctx.situation == "at_node" else "alternative"
+        paths.append(
+            f"{label} [{', '.join(ctx.alternative_path)}] ~{ctx.alternative_minutes:.0f} min"
+        )
+    paths += [
+        f"other [{', '.join(o.links)}] ~{o.minutes:.0f} min" for o in ctx.other_paths
+    ]
+    goal = ""
+    if ctx.target_arrival is not None:
+        goal = f"Target: at {ctx.target_place or target} by {format_hhmm(ctx.target_arrival)}"
+        if ctx.remaining_path and (ctx.target_place or target) == target:
+            expected = leave + ctx.remaining_minutes
+            late = expected - ctx.target_arrival
+            goal += f"; expected ~{format_hhmm(expected)}" + (
+                f", {late:.0f} min late" if late >= 1 else ""
+            )
+        goal += "."
+    runs = [duty.describe() for duty in _pending_runs(facts)]
+    future = [
+        f"{a.facility} leave {a.departure_time or 'on arrival'} by {a.mode} ({a.description})"
+        for a in ctx.future
+    ]
+    user = "\n".join(
+        part
+        for part in [
+            f"It is {format_hhmm(facts.now)}. {where}",
+            f"Profile: {persona.profile_text()}.",
+            goal,
+            prompt_section(f"Paths by {mode} {origin} -> {target}", paths)
+            if paths and target
+            else "",
+            prompt_section("Rest of today's plan", future),
+            f"Still to do: {'; '.join(runs)}." if runs else "",
+            prompt_section("Traffic now", ctx.congestion[:12], "no congestion"),
+            *prompt_sections(
+                ("Announcements", ctx.events),
+                ("Family and friends now", ctx.social),
+                ("Memories", ctx.memories[:6]),
+            ),
+            (
+                f"Choose action: keep; new_path (links from {origin} to {target or 'the next activity'}, "
+                "e.g. one of the paths above); new_departure_time (HH:MM for the next activity); "
+                f"replace_activities (the new rest of the day, same mode {facts.day_mode or ''}, ending "
+                f"at home {persona.home}{', keeping the school runs' if runs else ''}). Give a short "
+                "reason; optionally a concept to remember."
+            ),
+        ]
+        if part
+    )
+    return [system_message(persona.name), {"role": "user", "content": user}]
+
+
+def _pending_runs(facts: PlanFacts) -> list[FamilyDuty]:
+    """The school runs the day has not yet headed for (:attr:`PlanFacts.visited`)."""
+    missing = {issue.message for issue in check_duties([], facts)}
+    return [d for d in facts.duties if any(d.describe() in m for m in missing)]
+
+
+def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str]:
+    """Check that the chosen action fits the situation and its plan is valid."""
+    errors: list[str] = []
+    if out.action == "new_path":
+        # at a node: the rest of the current trip; elsewhere: the trip to the next activity
+        origin, target = _new_path_ends(ctx)
+        if target is None:
+            errors.append("path: no trip left to give a new path to")
+        elif not out.new_path:
+            errors.append(
+                f"path: new_path needs the list of links from {origin} to {target}"
+            )
+        elif ctx.facts.index is not None:
+            try:
+                validate_path(
+                    ctx.facts.index,
+                    origin,
+                    target,
+                    out.new_path,
+                    ctx.facts.day_mode or "drive",
+                )
+            except PathError as error:
+                errors.append(f"path: new_path from {origin} to {target}: {error}")
+    elif out.action == "new_departure_time":
+        if not ctx.future:
+            errors.append("time: no activity left to change the departure time of")
+        elif out.new_departure_time is None:
+            errors.append("time: new_departure_time needs an HH:MM time")
+        else:
+            try:
+                minute = parse_hhmm(out.new_departure_time)
+            except ValueError as error:
+                errors.append(f"time: {error}")
+            else:
+                if minute < ctx.facts.now:
+                    errors.append(
+                        f"time: {out.new_departure_time} is in the past (now {format_hhmm(ctx.facts.now)})"
+                    )
+                later = [
+                    a.departure_minute
+                    for a in ctx.future[1:]
+                    if a.departure_minute is not None
+                ]
+                if later and minute > later[0]:
+                    errors.append(
+                        f"time: {out.new_departure_time} is after the following departure {format_hhmm(later[0])}"
+                    )
+    elif out.action == "replace_activities":
+        if not out.activities:
+            errors.append("home: replace_activities needs activities ending at home")
+        else:
+            errors.extend(str(i) for i in check_plan(out.activities, ctx.facts))
+    return errors
+
+
+def revision_rule_policy(
+    ctx: RevisionContext, rng: np.random.Generator
+) -> PlanRevisionOutput:
+    """En-route rerouting when the planned path is expected to be much slower; else keep."""
+    if (
+        ctx.situation == "at_node"
+        and ctx.alternative_path
+        and ctx.alternative_path != ctx.remaining_path
+        and ctx.remaining_minutes - ctx.alternative_minutes > REROUTE_THRESHOLD_MINUTES
+    ):
+        return PlanRevisionOutput(
+            action="new_path",
+            new_path=list(ctx.alternative_path),
+            reason=f"planned path ~{ctx.remaining_minutes:.0f} min, alternative ~{ctx.alternative_minutes:.0f} min",
+        )
+    return PlanRevisionOutput(action="keep", reason="plan still fine")
+
+
+PLAN_REVISION: DecisionKind[RevisionContext, PlanRevisionOutput] = DecisionKind(
+    name="PlanRevision",
+    context_type=RevisionContext,
+    output_schema=PlanRevisionOutput,
+    render_prompt=render_revision_prompt,
+    rule_policy=revision_rule_policy,
+    validate=validate_revision,
+)

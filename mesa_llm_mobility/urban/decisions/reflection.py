@@ -1,0 +1,109 @@
+"""The ``DailyReflection`` decision: the day's lessons at 23:50, with their importance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
+from mesa_llm_mobility.urban.clock import format_hhmm
+from mesa_llm_mobility.urban.decisions.persona import (
+    PersonaFacts,
+    TripExperience,
+    prompt_section,
+    system_message,
+    trip_memory_text,
+)
+from mesa_llm_mobility.urban.plans import (
+    Concept,
+    compact_schema,
+)
+
+
+@dataclass
+class ReflectionContext:
+    """What a traveller reflects on at the end of a day.
+
+    Attributes:
+        persona: The profile.
+        day: Day number.
+        trips: Today's experienced trips, with their lateness where there was a target.
+        plan: Today's plan as lines.
+        chats: Today's chat summaries.
+        long_term_reflection: The current long-term reflection.
+    """
+
+    persona: PersonaFacts
+    day: int
+    trips: list[TripExperience] = field(default_factory=list)
+    plan: list[str] = field(default_factory=list)
+    chats: list[str] = field(default_factory=list)
+    long_term_reflection: str = ""
+
+
+class ReflectionOutput(BaseModel):
+    """Daily reflections (concepts with importance) and an updated long-term reflection."""
+
+    model_config = ConfigDict(json_schema_extra=compact_schema)
+
+    reflections: list[Concept] = Field(min_length=1, max_length=4)
+    long_term_reflection: str = Field(default="", max_length=800)
+
+
+def render_reflection_prompt(ctx: ReflectionContext) -> list[Message]:
+    """Ask for today's reflections and the updated long-term reflection."""
+    user = "\n".join(
+        [
+            f"Day {ctx.day} is over.",
+            prompt_section("Your plan", ctx.plan),
+            prompt_section("Your trips", [trip_memory_text(t) for t in ctx.trips]),
+            prompt_section("Chats", ctx.chats),
+            f"Long-term reflection so far: {ctx.long_term_reflection or 'none'}",
+            (
+                "Give 1-3 reflections (lessons about departure times, routes, modes, people) with "
+                "importance 0-1 and keywords, based only on what happened, and an updated long-term "
+                "reflection (at most 3 sentences)."
+            ),
+        ]
+    )
+    return [system_message(ctx.persona.name), {"role": "user", "content": user}]
+
+
+def reflection_rule_policy(
+    ctx: ReflectionContext, rng: np.random.Generator
+) -> ReflectionOutput:
+    """One lesson per late trip (importance grows with lateness), else a calm day."""
+    concepts = [
+        Concept(
+            content=(
+                f"Leaving at {format_hhmm(t.departure)} by {t.mode} for {t.destination} made me "
+                f"{t.late} min late; I should leave earlier."
+            ),
+            importance=min(1.0, 0.5 + (t.late or 0) / 60),
+            keywords=["late", t.destination.lower(), t.mode],
+        )
+        for t in ctx.trips
+        if t.late
+    ][:3]
+    if not concepts:
+        concepts = [
+            Concept(
+                content=f"Day {ctx.day} went as planned.",
+                importance=0.2,
+                keywords=["routine"],
+            )
+        ]
+    summary = f"Day {ctx.day}: {len(ctx.trips)} trips, {sum(1 for t in ctx.trips if t.late)} late."
+    long_term = f"{ctx.long_term_reflection} {summary}".strip()[-800:]
+    return ReflectionOutput(reflections=concepts, long_term_reflection=long_term)
+
+
+DAILY_REFLECTION: DecisionKind[ReflectionContext, ReflectionOutput] = DecisionKind(
+    name="DailyReflection",
+    context_type=ReflectionContext,
+    output_schema=ReflectionOutput,
+    render_prompt=render_reflection_prompt,
+    rule_policy=reflection_rule_policy,
+)
