@@ -134,6 +134,19 @@ class MobilityModel(mesa.Model):
         columns = [*self.time_columns, *DECISION_COLUMNS, *self.decision_columns]
         return pd.DataFrame(self._decision_rows, columns=columns)
 
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self) -> dict[str, Any]:
+        """The model without its brain and brain options, for checkpoints.
+
+        The brain holds network clients and the ledger file; its options may hold an API key,
+        which is never written anywhere. A model restored from a pickle gets a brain back from
+        its subclass (e.g. the urban model's ``attach``).
+        """
+        state = self.__dict__.copy()
+        state["brain"] = None
+        state["brain_options"] = {}
+        return state
+
     # ------------------------------------------------------------------ run contract
     def run(self, *args: Any, **kwargs: Any) -> Self:
         """Step until the model stops (subclasses bound it by their own time unit).

@@ -313,9 +313,7 @@ class UrbanMobilityModel(MobilityModel):
         The brain holds network clients and the ledger file, its options may hold an API key
         (never written to a checkpoint), the memory store a Chroma client.
         """
-        state = self.__dict__.copy()
-        state["brain"] = None
-        state["brain_options"] = {}
+        state = super().__getstate__()
         state["memory_store"] = None
         return state
 
