@@ -15,7 +15,7 @@ import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import mesa
 import numpy as np
@@ -26,7 +26,6 @@ from scipy.sparse.csgraph import dijkstra
 
 from mesa_llm_mobility.cognition.brain import Brain
 from mesa_llm_mobility.cognition.kinds import DecisionRequest, DecisionResult
-from mesa_llm_mobility.cognition.settings import make_brain
 from mesa_llm_mobility.evacuation.adversary import (
     ATTACK_RADIUS_M,
     AdversaryMode,
@@ -99,6 +98,7 @@ from mesa_llm_mobility.evacuation.routing import (
     path_to,
     route_options,
 )
+from mesa_llm_mobility.experiment.base_model import MobilityModel
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ BLOCKED_STEPS_REDECIDE = 6
 """Steps (2 s) a pedestrian stands blocked before it asks for a new decision (our choice)."""
 
 
-class EvacuationModel(mesa.Model):
+class EvacuationModel(MobilityModel):
     """Crowd evacuation under a moving threat on a plaza raster.
 
     Args:
@@ -134,7 +134,39 @@ class EvacuationModel(mesa.Model):
             (default: only when there are more pedestrians than start cells).
         record_positions: Keep the per-step positions table (large for big crowds).
         stimuli: Fear stimulus intensities.
+
+    The constructor builds the world and the first perception but calls no brain: the
+    pedestrians' initial decisions are requested and applied at the start of the first
+    :meth:`step` (recorded at step 0, as before).
     """
+
+    time_columns: ClassVar[tuple[str, ...]] = ("request_step", "applied_step", "time_s")
+    decision_columns: ClassVar[tuple[str, ...]] = (
+        "trigger",
+        "inputs",
+        "fear",
+        "sees_threat",
+        "remembered_threat",
+        "heard_shouts",
+        "n_options",
+        "action",
+        "situation",
+        "intent",
+        "urgency",
+        "route_id",
+        "target_dx",
+        "target_dy",
+        "anchor_kind",
+        "opening_id",
+        "shout",
+        "cells_committed",
+        "accepted",
+        "commit_reason",
+        "revision_level",
+        "nearest_known_opening",
+        "x",
+        "y",
+    )
 
     def __init__(
         self,
@@ -150,22 +182,22 @@ class EvacuationModel(mesa.Model):
         stimuli: StimulusIntensities | None = None,
         brain_options: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(rng=rng)
-        self.plaza = plaza if isinstance(plaza, Plaza) else load_plaza(plaza)
         if time_limit_s <= 0:
             raise ValueError(f"time_limit_s must be positive, got {time_limit_s}")
-        self.time_limit_s = float(time_limit_s)
-        self.limit_steps = round(time_limit_s * STEPS_PER_SECOND)
-        if self.limit_steps > np.iinfo(np.int16).max:
+        if round(time_limit_s * STEPS_PER_SECOND) > np.iinfo(np.int16).max:
             raise ValueError(
                 f"time_limit_s {time_limit_s} exceeds the belief store's step range"
             )
+        plaza = plaza if isinstance(plaza, Plaza) else load_plaza(plaza)
+        super().__init__(brain=brain, brain_options=brain_options, rng=rng)
+        self.plaza = plaza
+        self.time_limit_s = float(time_limit_s)
+        self.limit_steps = round(time_limit_s * STEPS_PER_SECOND)
         self.composition = (
             composition if isinstance(composition, str) else dict(composition)
         )
         self.block = block
         self.stimuli = stimuli or StimulusIntensities()
-        self.brain = make_brain(brain, rng=self.rng, **dict(brain_options or {}))
         self.record_positions = record_positions
         plaza_ = self.plaza
         width, height = plaza_.width, plaza_.height
@@ -231,7 +263,6 @@ class EvacuationModel(mesa.Model):
         self._perception: Perception | None = None
         self._batch_index = np.full(n, -1, dtype=np.int64)
         self._frames: list[dict[str, np.ndarray]] = []
-        self._decision_rows: list[dict[str, object]] = []
         self._events: list[dict[str, object]] = []
         self.exit_used: dict[int, str] = {}
         self.resolved_step = np.full(n, -1, dtype=np.int64)
@@ -262,10 +293,15 @@ class EvacuationModel(mesa.Model):
             self._event("gate_state", None, None, f"{opening.opening_id}:open")
         self._initial_observation()
         self._observe()
+        self._started = False
+
+    def _start(self) -> None:
+        """The initial decisions of every pedestrian, applied at step 0 (first :meth:`step`)."""
+        self._started = True
         requests = [
             self.decision_request(agent, "initial") for agent in self.pedestrians
         ]
-        for result in self._decide(requests):
+        for result in self.decide(requests, step=self.tick):
             self._apply(self._by_uid[result.agent_id], result)
         self._record_frame()
         self.datacollector.collect(self)
@@ -729,11 +765,6 @@ class EvacuationModel(mesa.Model):
         )
         return DecisionRequest(EVACUATION_MOVE, agent.unique_id, context)
 
-    def _decide(self, requests: list[DecisionRequest]) -> list[DecisionResult]:
-        if not requests:
-            return []
-        return self.brain.decide_all(requests, tags={"step": self.tick})
-
     def _revision_level(
         self,
         agent: Pedestrian,
@@ -841,39 +872,37 @@ class EvacuationModel(mesa.Model):
         usable = [o for o in known if o.state != "closed"]
         if usable:
             nearest_known = min(usable, key=lambda o: o.distance_m).opening_id
-        self._decision_rows.append(
+        self.record_decision(
+            result,
             {
-                "agent_id": agent.unique_id,
                 "request_step": context.step,
                 "applied_step": self.tick,
                 "time_s": round(self.tick * DT_S, 4),
-                "trigger": context.trigger,
-                "inputs": context.summary(),
-                "fear": context.fear,
-                "sees_threat": context.sees_adversary or context.sees_casualty,
-                "remembered_threat": context.stale_sighting is not None,
-                "heard_shouts": len(context.heard_shouts),
-                "n_options": len(context.options),
-                "action": out.action,
-                "situation": out.situation,
-                "intent": out.intent,
-                "urgency": out.urgency,
-                "route_id": out.route_id,
-                "target_dx": out.target_offset.dx if out.target_offset else None,
-                "target_dy": out.target_offset.dy if out.target_offset else None,
-                "anchor_kind": kind,
-                "opening_id": opening,
-                "shout": bool(out.shout),
-                "cells_committed": len(committed) if accepted else 0,
-                "accepted": accepted,
-                "reason": reason or None,
-                "brain_outcome": str(result.outcome),
-                "brain_reason": result.reason,
-                "revision_level": level,
-                "nearest_known_opening": nearest_known,
-                "x": x,
-                "y": y,
-            }
+            },
+            trigger=context.trigger,
+            inputs=context.summary(),
+            fear=context.fear,
+            sees_threat=context.sees_adversary or context.sees_casualty,
+            remembered_threat=context.stale_sighting is not None,
+            heard_shouts=len(context.heard_shouts),
+            n_options=len(context.options),
+            action=out.action,
+            situation=out.situation,
+            intent=out.intent,
+            urgency=out.urgency,
+            route_id=out.route_id,
+            target_dx=out.target_offset.dx if out.target_offset else None,
+            target_dy=out.target_offset.dy if out.target_offset else None,
+            anchor_kind=kind,
+            opening_id=opening,
+            shout=bool(out.shout),
+            cells_committed=len(committed) if accepted else 0,
+            accepted=accepted,
+            commit_reason=reason or None,
+            revision_level=level,
+            nearest_known_opening=nearest_known,
+            x=x,
+            y=y,
         )
 
     def _stitch(
@@ -1031,7 +1060,9 @@ class EvacuationModel(mesa.Model):
 
     # ------------------------------------------------------------------ the step
     def step(self) -> None:
-        """Advance one physical step of dt = 1/3 s."""
+        """Advance one physical step of dt = 1/3 s (the first also applies the initial decisions)."""
+        if not self._started:
+            self._start()
         t0 = _now()
         n = self.n_pedestrians
         changed = self.effective.update(self.time_s)
@@ -1060,7 +1091,7 @@ class EvacuationModel(mesa.Model):
         routing_before = self.timing["routing"]
         requests = self._triggers()
         due = -(-(self.tick + STEPS_PER_SECOND) // STEPS_PER_SECOND) * STEPS_PER_SECOND
-        for result in self._decide(requests):
+        for result in self.decide(requests, step=self.tick):
             agent = self._by_uid[result.agent_id]
             agent.pending = PendingDecision(self.tick, due, result)
         t3 = _now()
@@ -1240,10 +1271,6 @@ class EvacuationModel(mesa.Model):
             frame["heading"].to_numpy()
         ]
         return frame[columns]
-
-    def decisions_frame(self) -> pd.DataFrame:
-        """One row per applied decision (see ``docs/evacuation.md`` for the columns)."""
-        return pd.DataFrame(self._decision_rows)
 
     def events_frame(self) -> pd.DataFrame:
         """Events: sightings, shouts heard, exit info sent/received, gate states, evacuations, attacks."""

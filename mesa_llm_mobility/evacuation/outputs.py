@@ -389,7 +389,7 @@ def write_run(model: EvacuationModel, out_dir: str | Path) -> dict[str, Path]:
         "composition": model.composition,
         "block": model.block,
         "brain": model.brain.name,
-        "seed": getattr(model, "_seed", None),
+        "seed": model.seed,
         "time_limit_s": model.time_limit_s,
         "gate_schedule": {
             "closing_at_s": model.effective.schedule.closing_at_s,
