@@ -35,13 +35,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from mesa_llm_mobility.evacuation.timing import (
+    DIRECTNESS_WINDOW_STEPS,
+    STEPS_PER_SECOND,
+)
+
 if TYPE_CHECKING:
     from mesa_llm_mobility.evacuation.model import EvacuationModel
 
 logger = logging.getLogger(__name__)
 
-STEPS_PER_SECOND = 3
-DIRECTNESS_WINDOW_STEPS = 30
 HERDING_RADIUS_M = 5.0
 EVIDENCE_EVENTS = ("sighting_adversary", "sighting_casualty", "shout_heard")
 SIGHTING_EVENTS = ("sighting_adversary", "sighting_casualty")

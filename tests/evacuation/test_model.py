@@ -4,6 +4,8 @@ import pytest
 
 from mesa_llm_mobility.cognition.brain import Brain, RuleBrain
 from mesa_llm_mobility.cognition.kinds import DecisionResult, Outcome
+from mesa_llm_mobility.evacuation.commit import apply_decision
+from mesa_llm_mobility.evacuation.contexts import decision_request
 from mesa_llm_mobility.evacuation.decisions import (
     EvacuationDecision,
     Offset,
@@ -206,7 +208,7 @@ def test_target_offsets_and_waypoints_are_routed_on_the_belief_map(plaza):
 def test_unreachable_target_is_rejected_with_a_reason(plaza):
     model = EvacuationModel(plaza, composition={"average": 1}, rng=0, time_limit_s=1)
     agent = model.pedestrians[0]
-    request = model.decision_request(agent, "test")
+    request = decision_request(model, agent, "test")
     ctx = request.context
     far = Offset(
         dx=plaza.threat_cell[0] - ctx.position[0],
@@ -220,7 +222,7 @@ def test_unreachable_target_is_rejected_with_a_reason(plaza):
         target_offset=far,
     )
     assert "not observed" in validate_evacuation_move(ctx, out)[0]
-    model._apply(agent, DecisionResult(request, out, Outcome.OK))
+    apply_decision(model, agent, DecisionResult(request, out, Outcome.OK))
     row = model.decisions_frame().iloc[-1]
     assert not row["accepted"] and "no longer reachable" in row["commit_reason"]
     assert agent.previous.feedback.startswith("rejected:")
