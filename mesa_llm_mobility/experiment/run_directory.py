@@ -17,9 +17,12 @@ Every file the class writes is written atomically (a temporary file in the same 
 ``os.replace``), so a crash never leaves a half-written config, table part or checkpoint under
 its final name. Appending a day writes one new table part and never rewrites earlier ones.
 
-A run can be resumed from :meth:`RunDirectory.latest_checkpoint` and forked from any checkpoint
-with changed parameters by :func:`fork`; the fork records where it came from, so a brain can
-replay the source's ledger (:attr:`RunDirectory.source_ledger_path`).
+The layout follows the model's time unit: a model that runs day by day (urban) writes per-day
+table parts and a checkpoint per day; a model that runs once (evacuation) writes whole-run tables
+only. Resume and fork are urban-only: a run can be resumed from
+:meth:`RunDirectory.latest_checkpoint` and forked from any checkpoint with changed parameters by
+:func:`fork`; the fork records where it came from, so a brain can replay the source's ledger
+(:attr:`RunDirectory.source_ledger_path`).
 
 Checkpoints are pickles: open only run directories you trust.
 """
