@@ -34,6 +34,7 @@ from mesa_llm_mobility.evacuation.plaza import (
     parse_plaza,
 )
 from mesa_llm_mobility.evacuation.runner import (
+    EvacuationConfig,
     EvacuationRun,
     evacuation_config,
     run_evacuation,
@@ -44,6 +45,7 @@ __all__ = [
     "ARCHETYPES",
     "COMPOSITIONS",
     "EVACUATION_MOVE",
+    "EvacuationConfig",
     "EvacuationContext",
     "EvacuationDecision",
     "EvacuationModel",

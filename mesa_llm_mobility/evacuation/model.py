@@ -24,6 +24,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from mesa_llm_mobility.cognition.brain import Brain
+from mesa_llm_mobility.cognition.kinds import DecisionResult, dispatch
 from mesa_llm_mobility.evacuation.adversary_moves import attack, propose_move
 from mesa_llm_mobility.evacuation.affect import (
     StimulusIntensities,
@@ -42,6 +43,11 @@ from mesa_llm_mobility.evacuation.agents import (
 from mesa_llm_mobility.evacuation.commit import apply_decision
 from mesa_llm_mobility.evacuation.communication import communicate
 from mesa_llm_mobility.evacuation.contexts import decision_request, due_requests
+from mesa_llm_mobility.evacuation.decisions import (
+    EVACUATION_MOVE,
+    EvacuationContext,
+    EvacuationDecision,
+)
 from mesa_llm_mobility.evacuation.evidence import (
     observe,
     observe_initial,
@@ -84,6 +90,9 @@ from mesa_llm_mobility.evacuation.timing import (
 from mesa_llm_mobility.experiment.base_model import MobilityModel
 
 logger = logging.getLogger(__name__)
+
+type MoveResult = DecisionResult[EvacuationContext, EvacuationDecision]
+"""A brain's answer to an ``EvacuationMove`` request."""
 
 SIGHT_RADIUS_M = 12.0
 CONE_DEG = 120.0
@@ -277,10 +286,19 @@ class EvacuationModel(MobilityModel):
         requests = [
             decision_request(self, agent, "initial") for agent in self.pedestrians
         ]
-        for result in self.decide(requests, step=self.tick):
-            apply_decision(self, self.by_uid[result.agent_id], result)
+        dispatch(
+            self.decide(requests, step=self.tick),
+            {EVACUATION_MOVE: self._apply_now},
+        )
         self._record_frame()
         self.datacollector.collect(self)
+
+    def _apply_now(self, result: MoveResult) -> None:
+        apply_decision(self, self.by_uid[result.agent_id], result)
+
+    def _defer(self, result: MoveResult, due: int) -> None:
+        """Keep the answer pending until its 1 s boundary (the pedestrian walks on meanwhile)."""
+        self.by_uid[result.agent_id].pending = PendingDecision(self.tick, due, result)
 
     # ------------------------------------------------------------------ setup helpers
     def _start_cells(
@@ -427,9 +445,10 @@ class EvacuationModel(MobilityModel):
         routing_before = self.timing["routing"]
         requests = due_requests(self)
         due = due_step(self.tick)
-        for result in self.decide(requests, step=self.tick):
-            agent = self.by_uid[result.agent_id]
-            agent.pending = PendingDecision(self.tick, due, result)
+        dispatch(
+            self.decide(requests, step=self.tick),
+            {EVACUATION_MOVE: lambda result: self._defer(result, due)},
+        )
         t3 = perf_counter()
         self.timing["decisions"] += t3 - t2 - (self.timing["routing"] - routing_before)
         proposals = self.pos.copy()

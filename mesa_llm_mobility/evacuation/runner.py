@@ -21,7 +21,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -41,6 +41,25 @@ LLM_SUMMARY_TABLE = "llm_summary"
 """The ledger's summary (one row per decision kind and ``all``), for LLM brains."""
 
 PLOT_FILE = "trajectories.png"
+
+
+class GateTimes(TypedDict):
+    """When the gates start closing and are closed (seconds)."""
+
+    closing_at_s: float
+    closed_at_s: float
+
+
+class EvacuationConfig(TypedDict):
+    """The resolved configuration of one evacuation run (``config.json``)."""
+
+    plaza: str | None
+    composition: str | dict[str, int]
+    block: int | None
+    seed: int | None
+    brain: str
+    time_limit_s: float
+    gate_schedule: GateTimes
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,7 @@ def evacuation_config(
     brain: str = "rules",
     time_limit_s: float = 240.0,
     gate_schedule: GateSchedule | None = None,
-) -> dict[str, Any]:
+) -> EvacuationConfig:
     """The resolved configuration of one evacuation run (what ``config.json`` holds).
 
     Args:
@@ -101,7 +120,7 @@ def evacuation_config(
 
 def run_evacuation(
     out: str | Path,
-    config: Mapping[str, Any],
+    config: EvacuationConfig,
     *,
     overwrite: bool = False,
     brain_options: Mapping[str, Any] | None = None,
