@@ -18,6 +18,7 @@ Resume and fork are urban-only: an evacuation writes no checkpoints.
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,23 +141,31 @@ def run_evacuation(
 
     Raises:
         RunDirectoryError: When ``out`` holds another run and ``overwrite`` is false.
-        ValueError: For invalid model parameters (from the model).
+        ValueError: For invalid model parameters (from the model); ``out`` is then removed.
     """
     run = RunDirectory.create(out, dict(config), overwrite=overwrite)
     options = dict(brain_options or {})
     if parse_brain_setting(str(config["brain"]))[0] == "llm":
         options.setdefault("ledger", run.ledger_path)
     schedule = config["gate_schedule"]
-    with EvacuationModel(
-        plaza=config["plaza"],
-        composition=config["composition"],
-        block=config["block"],
-        brain=config["brain"],
-        brain_options=options,
-        rng=config["seed"],
-        time_limit_s=config["time_limit_s"],
-        gate_schedule=GateSchedule(schedule["closing_at_s"], schedule["closed_at_s"]),
-    ) as model:
+    try:
+        model = EvacuationModel(
+            plaza=config["plaza"],
+            composition=config["composition"],
+            block=config["block"],
+            brain=config["brain"],
+            brain_options=options,
+            rng=config["seed"],
+            time_limit_s=config["time_limit_s"],
+            gate_schedule=GateSchedule(
+                schedule["closing_at_s"], schedule["closed_at_s"]
+            ),
+        )
+    except BaseException:
+        # a refused configuration leaves no run behind (it holds only config and metadata)
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
+    with model:
         model.run()
     plot = write_run(model, run)
     return EvacuationRun(run, model, plot)
