@@ -174,6 +174,33 @@ class EvacuationModel(MobilityModel):
             )
         plaza = plaza if isinstance(plaza, Plaza) else load_plaza(plaza)
         super().__init__(brain=brain, brain_options=brain_options, rng=rng)
+        try:
+            self._build(
+                plaza,
+                composition,
+                block,
+                time_limit_s,
+                gate_schedule,
+                random_spawn,
+                record_positions,
+                stimuli,
+            )
+        except BaseException:
+            self.close()  # a refused world releases the brain it already opened
+            raise
+
+    def _build(
+        self,
+        plaza: Plaza,
+        composition: str | Mapping[str, int],
+        block: int | None,
+        time_limit_s: float,
+        gate_schedule: GateSchedule | None,
+        random_spawn: bool | None,
+        record_positions: bool,
+        stimuli: StimulusIntensities | None,
+    ) -> None:
+        """Build the world and the first perception (no brain call)."""
         self.plaza = plaza
         self.time_limit_s = float(time_limit_s)
         self.limit_steps = round(time_limit_s * STEPS_PER_SECOND)

@@ -310,3 +310,16 @@ def test_constructor_calls_no_brain_and_the_first_step_decides(plaza):
     assert set(model.decisions_frame()["kind"]) == {"EvacuationMove"}
     with EvacuationModel(plaza, composition="A", rng=7, time_limit_s=1) as seeded:
         assert seeded.seed == 7 and seeded.run() is seeded
+
+
+def test_a_refused_world_closes_the_brain(plaza):
+    closed = []
+
+    class ClosingBrain(RuleBrain):
+        def close(self):
+            closed.append(True)
+            super().close()
+
+    with pytest.raises(ValueError, match="unknown composition"):
+        EvacuationModel(plaza, composition="Q", brain=ClosingBrain(rng=0))
+    assert closed == [True]
