@@ -148,9 +148,9 @@ def test_evacuation_run_completes_with_every_decision_resolved(tmp_path):
         model.brain.close()
     decisions = model.decisions_frame()
     assert not decisions.empty
-    assert set(decisions["brain_outcome"]) <= RESOLVED
-    fallbacks = decisions[decisions["brain_outcome"] == "fallback"]
-    assert fallbacks["brain_reason"].notna().all()
+    assert set(decisions["outcome"]) <= RESOLVED
+    fallbacks = decisions[decisions["outcome"] == "fallback"]
+    assert fallbacks["reason"].notna().all()
     records = Ledger.read(ledger_path)
     _assert_every_record_resolved(records)
     summary = Ledger.summarize_file(ledger_path).loc["all"]

@@ -1,12 +1,15 @@
 """Crowd evacuation under a moving threat in a plaza (the LLM plaza-evacuation paper's world).
 
 The model (:class:`EvacuationModel`) runs offline with the rule brain; pedestrians decide through
-the ``EvacuationMove`` decision kind, so any brain of :mod:`mesa_llm_mobility.cognition` can answer.
+the ``EvacuationMove`` decision kind (:data:`EVACUATION_MOVE`), so any brain of
+:mod:`mesa_llm_mobility.cognition` can answer. :func:`run_evacuation` writes a run directory;
+:func:`outcome_measures` and :func:`summary_table` are functions over the model's tables.
 Importing this package has no side effects.
 """
 
 from __future__ import annotations
 
+from mesa_llm_mobility.evacuation.affect import StimulusIntensities
 from mesa_llm_mobility.evacuation.decisions import (
     EVACUATION_MOVE,
     EvacuationContext,
@@ -14,7 +17,11 @@ from mesa_llm_mobility.evacuation.decisions import (
 )
 from mesa_llm_mobility.evacuation.layers import GateSchedule
 from mesa_llm_mobility.evacuation.model import EvacuationModel
-from mesa_llm_mobility.evacuation.outputs import outcome_measures, write_run
+from mesa_llm_mobility.evacuation.outputs import (
+    outcome_measures,
+    plot_trajectories,
+    summary_table,
+)
 from mesa_llm_mobility.evacuation.personality import (
     ARCHETYPES,
     COMPOSITIONS,
@@ -26,20 +33,34 @@ from mesa_llm_mobility.evacuation.plaza import (
     load_plaza,
     parse_plaza,
 )
+from mesa_llm_mobility.evacuation.runner import (
+    EvacuationConfig,
+    EvacuationRun,
+    evacuation_config,
+    run_evacuation,
+    run_tables,
+)
 
 __all__ = [
     "ARCHETYPES",
     "COMPOSITIONS",
     "EVACUATION_MOVE",
+    "EvacuationConfig",
     "EvacuationContext",
     "EvacuationDecision",
     "EvacuationModel",
+    "EvacuationRun",
     "GateSchedule",
     "Personality",
     "Plaza",
     "PlazaFormatError",
+    "StimulusIntensities",
+    "evacuation_config",
     "load_plaza",
     "outcome_measures",
     "parse_plaza",
-    "write_run",
+    "plot_trajectories",
+    "run_evacuation",
+    "run_tables",
+    "summary_table",
 ]

@@ -18,7 +18,11 @@ from mesa_llm_mobility.evacuation.communication import ExitHint
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.cognition.kinds import DecisionResult
-    from mesa_llm_mobility.evacuation.decisions import PreviousDecision
+    from mesa_llm_mobility.evacuation.decisions import (
+        EvacuationContext,
+        EvacuationDecision,
+        PreviousDecision,
+    )
     from mesa_llm_mobility.evacuation.model import EvacuationModel
     from mesa_llm_mobility.evacuation.personality import Personality
 
@@ -33,7 +37,7 @@ class PendingDecision:
 
     request_step: int
     due_step: int
-    result: DecisionResult
+    result: DecisionResult[EvacuationContext, EvacuationDecision]
 
 
 @dataclass

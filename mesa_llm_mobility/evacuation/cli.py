@@ -31,31 +31,40 @@ def _composition(text: str) -> str | dict[str, int]:
 
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``mlm evac run``: run, write the run directory, print the summary table."""
+    from mesa_llm_mobility.cognition.ledger import llm_summary_lines  # noqa: PLC0415
     from mesa_llm_mobility.evacuation.layers import GateSchedule  # noqa: PLC0415  (fast --help)
-    from mesa_llm_mobility.evacuation.model import EvacuationModel  # noqa: PLC0415
-    from mesa_llm_mobility.evacuation.outputs import summary_table, write_run  # noqa: PLC0415
+    from mesa_llm_mobility.evacuation.outputs import summary_table  # noqa: PLC0415
+    from mesa_llm_mobility.evacuation.runner import (  # noqa: PLC0415
+        LLM_SUMMARY_TABLE,
+        evacuation_config,
+        run_evacuation,
+    )
 
-    model = EvacuationModel(
+    config = evacuation_config(
         plaza=args.plaza,
         composition=args.composition,
         block=args.block,
+        seed=args.seed,
         brain=args.brain,
-        brain_options=brain_options(args),
-        rng=args.seed,
         time_limit_s=args.time_limit,
         gate_schedule=GateSchedule(args.gates_closing_at, args.gates_closed_at),
     )
-    model.run()
-    paths = write_run(model, args.out)
-    outcomes = model.outcomes_frame()
-    table = summary_table(outcomes, model.pedestrians_frame())
+    result = run_evacuation(
+        args.out, config, overwrite=args.overwrite, brain_options=brain_options(args)
+    )
+    model = result.model
+    table = summary_table(model.outcomes_frame(), model.pedestrians_frame())
     print(
         f"plaza {model.plaza.name}, composition {json.dumps(model.composition)}, block {model.block}, "
         f"brain {model.brain.name}, seed {args.seed}: ended at {model.time_s:.1f} s ({model.tick} steps)"
     )
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(table.to_string())
-    print(f"\nrun written to {args.out} (trajectory plot: {paths['plot']})")
+    if LLM_SUMMARY_TABLE in result.run.table_names():
+        summary = result.run.read_table(LLM_SUMMARY_TABLE).set_index("kind")
+        for line in llm_summary_lines(summary):
+            print(line)
+    print(f"\nrun written to {args.out} (trajectory plot: {result.plot})")
     return 0
 
 
@@ -70,7 +79,7 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
     run = commands.add_parser(
         "run",
         help="run one evacuation offline and write its run directory",
-        description="Run the plaza evacuation with the rule brain (or an LLM brain) and write positions, decisions, events, outcomes (Parquet) and a trajectory plot.",
+        description="Run the plaza evacuation with the rule brain (or an LLM brain) and write its run directory: config, metadata, the ledger (LLM brains), positions, decisions, events, outcomes (Parquet tables) and a trajectory plot.",
     )
     run.add_argument(
         "--composition",
@@ -106,5 +115,8 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
         help="seconds until gates are closed (default 11.67)",
     )
     run.add_argument("--out", required=True, help="run directory to write")
+    run.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier run in --out"
+    )
     add_brain_arguments(run)
     run.set_defaults(handler=run_command)

@@ -8,11 +8,17 @@ direction and approximate distance); information passes one hop, sender -> recei
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mesa_llm_mobility.evacuation.routing import compass
+from mesa_llm_mobility.evacuation.timing import STEPS_PER_SECOND
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.evacuation.model import EvacuationModel
 
 SHOUT_RADIUS_M = 15.0
 EXIT_INFO_RADIUS_M = 5.0
@@ -85,3 +91,103 @@ def heard_shout(
         approximate_distance_m(float(np.hypot(dx, dy)) * cell_size_m),
         age_s,
     )
+
+
+def communicate(model: EvacuationModel) -> None:
+    """Shouts heard within 15 m and exit information within 5 m (at 1 s boundaries).
+
+    Listeners of a shout hear it for the next second and remember its direction; a pedestrian
+    heading for an opening tells receivers within ``EXIT_INFO_RADIUS_M`` who never saw it (once
+    per sender, receiver and opening). Both are recorded as events.
+
+    Args:
+        model: The model at a 1 s boundary.
+    """
+    active = model.active_indices()
+    shouters = np.array(  # shouting while moving
+        [
+            i
+            for i in active
+            if model.pedestrians[i].shouting
+            and model.pedestrians[i].route_remaining > 0
+        ],
+        dtype=np.int64,
+    )
+    if shouters.size:
+        r, s, _ = pairs_within(
+            model.pos[active], model.pos[shouters], SHOUT_RADIUS_M / model.cell_size_m
+        )
+        keep = active[r] != shouters[s]
+        listeners, speakers = active[r[keep]], shouters[s[keep]]
+        model.hears_until[listeners] = model.tick + STEPS_PER_SECOND
+        model.heard_step[listeners, speakers] = model.tick
+        model.heard_from[listeners, speakers] = model.pos[speakers]
+        new = ~model.heard_pairs[listeners, speakers]
+        model.heard_pairs[listeners, speakers] = True
+        for li, si in zip(listeners[new].tolist(), speakers[new].tolist(), strict=True):
+            heard = heard_shout(
+                tuple(model.pos[li]), tuple(model.pos[si]), model.cell_size_m
+            )
+            model.record_event(
+                "shout_heard",
+                li,
+                si,
+                f"{heard.direction} ~{heard.approx_distance_m} m",
+            )
+    senders = [
+        i
+        for i in active
+        if model.pedestrians[i].route_opening is not None
+        and model.pedestrians[i].intent in ("seek_exit", "escape", "follow_others")
+    ]
+    if not senders:
+        return
+    sender_arr = np.array(senders, dtype=np.int64)
+    opening_of = np.array(
+        [model.opening_number[model.pedestrians[i].route_opening] for i in senders],
+        dtype=np.int64,
+    )
+    r, s, _ = pairs_within(
+        model.pos[active],
+        model.pos[sender_arr],
+        EXIT_INFO_RADIUS_M / model.cell_size_m,
+    )
+    receivers, senders_, openings = active[r], sender_arr[s], opening_of[s]
+    keep = receivers != senders_
+    receivers, senders_, openings = receivers[keep], senders_[keep], openings[keep]
+    known = np.zeros(receivers.size, dtype=bool)
+    for k, cells in enumerate(
+        model.opening_cells
+    ):  # only news: the receiver never saw it
+        mine = openings == k
+        if mine.any():
+            known[mine] = np.any(
+                model.belief.seen_step[np.ix_(receivers[mine], cells)] >= 0, axis=1
+            )
+    fresh = ~known & ~model.info_sent[senders_, receivers, openings]
+    for si, ri, k in zip(
+        senders_[fresh].tolist(),
+        receivers[fresh].tolist(),
+        openings[fresh].tolist(),
+        strict=True,
+    ):
+        model.info_sent[si, ri, k] = True
+        opening = model.plaza.openings[k]
+        cx, cy = opening.center
+        dx, dy = cx - int(model.pos[ri, 0]), cy - int(model.pos[ri, 1])
+        hint = ExitHint(
+            sender=model.uid(si),
+            opening_id=opening.opening_id,
+            kind=opening.kind,
+            direction=compass(dx, dy),
+            approx_distance_m=approximate_distance_m(
+                math.hypot(dx, dy) * model.cell_size_m
+            ),
+            age_s=0.0,
+            cell=(cx, cy),
+        )
+        receiver = model.pedestrians[ri]
+        receiver.memory.hints[opening.opening_id] = hint
+        receiver.memory.hint_steps[opening.opening_id] = model.tick
+        model.record_event("exit_info_sent", si, ri, opening.opening_id)
+        model.record_event("exit_info_received", ri, si, opening.opening_id)

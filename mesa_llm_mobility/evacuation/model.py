@@ -11,11 +11,10 @@ recorded. The run ends when every pedestrian evacuated or was reached, or at the
 from __future__ import annotations
 
 import logging
-import math
-import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from time import perf_counter
+from typing import Any, ClassVar
 
 import mesa
 import numpy as np
@@ -25,19 +24,12 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from mesa_llm_mobility.cognition.brain import Brain
-from mesa_llm_mobility.cognition.kinds import DecisionRequest, DecisionResult
-from mesa_llm_mobility.cognition.settings import make_brain
-from mesa_llm_mobility.evacuation.adversary import (
-    ATTACK_RADIUS_M,
-    AdversaryMode,
-    next_state,
-)
+from mesa_llm_mobility.cognition.kinds import DecisionResult, dispatch
+from mesa_llm_mobility.evacuation.adversary_moves import attack, propose_move
 from mesa_llm_mobility.evacuation.affect import (
     StimulusIntensities,
-    fear_level,
     recovery_rate,
     sensitivity,
-    update_fear,
 )
 from mesa_llm_mobility.evacuation.agents import (
     ACTIVE,
@@ -48,22 +40,18 @@ from mesa_llm_mobility.evacuation.agents import (
     Pedestrian,
     PendingDecision,
 )
-from mesa_llm_mobility.evacuation.ascii_view import SymbolicView
-from mesa_llm_mobility.evacuation.communication import (
-    EXIT_INFO_RADIUS_M,
-    SHOUT_RADIUS_M,
-    ExitHint,
-    approximate_distance_m,
-    heard_shout,
-    pairs_within,
-)
+from mesa_llm_mobility.evacuation.commit import apply_decision
+from mesa_llm_mobility.evacuation.communication import communicate
+from mesa_llm_mobility.evacuation.contexts import decision_request, due_requests
 from mesa_llm_mobility.evacuation.decisions import (
     EVACUATION_MOVE,
     EvacuationContext,
     EvacuationDecision,
-    KnownOpening,
-    PreviousDecision,
-    StaleSighting,
+)
+from mesa_llm_mobility.evacuation.evidence import (
+    observe,
+    observe_initial,
+    update_crowd_fear,
 )
 from mesa_llm_mobility.evacuation.layers import (
     BeliefStore,
@@ -76,11 +64,11 @@ from mesa_llm_mobility.evacuation.movement import (
     SIDESTEP,
     resolve_moves,
 )
+from mesa_llm_mobility.evacuation.outputs import outcome_measures
 from mesa_llm_mobility.evacuation.perception import (
-    HEADING_VECTORS,
     Perception,
     ViewGeometry,
-    perceive,
+    heading_index,
 )
 from mesa_llm_mobility.evacuation.personality import composition_profiles
 from mesa_llm_mobility.evacuation.plaza import (
@@ -90,32 +78,28 @@ from mesa_llm_mobility.evacuation.plaza import (
     load_plaza,
     passable_mask,
 )
-from mesa_llm_mobility.evacuation.routing import (
-    COMMIT_CELLS,
-    GridGraph,
-    OpeningAnchor,
-    bearing_deg,
-    compass,
-    path_to,
-    route_options,
+from mesa_llm_mobility.evacuation.routing import GridGraph, bearing_deg
+from mesa_llm_mobility.evacuation.timing import (
+    DT_S,
+    MAX_BLOCK,
+    MIN_BLOCK,
+    STEPS_PER_SECOND,
+    due_step,
+    step_time_s,
 )
+from mesa_llm_mobility.experiment.base_model import MobilityModel
 
 logger = logging.getLogger(__name__)
 
-DT_S = 1.0 / 3.0
-STEPS_PER_SECOND = 3
-MIN_BLOCK, MAX_BLOCK = 1, 8
-"""Matched blocks of the paper's 8 x 8 design."""
+type MoveResult = DecisionResult[EvacuationContext, EvacuationDecision]
+"""A brain's answer to an ``EvacuationMove`` request."""
+
 SIGHT_RADIUS_M = 12.0
 CONE_DEG = 120.0
 INITIAL_CHEBYSHEV = 3
-MEMORY_CHARS = 1200
-SHOUT_MEMORY_S = 10.0
-BLOCKED_STEPS_REDECIDE = 6
-"""Steps (2 s) a pedestrian stands blocked before it asks for a new decision (our choice)."""
 
 
-class EvacuationModel(mesa.Model):
+class EvacuationModel(MobilityModel):
     """Crowd evacuation under a moving threat on a plaza raster.
 
     Args:
@@ -134,7 +118,39 @@ class EvacuationModel(mesa.Model):
             (default: only when there are more pedestrians than start cells).
         record_positions: Keep the per-step positions table (large for big crowds).
         stimuli: Fear stimulus intensities.
+
+    The constructor builds the world and the first perception but calls no brain: the
+    pedestrians' initial decisions are requested and applied at the start of the first
+    :meth:`step` (recorded at step 0, as before).
     """
+
+    time_columns: ClassVar[tuple[str, ...]] = ("request_step", "applied_step", "time_s")
+    decision_columns: ClassVar[tuple[str, ...]] = (
+        "trigger",
+        "inputs",
+        "fear",
+        "sees_threat",
+        "remembered_threat",
+        "heard_shouts",
+        "n_options",
+        "action",
+        "situation",
+        "intent",
+        "urgency",
+        "route_id",
+        "target_dx",
+        "target_dy",
+        "anchor_kind",
+        "opening_id",
+        "shout",
+        "cells_committed",
+        "accepted",
+        "commit_reason",
+        "revision_level",
+        "nearest_known_opening",
+        "x",
+        "y",
+    )
 
     def __init__(
         self,
@@ -150,22 +166,49 @@ class EvacuationModel(mesa.Model):
         stimuli: StimulusIntensities | None = None,
         brain_options: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(rng=rng)
-        self.plaza = plaza if isinstance(plaza, Plaza) else load_plaza(plaza)
         if time_limit_s <= 0:
             raise ValueError(f"time_limit_s must be positive, got {time_limit_s}")
-        self.time_limit_s = float(time_limit_s)
-        self.limit_steps = round(time_limit_s * STEPS_PER_SECOND)
-        if self.limit_steps > np.iinfo(np.int16).max:
+        if round(time_limit_s * STEPS_PER_SECOND) > np.iinfo(np.int16).max:
             raise ValueError(
                 f"time_limit_s {time_limit_s} exceeds the belief store's step range"
             )
+        plaza = plaza if isinstance(plaza, Plaza) else load_plaza(plaza)
+        super().__init__(brain=brain, brain_options=brain_options, rng=rng)
+        try:
+            self._build(
+                plaza,
+                composition,
+                block,
+                time_limit_s,
+                gate_schedule,
+                random_spawn,
+                record_positions,
+                stimuli,
+            )
+        except BaseException:
+            self.close()  # a refused world releases the brain it already opened
+            raise
+
+    def _build(
+        self,
+        plaza: Plaza,
+        composition: str | Mapping[str, int],
+        block: int | None,
+        time_limit_s: float,
+        gate_schedule: GateSchedule | None,
+        random_spawn: bool | None,
+        record_positions: bool,
+        stimuli: StimulusIntensities | None,
+    ) -> None:
+        """Build the world and the first perception (no brain call)."""
+        self.plaza = plaza
+        self.time_limit_s = float(time_limit_s)
+        self.limit_steps = round(time_limit_s * STEPS_PER_SECOND)
         self.composition = (
             composition if isinstance(composition, str) else dict(composition)
         )
         self.block = block
         self.stimuli = stimuli or StimulusIntensities()
-        self.brain = make_brain(brain, rng=self.rng, **dict(brain_options or {}))
         self.record_positions = record_positions
         plaza_ = self.plaza
         width, height = plaza_.width, plaza_.height
@@ -199,7 +242,7 @@ class EvacuationModel(mesa.Model):
             self.pos[i] = start
             self.occupancy[start] = i
         self.heading[:n] = self.rng.integers(0, 8, size=n)
-        self._by_uid = {a.unique_id: a for a in self.pedestrians}
+        self.by_uid = {a.unique_id: a for a in self.pedestrians}
         self.adversary = Adversary(self, n)
         self.adversary.cell = self.grid[plaza_.threat_cell]
         self.pos[n] = plaza_.threat_cell
@@ -211,7 +254,7 @@ class EvacuationModel(mesa.Model):
         ]
         self.opening_mask = plaza_.opening_index >= 0
         self.adversary_forbidden = {n: self.opening_mask}
-        self._adversary_fields: dict[tuple[int, int], np.ndarray] = {}
+        self.adversary_fields: dict[tuple[int, int], np.ndarray] = {}
         self.waypoints = tuple(
             self._inner_cell(o.center) for o in (*plaza_.exits, *plaza_.gates)
         )
@@ -222,16 +265,16 @@ class EvacuationModel(mesa.Model):
         self.heard_step = np.full((n, n), -1, dtype=np.int32)
         self.heard_from = np.zeros((n, n, 2), dtype=np.int16)
         self.info_sent = np.zeros((n, n, len(plaza_.openings)), dtype=bool)
-        self._opening_number = {o.opening_id: k for k, o in enumerate(plaza_.openings)}
+        self.opening_number = {o.opening_id: k for k, o in enumerate(plaza_.openings)}
         self.seen_adversary_now = np.zeros(n, dtype=bool)
         self.seen_casualty_now = np.zeros(n, dtype=bool)
         self.hears_until = np.full(n, -1, dtype=np.int64)
         self.fleeing_seen = np.zeros(n, dtype=np.int64)
         self.adversary_distance_m = np.full(n, np.inf)
-        self._perception: Perception | None = None
-        self._batch_index = np.full(n, -1, dtype=np.int64)
+        self.perception: Perception | None = None
+        """This step's perception of the active pedestrians (for the decision contexts)."""
+        self.batch_index = np.full(n, -1, dtype=np.int64)
         self._frames: list[dict[str, np.ndarray]] = []
-        self._decision_rows: list[dict[str, object]] = []
         self._events: list[dict[str, object]] = []
         self.exit_used: dict[int, str] = {}
         self.resolved_step = np.full(n, -1, dtype=np.int64)
@@ -259,16 +302,30 @@ class EvacuationModel(mesa.Model):
             }
         )
         for opening in plaza_.gates:
-            self._event("gate_state", None, None, f"{opening.opening_id}:open")
-        self._initial_observation()
-        self._observe()
+            self.record_event("gate_state", None, None, f"{opening.opening_id}:open")
+        observe_initial(self)
+        observe(self)
+        self._started = False
+
+    def _start(self) -> None:
+        """The initial decisions of every pedestrian, applied at step 0 (first :meth:`step`)."""
+        self._started = True
         requests = [
-            self.decision_request(agent, "initial") for agent in self.pedestrians
+            decision_request(self, agent, "initial") for agent in self.pedestrians
         ]
-        for result in self._decide(requests):
-            self._apply(self._by_uid[result.agent_id], result)
+        dispatch(
+            self.decide(requests, step=self.tick),
+            {EVACUATION_MOVE: self._apply_now},
+        )
         self._record_frame()
         self.datacollector.collect(self)
+
+    def _apply_now(self, result: MoveResult) -> None:
+        apply_decision(self, self.by_uid[result.agent_id], result)
+
+    def _defer(self, result: MoveResult, due: int) -> None:
+        """Keep the answer pending until its 1 s boundary (the pedestrian walks on meanwhile)."""
+        self.by_uid[result.agent_id].pending = PendingDecision(self.tick, due, result)
 
     # ------------------------------------------------------------------ setup helpers
     def _start_cells(
@@ -351,701 +408,56 @@ class EvacuationModel(mesa.Model):
         """Simulated seconds since the emergency started."""
         return self.tick * DT_S
 
-    def _event(
+    def record_event(
         self, event: str, agent: int | None, other: int | None, detail: str = ""
     ) -> None:
+        """Add one row to the events table (``agent`` and ``other`` are array rows)."""
         self._events.append(
             {
                 "step": self.tick,
-                "time_s": round(self.tick * DT_S, 4),
+                "time_s": step_time_s(self.tick),
                 "event": event,
-                "agent_id": None if agent is None else self._uid(agent),
-                "other_id": None if other is None else self._uid(other),
+                "agent_id": None if agent is None else self.uid(agent),
+                "other_id": None if other is None else self.uid(other),
                 "detail": detail,
             }
         )
 
-    def _uid(self, index: int) -> int:
+    def uid(self, index: int) -> int:
+        """The agent id of array row ``index`` (the last row is the adversary)."""
         return (
             self.adversary.unique_id
             if index == self.n_pedestrians
             else self.pedestrians[index].unique_id
         )
 
-    def _active(self) -> np.ndarray:
+    def active_indices(self) -> np.ndarray:
+        """Rows of the pedestrians still in the plaza."""
         return np.flatnonzero(self.status == ACTIVE)
 
     # ------------------------------------------------------------------ perception and evidence
-    def _initial_observation(self) -> None:
-        active = self._active()
-        perc = perceive(
-            self.initial_view,
-            self.effective.opaque,
-            self.pos[active, 0],
-            self.pos[active, 1],
-            self.heading[active],
-        )
-        self.belief.observe(active[perc.viewer], perc.cell, 0, self.effective.codes)
-
-    def _observe(self) -> None:
-        """Perception of all active pedestrians; beliefs, sightings and fleeing neighbours."""
-        n = self.n_pedestrians
-        active = self._active()
-        perc = perceive(
-            self.view,
-            self.effective.opaque,
-            self.pos[active, 0],
-            self.pos[active, 1],
-            self.heading[active],
-        )
-        self._perception = perc
-        self._batch_index[:] = -1
-        self._batch_index[active] = np.arange(active.size)
-        viewers = active[perc.viewer]
-        self.belief.observe(viewers, perc.cell, self.tick, self.effective.codes)
-        seen = self.occupancy.ravel()[perc.cell]
-        other = (seen >= 0) & (seen != viewers)
-        viewers, seen = viewers[other], seen[other]
-        sees_a = np.zeros(n, dtype=bool)
-        sees_a[viewers[seen == n]] = True
-        is_ped = seen < n
-        ped_viewers, ped_seen = viewers[is_ped], seen[is_ped]
-        bodies = self.status[ped_seen] == REACHED
-        sees_d = np.zeros(n, dtype=bool)
-        sees_d[ped_viewers[bodies]] = True
-        shouting = np.array([a.shouting for a in self.pedestrians], dtype=bool)
-        fleeing = (self.status[ped_seen] == ACTIVE) & shouting[ped_seen]
-        self.fleeing_seen = np.bincount(ped_viewers[fleeing], minlength=n)
-        adversary_xy = self.pos[n]
-        d = np.hypot(*(self.pos[:n] - adversary_xy).T) * self.cell_size_m
-        self.adversary_distance_m = np.where(sees_a, d, np.inf)
-        for i in np.flatnonzero(sees_a & ~self.seen_adversary_now):
-            self._event("sighting_adversary", int(i), n, f"{d[i]:.1f} m")
-        for i in np.flatnonzero(sees_d & ~self.seen_casualty_now):
-            self._event("sighting_casualty", int(i), None)
-        for i in np.flatnonzero(sees_a):
-            self.pedestrians[i].memory.last_sighting = (
-                (int(adversary_xy[0]), int(adversary_xy[1])),
-                self.tick,
-            )
-        self.seen_adversary_now = sees_a
-        self.seen_casualty_now = sees_d
-
-    def _communicate(self) -> None:
-        """Shouts heard within 15 m and exit information within 5 m (at 1 s boundaries)."""
-        active = self._active()
-        shouters = np.array(  # shouting while moving
-            [
-                i
-                for i in active
-                if self.pedestrians[i].shouting
-                and self.pedestrians[i].route_remaining > 0
-            ],
-            dtype=np.int64,
-        )
-        if shouters.size:
-            r, s, _ = pairs_within(
-                self.pos[active], self.pos[shouters], SHOUT_RADIUS_M / self.cell_size_m
-            )
-            keep = active[r] != shouters[s]
-            listeners, speakers = active[r[keep]], shouters[s[keep]]
-            self.hears_until[listeners] = self.tick + STEPS_PER_SECOND
-            self.heard_step[listeners, speakers] = self.tick
-            self.heard_from[listeners, speakers] = self.pos[speakers]
-            new = ~self.heard_pairs[listeners, speakers]
-            self.heard_pairs[listeners, speakers] = True
-            for li, si in zip(
-                listeners[new].tolist(), speakers[new].tolist(), strict=True
-            ):
-                heard = heard_shout(
-                    tuple(self.pos[li]), tuple(self.pos[si]), self.cell_size_m
-                )
-                self._event(
-                    "shout_heard",
-                    li,
-                    si,
-                    f"{heard.direction} ~{heard.approx_distance_m} m",
-                )
-        senders = [
-            i
-            for i in active
-            if self.pedestrians[i].route_opening is not None
-            and self.pedestrians[i].intent in ("seek_exit", "escape", "follow_others")
-        ]
-        if not senders:
-            return
-        sender_arr = np.array(senders, dtype=np.int64)
-        opening_of = np.array(
-            [self._opening_number[self.pedestrians[i].route_opening] for i in senders],
-            dtype=np.int64,
-        )
-        r, s, _ = pairs_within(
-            self.pos[active],
-            self.pos[sender_arr],
-            EXIT_INFO_RADIUS_M / self.cell_size_m,
-        )
-        receivers, senders_, openings = active[r], sender_arr[s], opening_of[s]
-        keep = receivers != senders_
-        receivers, senders_, openings = receivers[keep], senders_[keep], openings[keep]
-        known = np.zeros(receivers.size, dtype=bool)
-        for k, cells in enumerate(
-            self.opening_cells
-        ):  # only news: the receiver never saw it
-            mine = openings == k
-            if mine.any():
-                known[mine] = np.any(
-                    self.belief.seen_step[np.ix_(receivers[mine], cells)] >= 0, axis=1
-                )
-        fresh = ~known & ~self.info_sent[senders_, receivers, openings]
-        for si, ri, k in zip(
-            senders_[fresh].tolist(),
-            receivers[fresh].tolist(),
-            openings[fresh].tolist(),
-            strict=True,
-        ):
-            self.info_sent[si, ri, k] = True
-            opening = self.plaza.openings[k]
-            cx, cy = opening.center
-            dx, dy = cx - int(self.pos[ri, 0]), cy - int(self.pos[ri, 1])
-            hint = ExitHint(
-                sender=self._uid(si),
-                opening_id=opening.opening_id,
-                kind=opening.kind,
-                direction=compass(dx, dy),
-                approx_distance_m=approximate_distance_m(
-                    math.hypot(dx, dy) * self.cell_size_m
-                ),
-                age_s=0.0,
-                cell=(cx, cy),
-            )
-            receiver = self.pedestrians[ri]
-            receiver.memory.hints[opening.opening_id] = hint
-            receiver.memory.hint_steps[opening.opening_id] = self.tick
-            self._event("exit_info_sent", si, ri, opening.opening_id)
-            self._event("exit_info_received", ri, si, opening.opening_id)
-
-    def _update_fear(self) -> None:
-        z = self.stimuli.strongest(
-            self.seen_adversary_now,
-            self.adversary_distance_m,
-            self.seen_casualty_now,
-            self.fleeing_seen,
-            self.hears_until > self.tick,
-        )
-        active = self.status == ACTIVE
-        self.fear = np.where(
-            active, update_fear(self.fear, z, self.kappa, self.rho, DT_S), self.fear
-        )
-
     # ------------------------------------------------------------------ decisions
-    def _known_openings(
-        self, i: int, codes: np.ndarray
-    ) -> tuple[list[KnownOpening], list[OpeningAnchor]]:
-        height = self.plaza.height
-        x, y = int(self.pos[i, 0]), int(self.pos[i, 1])
-        known, anchors = [], []
-        for k, opening in enumerate(self.plaza.openings):
-            cells = self.opening_cells[k]
-            seen = self.belief.seen_step[i, cells]
-            if not np.any(seen >= 0):
-                continue
-            cells_known = cells[seen >= 0]
-            state_code = int(codes[cells_known[0]])
-            state = {
-                Terrain.EXIT: "open",
-                Terrain.GATE_OPEN: "open",
-                Terrain.GATE_CLOSING: "closing",
-                Terrain.GATE_CLOSED: "closed",
-            }[Terrain(state_code)]
-            cx, cy = np.divmod(cells_known, height)
-            nearest = int(np.argmin((cx - x) ** 2 + (cy - y) ** 2))
-            dx, dy = int(cx[nearest]) - x, int(cy[nearest]) - y
-            age = (self.tick - int(seen.max())) * DT_S
-            known.append(
-                KnownOpening(
-                    opening.opening_id,
-                    opening.kind,
-                    state,
-                    (dx, dy),
-                    compass(dx, dy),
-                    round(math.hypot(dx, dy) * self.cell_size_m, 1),
-                    round(age, 2),
-                )
-            )
-            if state != "closed":
-                anchors.append(
-                    OpeningAnchor(
-                        opening.opening_id, opening.kind, int(cells_known[nearest])
-                    )
-                )
-        return known, anchors
-
-    def _memory_text(self, agent: Pedestrian, known: list[KnownOpening]) -> str:
-        """Rule-based first-person memory summary (the LLM memory role comes later)."""
-        parts = []
-        for o in known:
-            parts.append(
-                f"I saw {o.kind} {o.opening_id} ({o.state}) to the {o.direction}, about {o.distance_m:.0f} m away."
-            )
-        memory = agent.memory
-        if memory.last_sighting is not None:
-            _cell, step = memory.last_sighting
-            parts.append(
-                f"I saw an armed person at {(self.tick - step) * DT_S:.0f} s ago."
-            )
-        shouters = int(self.heard_pairs[agent.index].sum())
-        if shouters:
-            parts.append(f"I heard {shouters} people shouting.")
-        for hint in memory.hints.values():
-            parts.append(
-                f"Pedestrian {hint.sender} told me about {hint.kind} {hint.opening_id}."
-            )
-        text = " ".join(parts)
-        return text[:MEMORY_CHARS]
-
-    def decision_request(self, agent: Pedestrian, trigger: str) -> DecisionRequest:
-        """Build the decision request of one pedestrian from its current knowledge."""
-        i = agent.index
-        height, width = self.plaza.height, self.plaza.width
-        x, y = int(self.pos[i, 0]), int(self.pos[i, 1])
-        perc = self._perception
-        assert perc is not None
-        cells = perc.cells_of(int(self._batch_index[i]))
-        occ = self.occupancy.ravel()[cells]
-        entities: dict[int, str] = {}
-        people, threats, threat_offsets = [], [], []
-        for cell, e in zip(cells.tolist(), occ.tolist(), strict=True):
-            if e < 0 or e == i:
-                continue
-            cx, cy = divmod(cell, height)
-            if e == self.n_pedestrians:
-                entities[cell] = "A"
-                threats.append((cx, cy))
-                threat_offsets.append((cx - x, cy - y))
-            elif self.status[e] == REACHED:
-                entities[cell] = "D"
-                threats.append((cx, cy))
-                threat_offsets.append((cx - x, cy - y))
-            else:
-                entities[cell] = "p"
-                people.append((cx, cy))
-        view = SymbolicView(
-            cells, height, self.effective.codes.ravel().copy(), (x, y), entities
-        )
-        codes = self.belief.codes(i)
-        known_mask = (codes != Terrain.UNKNOWN).reshape(width, height)
-        passable = passable_mask(codes).reshape(width, height)
-        known, anchors = self._known_openings(i, codes)
-        start = _now()
-        options, dist = route_options(
-            self.graph,
-            passable,
-            known_mask,
-            (x, y),
-            anchors,
-            agent.visited,
-            np.array(people).reshape(-1, 2),
-            np.array(threats).reshape(-1, 2),
-            self.cell_size_m,
-            sinks=self.opening_mask,
-        )
-        self.timing["routing"] += _now() - start
-        memory = agent.memory
-        heard = self.heard_step[i]
-        recent = np.flatnonzero(
-            (heard >= 0) & (heard >= self.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND)
-        )
-        recent = recent[np.argsort(-self.heard_step[i, recent], kind="stable")][:5]
-        shouts = tuple(
-            heard_shout(
-                (x, y),
-                (int(self.heard_from[i, s, 0]), int(self.heard_from[i, s, 1])),
-                self.cell_size_m,
-                round(float(self.tick - heard[s]) * DT_S, 2),
-            )
-            for s in recent.tolist()
-        )
-        hints = tuple(
-            ExitHint(
-                h.sender,
-                h.opening_id,
-                h.kind,
-                compass(h.cell[0] - x, h.cell[1] - y),
-                approximate_distance_m(
-                    math.hypot(h.cell[0] - x, h.cell[1] - y) * self.cell_size_m
-                ),
-                round((self.tick - memory.hint_steps[h.opening_id]) * DT_S, 2),
-                h.cell,
-            )
-            for h in memory.hints.values()
-        )
-        stale = None
-        if memory.last_sighting is not None and not self.seen_adversary_now[i]:
-            (sx, sy), step = memory.last_sighting
-            dx, dy = sx - x, sy - y
-            stale = StaleSighting(
-                (dx, dy),
-                compass(dx, dy),
-                round(math.hypot(dx, dy) * self.cell_size_m, 1),
-                round((self.tick - step) * DT_S, 2),
-            )
-        stimuli = []
-        if self.seen_adversary_now[i]:
-            stimuli.append("armed person in sight")
-        if self.seen_casualty_now[i]:
-            stimuli.append("person lying motionless in sight")
-        if self.fleeing_seen[i]:
-            stimuli.append(f"{self.fleeing_seen[i]} people fleeing nearby")
-        if self.hears_until[i] > self.tick:
-            stimuli.append("shouting heard")
-        context = EvacuationContext(
-            agent_id=agent.unique_id,
-            step=self.tick,
-            time_s=round(self.tick * DT_S, 4),
-            trigger=trigger,
-            position=(x, y),
-            heading=compass(*MOORE_STEPS[int(self.heading[i])]),
-            view=view,
-            personality=agent.personality,
-            fear=round(float(self.fear[i]), 4),
-            fear_level=fear_level(float(self.fear[i])),
-            stimuli=tuple(stimuli),
-            sees_adversary=bool(self.seen_adversary_now[i]),
-            sees_casualty=bool(self.seen_casualty_now[i]),
-            fleeing_neighbours=int(self.fleeing_seen[i]),
-            visible_people=len(people),
-            heard_shouts=shouts,
-            exit_hints=hints,
-            stale_sighting=stale,
-            known_openings=tuple(known),
-            options=tuple(options),
-            capsule=agent.capsule,
-            memory=self._memory_text(agent, known),
-            previous=agent.previous,
-            threat_offsets=tuple(threat_offsets),
-            grid_size=(width, height),
-            distances=dist,
-            belief_codes=codes,
-        )
-        return DecisionRequest(EVACUATION_MOVE, agent.unique_id, context)
-
-    def _decide(self, requests: list[DecisionRequest]) -> list[DecisionResult]:
-        if not requests:
-            return []
-        return self.brain.decide_all(requests, tags={"step": self.tick})
-
-    def _revision_level(
-        self,
-        agent: Pedestrian,
-        out: EvacuationDecision,
-        anchor: tuple[int, int] | None,
-        opening: str | None,
-        route: list[int],
-    ) -> str:
-        prev = agent.previous
-        if prev is None:
-            return "none"
-        if out.intent != prev.intent or out.situation != prev.situation:
-            return "goal"
-        same_anchor = (anchor is None and prev.anchor is None) or (
-            anchor is not None
-            and prev.anchor is not None
-            and (
-                max(abs(anchor[0] - prev.anchor[0]), abs(anchor[1] - prev.anchor[1]))
-                <= 3
-                or (opening is not None and opening == prev.opening_id)
-            )
-        )
-        if not same_anchor:
-            return "plan"
-        if route[:3] != agent.route[agent.route_pos : agent.route_pos + 3]:
-            return "execution"
-        return "none"
-
-    def _apply(self, agent: Pedestrian, result: DecisionResult) -> None:
-        """Install a decision at its due step: validate the target against the current position, commit <= 20 cells."""
-        context: EvacuationContext = result.request.context
-        out: EvacuationDecision = result.output
-        i = agent.index
-        x, y = int(self.pos[i, 0]), int(self.pos[i, 1])
-        anchor: tuple[int, int] | None = None
-        opening: str | None = None
-        kind: str | None = None
-        route: list[int] = []
-        accepted, reason = True, ""
-        if out.action == "move":
-            option = context.option(out.route_id) if out.route_id else None
-            if option is not None:
-                anchor = (
-                    context.position[0] + option.anchor_offset[0],
-                    context.position[1] + option.anchor_offset[1],
-                )
-                opening, kind = option.opening_id, option.anchor_kind
-                route = self._stitch(i, (x, y), context.position, option.path)
-            else:
-                assert out.target_offset is not None
-                anchor = (
-                    context.position[0] + out.target_offset.dx,
-                    context.position[1] + out.target_offset.dy,
-                )
-                kind = "target"
-            if not route:
-                route = self._route_now(i, (x, y), anchor, out, context)
-                if not route and (x, y) != anchor:
-                    accepted, reason = (
-                        False,
-                        "target no longer reachable through observed cells from your current cell",
-                    )
-        elif out.action == "turn_and_observe":
-            if out.target_offset is not None and (
-                out.target_offset.dx or out.target_offset.dy
-            ):
-                self.heading[i] = _heading_index(
-                    out.target_offset.dx, out.target_offset.dy
-                )
-            else:
-                self.heading[i] = (self.heading[i] + 4) % 8
-        level = (
-            self._revision_level(agent, out, anchor, opening, route)
-            if accepted
-            else "none"
-        )
-        committed = route[:COMMIT_CELLS]
-        if accepted:
-            agent.route, agent.route_pos = committed, 0
-            agent.route_anchor, agent.route_opening = (
-                anchor,
-                opening if kind in ("exit", "gate") else None,
-            )
-            agent.situation, agent.intent, agent.urgency = (
-                out.situation,
-                out.intent,
-                out.urgency,
-            )
-            agent.shouting = out.shout and out.action == "move"
-            agent.capsule = out.context_capsule
-            feedback = f"accepted: {out.action}" + (
-                f", {len(committed)} cells committed toward {kind} {opening or ''}".rstrip()
-                if out.action == "move"
-                else ""
-            )
-        else:
-            feedback = f"rejected: {reason}"
-        agent.previous = PreviousDecision(
-            out.intent, out.urgency, out.situation, kind, opening, anchor, feedback
-        )
-        agent.last_effect_step = self.tick
-        agent.blocked_steps = 0
-        nearest_known = None
-        known = context.known_openings
-        usable = [o for o in known if o.state != "closed"]
-        if usable:
-            nearest_known = min(usable, key=lambda o: o.distance_m).opening_id
-        self._decision_rows.append(
-            {
-                "agent_id": agent.unique_id,
-                "request_step": context.step,
-                "applied_step": self.tick,
-                "time_s": round(self.tick * DT_S, 4),
-                "trigger": context.trigger,
-                "inputs": context.summary(),
-                "fear": context.fear,
-                "sees_threat": context.sees_adversary or context.sees_casualty,
-                "remembered_threat": context.stale_sighting is not None,
-                "heard_shouts": len(context.heard_shouts),
-                "n_options": len(context.options),
-                "action": out.action,
-                "situation": out.situation,
-                "intent": out.intent,
-                "urgency": out.urgency,
-                "route_id": out.route_id,
-                "target_dx": out.target_offset.dx if out.target_offset else None,
-                "target_dy": out.target_offset.dy if out.target_offset else None,
-                "anchor_kind": kind,
-                "opening_id": opening,
-                "shout": bool(out.shout),
-                "cells_committed": len(committed) if accepted else 0,
-                "accepted": accepted,
-                "reason": reason or None,
-                "brain_outcome": str(result.outcome),
-                "brain_reason": result.reason,
-                "revision_level": level,
-                "nearest_known_opening": nearest_known,
-                "x": x,
-                "y": y,
-            }
-        )
-
-    def _stitch(
-        self,
-        i: int,
-        here: tuple[int, int],
-        decided_at: tuple[int, int],
-        path: tuple[int, ...],
-    ) -> list[int]:
-        """Join the option's path from the current cell without a new search, when possible.
-
-        The pedestrian walked its old route while the decision was pending; if a cell of the new
-        path (the farthest one) is one legal step away, the route continues from there.
-        """
-        if here == decided_at:
-            return list(path)
-        height = self.plaza.height
-        believed = self.belief
-        for j in range(min(len(path), 8) - 1, -1, -1):
-            tx, ty = divmod(path[j], height)
-            dx, dy = tx - here[0], ty - here[1]
-            if (dx, dy) == (0, 0):
-                return list(path[j + 1 :])
-            if max(abs(dx), abs(dy)) == 1:
-                if dx and dy:
-                    a = (
-                        believed.seen_step[i, (here[0] + dx) * height + here[1]] >= 0
-                        and self.plaza.raw[here[0] + dx, here[1]] == Terrain.FLOOR
-                    )
-                    b = (
-                        believed.seen_step[i, here[0] * height + here[1] + dy] >= 0
-                        and self.plaza.raw[here[0], here[1] + dy] == Terrain.FLOOR
-                    )
-                    if not (a or b):
-                        continue
-                return list(path[j:])
-        return []
-
-    def _route_now(
-        self,
-        i: int,
-        here: tuple[int, int],
-        target: tuple[int, int],
-        out: EvacuationDecision,
-        context: EvacuationContext,
-    ) -> list[int]:
-        height = self.plaza.height
-        flat_pass = self.belief.passable(i)
-        src = here[0] * height + here[1]
-        flat_pass[src] = True
-        start = _now()
-        sinks = self.opening_mask.ravel()
-        weights = self.graph.weights_for(flat_pass, sinks, src)
-        _, pred = self.graph.shortest_paths(flat_pass, src, weights)
-        route: list[int] = []
-        goal = target[0] * height + target[1]
-        if out.waypoint_offset is not None:
-            wp = (
-                context.position[0] + out.waypoint_offset.dx,
-                context.position[1] + out.waypoint_offset.dy,
-            )
-            wflat = wp[0] * height + wp[1]
-            first = path_to(pred, src, wflat)
-            if first:
-                _, pred2 = self.graph.shortest_paths(
-                    flat_pass, wflat, self.graph.weights_for(flat_pass, sinks, wflat)
-                )
-                second = path_to(pred2, wflat, goal)
-                route = first + second if second or wflat == goal else []
-        if not route:
-            route = path_to(pred, src, goal)
-        self.timing["routing"] += _now() - start
-        return route
-
-    def _triggers(self) -> list[DecisionRequest]:
-        requests = []
-        k = self.tick
-        for i in self._active().tolist():
-            agent = self.pedestrians[i]
-            memory = agent.memory
-            first_sight = (
-                self.seen_adversary_now[i] and not memory.seen_adversary_ever
-            ) or (self.seen_casualty_now[i] and not memory.seen_casualty_ever)
-            memory.seen_adversary_ever |= bool(self.seen_adversary_now[i])
-            memory.seen_casualty_ever |= bool(self.seen_casualty_now[i])
-            trigger = None
-            if first_sight:
-                trigger = "first_sighting"
-            elif (
-                agent.pending is None and k - agent.last_effect_step >= STEPS_PER_SECOND
-            ):
-                if self.seen_adversary_now[i]:
-                    trigger = "threat_visible"
-                elif agent.blocked_steps >= BLOCKED_STEPS_REDECIDE:
-                    trigger = "blocked"
-                elif agent.route_remaining <= 3:
-                    trigger = "route_end"
-            if trigger is not None:
-                requests.append(self.decision_request(agent, trigger))
-        return requests
-
-    # ------------------------------------------------------------------ adversary
-    def _adversary_field(self, goal: tuple[int, int]) -> np.ndarray:
-        """Distances to ``goal`` on the physical grid (openings excluded), cached for patrol goals."""
-        cached = self._adversary_fields.get(goal)
-        if cached is not None:
-            return cached
-        height = self.plaza.height
-        flat_pass = (self.effective.passable & ~self.opening_mask).ravel()
-        dist, _ = self.graph.shortest_paths(flat_pass, goal[0] * height + goal[1])
-        if goal in self.waypoints:
-            self._adversary_fields[goal] = dist
-        return dist
-
-    def _adversary_proposal(self) -> tuple[int, int]:
-        n = self.n_pedestrians
-        adversary = self.adversary
-        here = (int(self.pos[n, 0]), int(self.pos[n, 1]))
-        perc = perceive(
-            self.view,
-            self.effective.opaque,
-            self.pos[n : n + 1, 0],
-            self.pos[n : n + 1, 1],
-            self.heading[n : n + 1],
-        )
-        seen = self.occupancy.ravel()[perc.cell]
-        visible = {
-            int(e): (int(self.pos[e, 0]), int(self.pos[e, 1]))
-            for e in seen.tolist()
-            if 0 <= e < n and self.status[e] == ACTIVE
-        }
-        adversary.state, goal = next_state(
-            adversary.state, here, visible, self.waypoints
-        )
-        adversary.goal = goal
-        dist = self._adversary_field(goal)
-        height = self.plaza.height
-        best, best_d = here, dist[here[0] * height + here[1]]
-        for dx, dy in MOORE_STEPS:
-            nx, ny = here[0] + dx, here[1] + dy
-            d = dist[nx * height + ny] + (0.0 if not (dx and dy) else 1e-6)
-            if (
-                d < best_d - 1e-9
-                and self.effective.passable[nx, ny]
-                and not self.opening_mask[nx, ny]
-                and (
-                    self.effective.passable[nx, here[1]]
-                    or self.effective.passable[here[0], ny]
-                )
-            ):
-                occupant = self.occupancy[nx, ny]
-                if occupant < 0 or (occupant < n and self.status[occupant] == ACTIVE):
-                    best, best_d = (nx, ny), d
-        return best
-
     # ------------------------------------------------------------------ the step
     def step(self) -> None:
-        """Advance one physical step of dt = 1/3 s."""
-        t0 = _now()
+        """Advance one physical step of dt = 1/3 s (the first also applies the initial decisions)."""
+        if not self._started:
+            self._start()
+        t0 = perf_counter()
         n = self.n_pedestrians
         changed = self.effective.update(self.time_s)
         if changed is not None:
             for opening in self.plaza.gates:
-                self._event("gate_state", None, None, f"{opening.opening_id}:{changed}")
-        self._observe()
-        t1 = _now()
+                self.record_event(
+                    "gate_state", None, None, f"{opening.opening_id}:{changed}"
+                )
+        observe(self)
+        t1 = perf_counter()
         self.timing["perception"] += t1 - t0
         boundary = self.tick % STEPS_PER_SECOND == 0
         routing_before = self.timing["routing"]
         if boundary:
-            self._communicate()
-        self._update_fear()
+            communicate(self)
+        update_crowd_fear(self)
         if boundary:
             for agent in self.pedestrians:
                 if (
@@ -1054,20 +466,21 @@ class EvacuationModel(mesa.Model):
                     and agent.pending.due_step <= self.tick
                 ):
                     pending, agent.pending = agent.pending, None
-                    self._apply(agent, pending.result)
-        t2 = _now()
+                    apply_decision(self, agent, pending.result)
+        t2 = perf_counter()
         self.timing["other"] += t2 - t1 - (self.timing["routing"] - routing_before)
         routing_before = self.timing["routing"]
-        requests = self._triggers()
-        due = -(-(self.tick + STEPS_PER_SECOND) // STEPS_PER_SECOND) * STEPS_PER_SECOND
-        for result in self._decide(requests):
-            agent = self._by_uid[result.agent_id]
-            agent.pending = PendingDecision(self.tick, due, result)
-        t3 = _now()
+        requests = due_requests(self)
+        due = due_step(self.tick)
+        dispatch(
+            self.decide(requests, step=self.tick),
+            {EVACUATION_MOVE: lambda result: self._defer(result, due)},
+        )
+        t3 = perf_counter()
         self.timing["decisions"] += t3 - t2 - (self.timing["routing"] - routing_before)
         proposals = self.pos.copy()
         height = self.plaza.height
-        for i in self._active().tolist():
+        for i in self.active_indices().tolist():
             agent = self.pedestrians[i]
             if agent.route_pos < len(agent.route):
                 tx, ty = divmod(agent.route[agent.route_pos], height)
@@ -1075,7 +488,7 @@ class EvacuationModel(mesa.Model):
                     proposals[i] = (tx, ty)
                 else:
                     agent.route, agent.route_pos = [], 0
-        proposals[n] = self._adversary_proposal()
+        proposals[n] = propose_move(self)
         active_entities = np.append(self.status == ACTIVE, True)
         old = self.pos.copy()
         result = resolve_moves(
@@ -1097,7 +510,7 @@ class EvacuationModel(mesa.Model):
             agent.cell = None
         for e in moved.tolist():
             dx, dy = int(self.pos[e, 0] - old[e, 0]), int(self.pos[e, 1] - old[e, 1])
-            self.heading[e] = _heading_index(dx, dy)
+            self.heading[e] = heading_index(dx, dy)
             agent = self.adversary if e == n else self.pedestrians[e]
             agent.cell = self.grid[(int(self.pos[e, 0]), int(self.pos[e, 1]))]
             if e < n:
@@ -1105,18 +518,20 @@ class EvacuationModel(mesa.Model):
                 agent.visited.add(flat)
                 if result.status[e] == MOVED:
                     agent.route_pos += 1
-        for i in self._active().tolist():
+        for i in self.active_indices().tolist():
             agent = self.pedestrians[i]
             agent.blocked_steps = (
                 agent.blocked_steps + 1 if result.status[i] == BLOCKED else 0
             )
             if result.status[i] == SIDESTEP:
                 agent.blocked_steps = 0
-        t4 = _now()
+        t4 = perf_counter()
         self.timing["movement"] += t4 - t3
         self.tick += 1
-        on_opening = self._active()[
-            self.opening_mask[self.pos[self._active(), 0], self.pos[self._active(), 1]]
+        on_opening = self.active_indices()[
+            self.opening_mask[
+                self.pos[self.active_indices(), 0], self.pos[self.active_indices(), 1]
+            ]
         ]
         for i in on_opening.tolist():
             self.status[i] = EVACUATED
@@ -1125,8 +540,8 @@ class EvacuationModel(mesa.Model):
                 int(self.plaza.opening_index[self.pos[i, 0], self.pos[i, 1]])
             ]
             self.exit_used[i] = opening.opening_id
-            self._event("evacuated", i, None, opening.opening_id)
-        self._attack()
+            self.record_event("evacuated", i, None, opening.opening_id)
+        attack(self)
         self._record_frame()
         for i in on_opening.tolist():
             self.occupancy[self.pos[i, 0], self.pos[i, 1]] = -1
@@ -1142,32 +557,7 @@ class EvacuationModel(mesa.Model):
                 np.count_nonzero(self.status == REACHED),
                 np.count_nonzero(self.status == ACTIVE),
             )
-        self.timing["other"] += _now() - t4
-
-    def _attack(self) -> None:
-        n = self.n_pedestrians
-        active = self._active()
-        if not active.size:
-            return
-        d = np.hypot(*(self.pos[active] - self.pos[n]).T) * self.cell_size_m
-        within = d <= ATTACK_RADIUS_M + 1e-9
-        if not within.any():
-            return
-        candidates = active[within]
-        dist = d[within]
-        victim = int(candidates[np.argmin(dist)])
-        self.status[victim] = REACHED
-        self.resolved_step[victim] = self.tick
-        self.pedestrians[victim].shouting = False
-        self.pedestrians[victim].pending = None
-        self._event("reached", victim, n, f"{dist.min():.2f} m")
-        if (
-            self.adversary.state.mode == AdversaryMode.LOCK
-            and self.adversary.state.target == victim
-        ):
-            self.adversary.state = self.adversary.state.__class__(
-                AdversaryMode.PATROL, self.adversary.state.patrol_index
-            )
+        self.timing["other"] += perf_counter() - t4
 
     def _record_frame(self) -> None:
         if not self.record_positions:
@@ -1241,10 +631,6 @@ class EvacuationModel(mesa.Model):
         ]
         return frame[columns]
 
-    def decisions_frame(self) -> pd.DataFrame:
-        """One row per applied decision (see ``docs/evacuation.md`` for the columns)."""
-        return pd.DataFrame(self._decision_rows)
-
     def events_frame(self) -> pd.DataFrame:
         """Events: sightings, shouts heard, exit info sent/received, gate states, evacuations, attacks."""
         return pd.DataFrame(
@@ -1274,8 +660,6 @@ class EvacuationModel(mesa.Model):
 
     def outcomes_frame(self) -> pd.DataFrame:
         """Per-pedestrian outcome measures (spec list; see :mod:`.outputs`)."""
-        from mesa_llm_mobility.evacuation.outputs import outcome_measures  # noqa: PLC0415
-
         return outcome_measures(
             self.positions_frame(),
             self.decisions_frame(),
@@ -1287,25 +671,3 @@ class EvacuationModel(mesa.Model):
 
 
 _HEADING_BEARINGS = [round(bearing_deg(*MOORE_STEPS[h]), 1) for h in range(8)]
-
-
-_UNIT_HEADINGS = HEADING_VECTORS / np.linalg.norm(
-    HEADING_VECTORS, axis=1, keepdims=True
-)
-_STEP_HEADING = {(dx, dy): h for h, (dx, dy) in enumerate(MOORE_STEPS)}
-
-
-def _heading_index(dx: float, dy: float) -> int:
-    """Heading index (0 east, counter-clockwise) nearest to the direction ``(dx, dy)``."""
-    step = (
-        _STEP_HEADING.get((int(dx), int(dy)))
-        if float(dx).is_integer() and float(dy).is_integer()
-        else None
-    )
-    if step is not None:
-        return step
-    return int(np.argmax(_UNIT_HEADINGS @ np.array([dx, dy], dtype=float)))
-
-
-def _now() -> float:
-    return time.perf_counter()

@@ -1,4 +1,4 @@
-"""Run outputs: per-pedestrian outcome measures, the run directory and the trajectory plot.
+"""Run outputs: per-pedestrian outcome measures over the tidy tables, and the trajectory plot.
 
 Outcome measures (spec; paper Table 4), one row per pedestrian, computed from the tidy tables:
 
@@ -26,7 +26,6 @@ Outcome measures (spec; paper Table 4), one row per pedestrian, computed from th
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import math
 from pathlib import Path
@@ -35,13 +34,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from mesa_llm_mobility.evacuation.timing import (
+    DIRECTNESS_WINDOW_STEPS,
+    STEPS_PER_SECOND,
+)
+
 if TYPE_CHECKING:
     from mesa_llm_mobility.evacuation.model import EvacuationModel
 
 logger = logging.getLogger(__name__)
 
-STEPS_PER_SECOND = 3
-DIRECTNESS_WINDOW_STEPS = 30
 HERDING_RADIUS_M = 5.0
 EVIDENCE_EVENTS = ("sighting_adversary", "sighting_casualty", "shout_heard")
 SIGHTING_EVENTS = ("sighting_adversary", "sighting_casualty")
@@ -377,45 +379,3 @@ def plot_trajectories(model: EvacuationModel, path: str | Path) -> Path:
     out = Path(path)
     fig.savefig(out, dpi=110, bbox_inches="tight")
     return out
-
-
-def write_run(model: EvacuationModel, out_dir: str | Path) -> dict[str, Path]:
-    """Write config, the four tables (Parquet) and the trajectory plot into ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    config = {
-        "plaza": model.plaza.source,
-        "composition": model.composition,
-        "block": model.block,
-        "brain": model.brain.name,
-        "seed": getattr(model, "_seed", None),
-        "time_limit_s": model.time_limit_s,
-        "gate_schedule": {
-            "closing_at_s": model.effective.schedule.closing_at_s,
-            "closed_at_s": model.effective.schedule.closed_at_s,
-        },
-        "pedestrians": model.n_pedestrians,
-        "steps": model.tick,
-    }
-    paths["config"] = out / "config.json"
-    paths["config"].write_text(
-        json.dumps(config, indent=2, default=str), encoding="utf-8"
-    )
-    tables = {
-        "positions": model.positions_frame(),
-        "decisions": model.decisions_frame(),
-        "events": model.events_frame(),
-        "pedestrians": model.pedestrians_frame(),
-        "outcomes": model.outcomes_frame(),
-        "model": model.datacollector.get_model_vars_dataframe()
-        .reset_index(drop=True)
-        .rename_axis("step")
-        .reset_index(),
-    }
-    for name, table in tables.items():
-        paths[name] = out / f"{name}.parquet"
-        table.to_parquet(paths[name], index=False)
-    paths["plot"] = plot_trajectories(model, out / "trajectories.png")
-    logger.info("run written to %s", out)
-    return paths

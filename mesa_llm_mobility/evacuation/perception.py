@@ -224,3 +224,21 @@ def perceive(
     cell = np.concatenate(cells)
     order = np.argsort(viewer, kind="stable")
     return Perception(viewer[order], cell[order], int(xs.size))
+
+
+_UNIT_HEADINGS = HEADING_VECTORS / np.linalg.norm(
+    HEADING_VECTORS, axis=1, keepdims=True
+)
+_STEP_HEADING = {(dx, dy): h for h, (dx, dy) in enumerate(MOORE_STEPS)}
+
+
+def heading_index(dx: float, dy: float) -> int:
+    """Heading index (0 east, counter-clockwise) nearest to the direction ``(dx, dy)``."""
+    step = (
+        _STEP_HEADING.get((int(dx), int(dy)))
+        if float(dx).is_integer() and float(dy).is_integer()
+        else None
+    )
+    if step is not None:
+        return step
+    return int(np.argmax(_UNIT_HEADINGS @ np.array([dx, dy], dtype=float)))

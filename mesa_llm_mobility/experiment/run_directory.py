@@ -17,38 +17,37 @@ Every file the class writes is written atomically (a temporary file in the same 
 ``os.replace``), so a crash never leaves a half-written config, table part or checkpoint under
 its final name. Appending a day writes one new table part and never rewrites earlier ones.
 
-A run can be resumed from :meth:`RunDirectory.latest_checkpoint` and forked from any checkpoint
-with changed parameters by :func:`fork`; the fork records where it came from, so a brain can
-replay the source's ledger (:attr:`RunDirectory.source_ledger_path`).
+The layout follows the model's time unit: a model that runs day by day (urban) writes per-day
+table parts and a checkpoint per day; a model that runs once (evacuation) writes whole-run tables
+only. Resume and fork are urban-only: a run can be resumed from
+:meth:`RunDirectory.latest_checkpoint` and forked from any checkpoint with changed parameters by
+:func:`fork`; the fork records where it came from, so a brain can replay the source's ledger
+(:attr:`RunDirectory.source_ledger_path`).
 
 Checkpoints are pickles: open only run directories you trust.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import datetime as dt
-import enum
 import hashlib
 import importlib.metadata
 import json
 import logging
-import math
 import os
 import pickle
 import platform
 import re
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mesa_llm_mobility import __version__
+from mesa_llm_mobility.experiment.storage import to_jsonable, write_atomic, write_json
 from mesa_llm_mobility.user_files import read_text
 
 logger = logging.getLogger(__name__)
@@ -74,93 +73,7 @@ class CheckpointError(RunDirectoryError):
     """A checkpoint is missing, corrupt or truncated; the message names the file."""
 
 
-# ---------------------------------------------------------------------------- JSON and files
-def to_jsonable(value: Any, where: str = "config") -> Any:
-    """Convert a configuration value to plain JSON types.
-
-    Paths become strings, numpy scalars and arrays Python numbers and lists, tuples and sets
-    lists (sets sorted), enums their value, dates ISO strings, dataclasses and pydantic models
-    dicts; mapping keys must be strings (ints, floats and bools are converted with ``str``).
-
-    Args:
-        value: The value to convert.
-        where: Where the value sits, for error messages (e.g. ``config['brain']``).
-
-    Returns:
-        A value made of dicts, lists, strings, numbers, booleans and None.
-
-    Raises:
-        TypeError: For a value JSON cannot hold, naming where it is.
-        ValueError: For a NaN or infinite number (not valid JSON), naming where it is.
-    """
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, np.generic):
-        return to_jsonable(value.item(), where)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{where}: {value!r} is not valid JSON")
-        return float(value)
-    if isinstance(value, enum.Enum):
-        return to_jsonable(value.value, where)
-    if isinstance(value, PurePath):
-        return str(value)
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, np.ndarray):
-        return to_jsonable(value.tolist(), where)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_jsonable(dataclasses.asdict(value), where)
-    if hasattr(value, "model_dump") and not isinstance(value, type):  # pydantic
-        return to_jsonable(value.model_dump(mode="json"), where)
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if isinstance(key, np.generic):
-                key = key.item()
-            if isinstance(key, bool | int | float):
-                key = str(key)
-            if not isinstance(key, str):
-                raise TypeError(
-                    f"{where}: key {key!r} of type {type(key).__name__} is not a string"
-                )
-            out[key] = to_jsonable(item, f"{where}[{key!r}]")
-        return out
-    if isinstance(value, set | frozenset):
-        items = [to_jsonable(item, f"{where}[...]") for item in value]
-        return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
-    if isinstance(value, list | tuple):
-        return [to_jsonable(item, f"{where}[{k}]") for k, item in enumerate(value)]
-    raise TypeError(
-        f"{where}: cannot store a value of type {type(value).__name__} in JSON ({value!r})"
-    )
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-
-
-def _write_json(path: Path, data: Mapping[str, Any]) -> None:
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    _write_atomic(path, text.encode())
-
-
+# ---------------------------------------------------------------------------- files
 def _read_json(path: Path) -> Any:
     if not path.exists():
         raise RunDirectoryError(f"{path}: missing")
@@ -274,8 +187,8 @@ class RunDirectory:
             logger.info("replacing run directory %s", target)
             shutil.rmtree(target)
         target.mkdir(parents=True, exist_ok=True)
-        _write_json(run.config_path, config_json)
-        _write_json(run.metadata_path, _base_metadata(extra_json))
+        write_json(run.config_path, config_json)
+        write_json(run.metadata_path, _base_metadata(extra_json))
         logger.info("created run directory %s", target)
         return run
 
@@ -378,7 +291,7 @@ class RunDirectory:
             **metadata.get("extra", {}),
             **to_jsonable(dict(extra), "extra"),
         }
-        _write_json(self.metadata_path, metadata)
+        write_json(self.metadata_path, metadata)
         return metadata
 
     @property
@@ -447,7 +360,7 @@ class RunDirectory:
                     )
                 frame = frame.drop(columns="day")
             frame = frame.assign(day=np.int64(day))
-        _write_atomic(path, frame.to_parquet(index=False))
+        write_atomic(path, frame.to_parquet(index=False))
         logger.debug("wrote %s (%d rows)", path, len(frame))
         return path
 
@@ -567,7 +480,7 @@ class RunDirectory:
             )
         data = pickle.dumps(dict(state), protocol=pickle.HIGHEST_PROTOCOL)
         path = self.checkpoint_path(day)
-        _write_atomic(path, data)
+        write_atomic(path, data)
         self._index_checkpoint(day, path, _sha256(data))
         logger.info("checkpoint of day %d written to %s", day, path)
         return path
@@ -578,7 +491,7 @@ class RunDirectory:
             {"day": day, "file": path.name, "sha256": sha256, "created": _utc_now()}
         )
         entries.sort(key=lambda entry: entry["day"])
-        _write_json(self.checkpoint_index_path, {"checkpoints": entries})
+        write_json(self.checkpoint_index_path, {"checkpoints": entries})
 
     def _checkpoint_bytes(self, day: int) -> bytes:
         """Return the verified bytes of the checkpoint of ``day``."""
@@ -719,10 +632,10 @@ def fork(
         from_day=from_day,
         config_changes=to_jsonable(changes, "config_changes"),
     )
-    _write_json(run.metadata_path, metadata)
+    write_json(run.metadata_path, metadata)
 
     path = run.checkpoint_path(from_day)
-    _write_atomic(path, data)
+    write_atomic(path, data)
     run._index_checkpoint(from_day, path, _sha256(data))
 
     for name in src.table_names():

@@ -1,6 +1,16 @@
+import json
+
 import pandas as pd
+import pytest
 
 from mesa_llm_mobility.cli import build_parser, main
+from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, with_faults
+from mesa_llm_mobility.evacuation import scripted_llm
+from mesa_llm_mobility.evacuation.timing import due_step
+from mesa_llm_mobility.experiment.run_directory import RunDirectory
+
+TABLES = ("positions", "decisions", "events", "outcomes", "pedestrians", "model")
 
 
 def test_evac_run_writes_run_directory_and_prints_summary(tmp_path, capsys):
@@ -22,17 +32,24 @@ def test_evac_run_writes_run_directory_and_prints_summary(tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "anxious_conformist" in printed and "evacuated" in printed
-    for name in (
-        "positions",
-        "decisions",
-        "events",
-        "outcomes",
-        "pedestrians",
-        "model",
-    ):
-        assert len(pd.read_parquet(out / f"{name}.parquet")) > 0
-    assert (out / "trajectories.png").stat().st_size > 10_000
-    assert (out / "config.json").exists()
+    run = RunDirectory.open(out)
+    assert set(run.table_names()) == set(TABLES)
+    for name in TABLES:
+        assert len(run.read_table(name)) > 0
+    assert (run.plots_dir / "trajectories.png").stat().st_size > 10_000
+    assert run.config["composition"] == "H" and run.config["block"] == 3
+    assert run.config["seed"] == 0 and run.config["brain"] == "rules"
+    assert run.metadata["extra"]["brain"] == "rules"
+    assert not run.ledger_path.exists()  # the rule brain keeps no ledger
+
+
+def test_evac_run_refuses_an_earlier_run_unless_overwrite(tmp_path, capsys):
+    out = tmp_path / "e1"
+    args = ["evac", "run", "--time-limit", "2", "--out", str(out)]
+    assert main(args) == 0
+    assert main(args) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert main([*args, "--overwrite"]) == 0
 
 
 def test_evac_run_parses_explicit_counts():
@@ -53,3 +70,95 @@ def test_evac_run_reports_bad_composition(tmp_path, capsys):
     code = main(["evac", "run", "--composition", "Q", "--out", str(tmp_path / "bad")])
     assert code == 2
     assert "unknown composition 'Q'" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()  # a refused configuration leaves no run
+
+
+FAULTS = (
+    Fault.malformed_json('{"action": '),
+    Fault.schema_violation(),
+    Fault.http(500, "upstream exploded"),
+    Fault.rate_limited(0.05),
+)
+
+
+@pytest.mark.timeout(120)
+def test_evac_run_through_the_llm_brain_writes_the_ledger(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("MLM_API_KEY", "sk-evac-cli-local")
+    out = tmp_path / "llm"
+    with FakeLLMServer(with_faults(scripted_llm.respond, FAULTS, every=4)) as server:
+        code = main(
+            [
+                "evac",
+                "run",
+                "--composition",
+                "average=6",
+                "--seed",
+                "3",
+                "--time-limit",
+                "4",
+                "--brain",
+                "llm:openai/fake-model",
+                "--api-base",
+                server.api_base,
+                "--timeout",
+                "5",
+                "--max-attempts",
+                "3",
+                "--out",
+                str(out),
+            ]
+        )
+        requests = server.request_count
+    assert code == 0
+    assert "HTTP calls" in capsys.readouterr().out
+    run = RunDirectory.open(out)
+    records = Ledger.read(run.ledger_path)
+    decisions = run.read_table("decisions")
+    assert {r["kind"] for r in records} == set(decisions["kind"]) == {"EvacuationMove"}
+    key = ["request_step", "agent_id"]
+    answered = pd.DataFrame(
+        {
+            "agent_id": [int(r["agent_id"]) for r in records],
+            "request_step": [r["tags"]["step"] for r in records],
+            "outcome": [r["outcome"] for r in records],
+            "reason": [r["reason"] for r in records],
+        }
+    )
+    # at step 0 a pedestrian may ask twice: its initial decision (applied at once) and, on a
+    # first sighting in that step's perception, again; records and rows keep request order
+    answered["nth"] = answered.groupby(key).cumcount()
+    applied_rows = decisions[[*key, "outcome", "reason"]].copy()
+    applied_rows["nth"] = applied_rows.groupby(key).cumcount()
+    key = [*key, "nth"]
+    merged = answered.merge(
+        applied_rows,
+        on=key,
+        how="outer",
+        suffixes=("", "_applied"),
+        indicator="source",
+    )
+    applied = merged[merged["source"] == "both"]
+    assert len(applied) == len(decisions) > 6  # every decision has its ledger record
+    assert (applied["outcome"] == applied["outcome_applied"]).all()
+    assert (applied["reason"].fillna("") == applied["reason_applied"].fillna("")).all()
+    # a record without a decision row fell due after the run ended, its pedestrian left, or a
+    # first sighting replaced it by a later request before it fell due
+    steps = run.metadata["extra"]["steps"]
+    resolved = run.read_table("pedestrians").set_index("agent_id")["resolved_step"]
+    for row in merged[merged["source"] != "both"].itertuples():
+        assert row.source == "left_only", row  # no decision without a record
+        due = due_step(int(row.request_step))
+        left = resolved.get(row.agent_id)
+        mine = answered[answered["agent_id"] == row.agent_id]["request_step"]
+        replaced = ((mine > row.request_step) & (mine < due)).any()
+        assert due >= steps or (pd.notna(left) and left <= due) or replaced, row
+    summary = run.read_table("llm_summary").set_index("kind")
+    # the faults showed: repair rounds, and more calls than decisions (retries)
+    assert summary.loc["all", "repairs"] >= 1
+    assert summary.loc["all", "http_calls"] > len(records)
+    assert summary.loc["all", "http_calls"] == requests
+    assert summary.loc["all", "decisions"] == len(records)
+    assert "sk-evac-cli-local" not in json.dumps(run.config)
+    assert b"sk-evac-cli-local" not in run.ledger_path.read_bytes()

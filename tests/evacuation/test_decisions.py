@@ -6,6 +6,7 @@ import pytest
 from mesa_llm_mobility.cognition.brain import RuleBrain
 from mesa_llm_mobility.cognition.kinds import DecisionRequest
 from mesa_llm_mobility.evacuation.communication import ExitHint, HeardShout
+from mesa_llm_mobility.evacuation.contexts import decision_request
 from mesa_llm_mobility.evacuation.decisions import (
     EVACUATION_MOVE,
     EvacuationDecision,
@@ -24,7 +25,7 @@ from mesa_llm_mobility.evacuation.plaza import Terrain
 @pytest.fixture(scope="module")
 def context():
     model = EvacuationModel(composition="A", rng=3, time_limit_s=1)
-    return model.decision_request(model.pedestrians[0], "test").context
+    return decision_request(model, model.pedestrians[0], "test").context
 
 
 def decision(**kw):

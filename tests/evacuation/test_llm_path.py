@@ -36,7 +36,7 @@ def test_llm_answers_are_validated_and_fall_back_to_the_rule_policy(
     )
     model.run()
     decisions = model.decisions_frame()
-    assert (decisions["brain_outcome"] == outcome).all()
+    assert (decisions["outcome"] == outcome).all()
     assert decisions["accepted"].all()
     if outcome == "ok":
         assert (decisions["intent"] == "seek_exit").all() and (
@@ -44,8 +44,7 @@ def test_llm_answers_are_validated_and_fall_back_to_the_rule_policy(
         ).all()
     else:  # the offered ids were R1..R5 at most: the rule policy answered, and says why
         assert (
-            decisions["brain_reason"].notna().all()
-            and (decisions["route_id"] != "R9").all()
+            decisions["reason"].notna().all() and (decisions["route_id"] != "R9").all()
         )
     records = Ledger.read(ledger_path)
     assert len(records) == len(decisions)

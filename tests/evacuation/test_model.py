@@ -2,8 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mesa_llm_mobility.cognition.brain import Brain
+from mesa_llm_mobility.cognition.brain import Brain, RuleBrain
 from mesa_llm_mobility.cognition.kinds import DecisionResult, Outcome
+from mesa_llm_mobility.evacuation.commit import apply_decision
+from mesa_llm_mobility.evacuation.contexts import decision_request
 from mesa_llm_mobility.evacuation.decisions import (
     EvacuationDecision,
     Offset,
@@ -198,7 +200,7 @@ def test_target_offsets_and_waypoints_are_routed_on_the_belief_map(plaza):
     assert decisions["target_dx"].notna().all()
     accepted = decisions[decisions["accepted"]]
     assert len(accepted) > 11 and (accepted["cells_committed"] > 0).mean() > 0.9
-    assert set(decisions.loc[~decisions["accepted"], "reason"].dropna()) <= {
+    assert set(decisions.loc[~decisions["accepted"], "commit_reason"].dropna()) <= {
         "target no longer reachable through observed cells from your current cell"
     }
 
@@ -206,7 +208,7 @@ def test_target_offsets_and_waypoints_are_routed_on_the_belief_map(plaza):
 def test_unreachable_target_is_rejected_with_a_reason(plaza):
     model = EvacuationModel(plaza, composition={"average": 1}, rng=0, time_limit_s=1)
     agent = model.pedestrians[0]
-    request = model.decision_request(agent, "test")
+    request = decision_request(model, agent, "test")
     ctx = request.context
     far = Offset(
         dx=plaza.threat_cell[0] - ctx.position[0],
@@ -220,9 +222,9 @@ def test_unreachable_target_is_rejected_with_a_reason(plaza):
         target_offset=far,
     )
     assert "not observed" in validate_evacuation_move(ctx, out)[0]
-    model._apply(agent, DecisionResult(request, out, Outcome.OK))
+    apply_decision(model, agent, DecisionResult(request, out, Outcome.OK))
     row = model.decisions_frame().iloc[-1]
-    assert not row["accepted"] and "no longer reachable" in row["reason"]
+    assert not row["accepted"] and "no longer reachable" in row["commit_reason"]
     assert agent.previous.feedback.startswith("rejected:")
 
 
@@ -288,3 +290,36 @@ def test_first_sighting_triggers_reassessment_and_raises_fear(plaza):
         assert (
             positions.loc[(step + 1, agent_id), "fear"] >= min(1.0, kappa * 0.8) - 1e-9
         )
+
+
+def test_constructor_calls_no_brain_and_the_first_step_decides(plaza):
+    calls = []
+
+    class CountingBrain(RuleBrain):
+        def decide_all(self, requests, *, tags=None):
+            calls.append((len(requests), dict(tags or {})))
+            return super().decide_all(requests, tags=tags)
+
+    model = EvacuationModel(
+        plaza, composition="A", rng=0, brain=CountingBrain(rng=0), time_limit_s=2
+    )
+    assert calls == [] and model.decisions_frame().empty
+    assert model.seed == 0
+    model.step()
+    assert calls[0] == (model.n_pedestrians, {"step": 0})
+    assert set(model.decisions_frame()["kind"]) == {"EvacuationMove"}
+    with EvacuationModel(plaza, composition="A", rng=7, time_limit_s=1) as seeded:
+        assert seeded.seed == 7 and seeded.run() is seeded
+
+
+def test_a_refused_world_closes_the_brain(plaza):
+    closed = []
+
+    class ClosingBrain(RuleBrain):
+        def close(self):
+            closed.append(True)
+            super().close()
+
+    with pytest.raises(ValueError, match="unknown composition"):
+        EvacuationModel(plaza, composition="Q", brain=ClosingBrain(rng=0))
+    assert closed == [True]

@@ -116,7 +116,7 @@ def evacuation_llm_run() -> dict[str, pd.DataFrame]:
             time_limit_s=4,
         )
         model.run()
-        model.brain.close()
+        model.close()
         return {
             "ledger": _ledger_table(ledger),
             "positions": model.positions_frame(),

@@ -1,0 +1,261 @@
+"""Committing a decision: the engine's side of an ``EvacuationMove`` answer.
+
+:func:`apply_decision` installs a brain's answer when it falls due: it joins the chosen option's
+path to where the pedestrian stands now (:func:`stitch`) or routes anew over the pedestrian's
+believed map (:func:`route_now`), commits at most ``COMMIT_CELLS`` cells, sets the standing goal
+and feedback, and records the decision's row (:meth:`MobilityModel.record_decision`).
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import TYPE_CHECKING
+
+from mesa_llm_mobility.evacuation.decisions import (
+    EvacuationContext,
+    EvacuationDecision,
+    PreviousDecision,
+)
+from mesa_llm_mobility.evacuation.perception import heading_index
+from mesa_llm_mobility.evacuation.plaza import Terrain
+from mesa_llm_mobility.evacuation.routing import COMMIT_CELLS, path_to
+from mesa_llm_mobility.evacuation.timing import step_time_s
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.cognition.kinds import DecisionResult
+    from mesa_llm_mobility.evacuation.agents import Pedestrian
+    from mesa_llm_mobility.evacuation.model import EvacuationModel
+
+
+def revision_level(
+    agent: Pedestrian,
+    out: EvacuationDecision,
+    anchor: tuple[int, int] | None,
+    opening: str | None,
+    route: list[int],
+) -> str:
+    """How far a new decision revises the standing one (``goal``, ``plan``, ``execution``, ``none``).
+
+    ``goal``: intent or appraisal changed; ``plan``: the anchor moved more than 3 cells (and is
+    not the same opening); ``execution``: same anchor, different first three cells; ``none``
+    otherwise and for a first decision.
+    """
+    prev = agent.previous
+    if prev is None:
+        return "none"
+    if out.intent != prev.intent or out.situation != prev.situation:
+        return "goal"
+    same_anchor = (anchor is None and prev.anchor is None) or (
+        anchor is not None
+        and prev.anchor is not None
+        and (
+            max(abs(anchor[0] - prev.anchor[0]), abs(anchor[1] - prev.anchor[1])) <= 3
+            or (opening is not None and opening == prev.opening_id)
+        )
+    )
+    if not same_anchor:
+        return "plan"
+    if route[:3] != agent.route[agent.route_pos : agent.route_pos + 3]:
+        return "execution"
+    return "none"
+
+
+def apply_decision(
+    model: EvacuationModel,
+    agent: Pedestrian,
+    result: DecisionResult[EvacuationContext, EvacuationDecision],
+) -> None:
+    """Install a decision at its due step and add its row to the decisions table.
+
+    The target is checked against the pedestrian's current cell (it walked while the decision
+    was pending): an option's path is stitched on (:func:`stitch`), else routed anew over the
+    believed map (:func:`route_now`); an unreachable target is rejected with a reason. At most
+    ``COMMIT_CELLS`` cells are committed.
+
+    Args:
+        model: The model.
+        agent: The pedestrian the decision is for.
+        result: The brain's answer to its ``EvacuationMove`` request.
+    """
+    context: EvacuationContext = result.request.context
+    out: EvacuationDecision = result.output
+    i = agent.index
+    x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
+    anchor: tuple[int, int] | None = None
+    opening: str | None = None
+    kind: str | None = None
+    route: list[int] = []
+    accepted, reason = True, ""
+    if out.action == "move":
+        option = context.option(out.route_id) if out.route_id else None
+        if option is not None:
+            anchor = (
+                context.position[0] + option.anchor_offset[0],
+                context.position[1] + option.anchor_offset[1],
+            )
+            opening, kind = option.opening_id, option.anchor_kind
+            route = stitch(model, i, (x, y), context.position, option.path)
+        else:
+            assert out.target_offset is not None
+            anchor = (
+                context.position[0] + out.target_offset.dx,
+                context.position[1] + out.target_offset.dy,
+            )
+            kind = "target"
+        if not route:
+            route = route_now(model, i, (x, y), anchor, out, context)
+            if not route and (x, y) != anchor:
+                accepted, reason = (
+                    False,
+                    "target no longer reachable through observed cells from your current cell",
+                )
+    elif out.action == "turn_and_observe":
+        if out.target_offset is not None and (
+            out.target_offset.dx or out.target_offset.dy
+        ):
+            model.heading[i] = heading_index(out.target_offset.dx, out.target_offset.dy)
+        else:
+            model.heading[i] = (model.heading[i] + 4) % 8
+    level = revision_level(agent, out, anchor, opening, route) if accepted else "none"
+    committed = route[:COMMIT_CELLS]
+    if accepted:
+        agent.route, agent.route_pos = committed, 0
+        agent.route_anchor, agent.route_opening = (
+            anchor,
+            opening if kind in ("exit", "gate") else None,
+        )
+        agent.situation, agent.intent, agent.urgency = (
+            out.situation,
+            out.intent,
+            out.urgency,
+        )
+        agent.shouting = out.shout and out.action == "move"
+        agent.capsule = out.context_capsule
+        feedback = f"accepted: {out.action}" + (
+            f", {len(committed)} cells committed toward {kind} {opening or ''}".rstrip()
+            if out.action == "move"
+            else ""
+        )
+    else:
+        feedback = f"rejected: {reason}"
+    agent.previous = PreviousDecision(
+        out.intent, out.urgency, out.situation, kind, opening, anchor, feedback
+    )
+    agent.last_effect_step = model.tick
+    agent.blocked_steps = 0
+    nearest_known = None
+    known = context.known_openings
+    usable = [o for o in known if o.state != "closed"]
+    if usable:
+        nearest_known = min(usable, key=lambda o: o.distance_m).opening_id
+    model.record_decision(
+        result,
+        {
+            "request_step": context.step,
+            "applied_step": model.tick,
+            "time_s": step_time_s(model.tick),
+        },
+        trigger=context.trigger,
+        inputs=context.summary(),
+        fear=context.fear,
+        sees_threat=context.sees_adversary or context.sees_casualty,
+        remembered_threat=context.stale_sighting is not None,
+        heard_shouts=len(context.heard_shouts),
+        n_options=len(context.options),
+        action=out.action,
+        situation=out.situation,
+        intent=out.intent,
+        urgency=out.urgency,
+        route_id=out.route_id,
+        target_dx=out.target_offset.dx if out.target_offset else None,
+        target_dy=out.target_offset.dy if out.target_offset else None,
+        anchor_kind=kind,
+        opening_id=opening,
+        shout=bool(out.shout),
+        cells_committed=len(committed) if accepted else 0,
+        accepted=accepted,
+        commit_reason=reason or None,
+        revision_level=level,
+        nearest_known_opening=nearest_known,
+        x=x,
+        y=y,
+    )
+
+
+def stitch(
+    model: EvacuationModel,
+    i: int,
+    here: tuple[int, int],
+    decided_at: tuple[int, int],
+    path: tuple[int, ...],
+) -> list[int]:
+    """Join the option's path from the current cell without a new search, when possible.
+
+    The pedestrian walked its old route while the decision was pending; if a cell of the new
+    path (the farthest one) is one legal step away, the route continues from there.
+    """
+    if here == decided_at:
+        return list(path)
+    height = model.plaza.height
+    believed = model.belief
+    for j in range(min(len(path), 8) - 1, -1, -1):
+        tx, ty = divmod(path[j], height)
+        dx, dy = tx - here[0], ty - here[1]
+        if (dx, dy) == (0, 0):
+            return list(path[j + 1 :])
+        if max(abs(dx), abs(dy)) == 1:
+            if dx and dy:
+                a = (
+                    believed.seen_step[i, (here[0] + dx) * height + here[1]] >= 0
+                    and model.plaza.raw[here[0] + dx, here[1]] == Terrain.FLOOR
+                )
+                b = (
+                    believed.seen_step[i, here[0] * height + here[1] + dy] >= 0
+                    and model.plaza.raw[here[0], here[1] + dy] == Terrain.FLOOR
+                )
+                if not (a or b):
+                    continue
+            return list(path[j:])
+    return []
+
+
+def route_now(
+    model: EvacuationModel,
+    i: int,
+    here: tuple[int, int],
+    target: tuple[int, int],
+    out: EvacuationDecision,
+    context: EvacuationContext,
+) -> list[int]:
+    """Route from the current cell to ``target`` over the believed map (via the waypoint, if any).
+
+    Returns:
+        The flat cells of the route (empty when the target is unreachable).
+    """
+    height = model.plaza.height
+    flat_pass = model.belief.passable(i)
+    src = here[0] * height + here[1]
+    flat_pass[src] = True
+    start = perf_counter()
+    sinks = model.opening_mask.ravel()
+    weights = model.graph.weights_for(flat_pass, sinks, src)
+    _, pred = model.graph.shortest_paths(flat_pass, src, weights)
+    route: list[int] = []
+    goal = target[0] * height + target[1]
+    if out.waypoint_offset is not None:
+        wp = (
+            context.position[0] + out.waypoint_offset.dx,
+            context.position[1] + out.waypoint_offset.dy,
+        )
+        wflat = wp[0] * height + wp[1]
+        first = path_to(pred, src, wflat)
+        if first:
+            _, pred2 = model.graph.shortest_paths(
+                flat_pass, wflat, model.graph.weights_for(flat_pass, sinks, wflat)
+            )
+            second = path_to(pred2, wflat, goal)
+            route = first + second if second or wflat == goal else []
+    if not route:
+        route = path_to(pred, src, goal)
+    model.timing["routing"] += perf_counter() - start
+    return route

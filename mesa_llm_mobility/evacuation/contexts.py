@@ -1,0 +1,310 @@
+"""Decision contexts: what one pedestrian knows when it states an ``EvacuationMove`` request.
+
+:func:`due_requests` finds the pedestrians whose trigger fires at a step and
+:func:`decision_request` gathers each one's context (view, beliefs, fear, shouts, hints, known
+openings, route options) from the model's arrays. Nothing here decides or changes the world; the
+brain answers the requests and :mod:`.commit` applies the answers.
+"""
+
+from __future__ import annotations
+
+import math
+from time import perf_counter
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mesa_llm_mobility.cognition.kinds import DecisionRequest
+from mesa_llm_mobility.evacuation.affect import fear_level
+from mesa_llm_mobility.evacuation.agents import REACHED
+from mesa_llm_mobility.evacuation.ascii_view import SymbolicView
+from mesa_llm_mobility.evacuation.communication import (
+    ExitHint,
+    approximate_distance_m,
+    heard_shout,
+)
+from mesa_llm_mobility.evacuation.decisions import (
+    EVACUATION_MOVE,
+    EvacuationContext,
+    EvacuationDecision,
+    KnownOpening,
+    StaleSighting,
+)
+from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, Terrain, passable_mask
+from mesa_llm_mobility.evacuation.routing import OpeningAnchor, compass, route_options
+from mesa_llm_mobility.evacuation.timing import (
+    BLOCKED_STEPS_REDECIDE,
+    DT_S,
+    SHOUT_MEMORY_S,
+    STEPS_PER_SECOND,
+    step_time_s,
+)
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.evacuation.agents import Pedestrian
+    from mesa_llm_mobility.evacuation.model import EvacuationModel
+
+MEMORY_CHARS = 1200
+"""Length limit of the rule-based memory summary in a context."""
+
+
+def known_openings(
+    model: EvacuationModel, i: int, codes: np.ndarray
+) -> tuple[list[KnownOpening], list[OpeningAnchor]]:
+    """The openings pedestrian ``i`` has seen, as it believes them, and the usable ones' anchors.
+
+    Args:
+        model: The model.
+        i: The pedestrian's row.
+        codes: Its believed terrain codes (flat).
+
+    Returns:
+        The known openings (state, offset, distance, age of the last sight) and the anchors of
+        those not believed closed, for route options.
+    """
+    height = model.plaza.height
+    x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
+    known, anchors = [], []
+    for k, opening in enumerate(model.plaza.openings):
+        cells = model.opening_cells[k]
+        seen = model.belief.seen_step[i, cells]
+        if not np.any(seen >= 0):
+            continue
+        cells_known = cells[seen >= 0]
+        state_code = int(codes[cells_known[0]])
+        state = {
+            Terrain.EXIT: "open",
+            Terrain.GATE_OPEN: "open",
+            Terrain.GATE_CLOSING: "closing",
+            Terrain.GATE_CLOSED: "closed",
+        }[Terrain(state_code)]
+        cx, cy = np.divmod(cells_known, height)
+        nearest = int(np.argmin((cx - x) ** 2 + (cy - y) ** 2))
+        dx, dy = int(cx[nearest]) - x, int(cy[nearest]) - y
+        age = (model.tick - int(seen.max())) * DT_S
+        known.append(
+            KnownOpening(
+                opening.opening_id,
+                opening.kind,
+                state,
+                (dx, dy),
+                compass(dx, dy),
+                round(math.hypot(dx, dy) * model.cell_size_m, 1),
+                round(age, 2),
+            )
+        )
+        if state != "closed":
+            anchors.append(
+                OpeningAnchor(
+                    opening.opening_id, opening.kind, int(cells_known[nearest])
+                )
+            )
+    return known, anchors
+
+
+def memory_text(
+    model: EvacuationModel, agent: Pedestrian, known: list[KnownOpening]
+) -> str:
+    """Rule-based first-person memory summary, at most ``MEMORY_CHARS`` characters."""
+    parts = []
+    for o in known:
+        parts.append(
+            f"I saw {o.kind} {o.opening_id} ({o.state}) to the {o.direction}, about {o.distance_m:.0f} m away."
+        )
+    memory = agent.memory
+    if memory.last_sighting is not None:
+        _cell, step = memory.last_sighting
+        parts.append(
+            f"I saw an armed person at {(model.tick - step) * DT_S:.0f} s ago."
+        )
+    shouters = int(model.heard_pairs[agent.index].sum())
+    if shouters:
+        parts.append(f"I heard {shouters} people shouting.")
+    for hint in memory.hints.values():
+        parts.append(
+            f"Pedestrian {hint.sender} told me about {hint.kind} {hint.opening_id}."
+        )
+    text = " ".join(parts)
+    return text[:MEMORY_CHARS]
+
+
+def decision_request(
+    model: EvacuationModel, agent: Pedestrian, trigger: str
+) -> DecisionRequest[EvacuationContext, EvacuationDecision]:
+    """State one pedestrian's ``EvacuationMove`` request from its current knowledge.
+
+    The context holds only what the pedestrian knows: its view, beliefs, fear, what it heard and
+    was told, the openings it saw and the route options over its believed map.
+
+    Args:
+        model: The model (its perception of this step must be computed).
+        agent: The deciding pedestrian.
+        trigger: Why it decides now (``initial``, ``first_sighting``, ``threat_visible``,
+            ``blocked``, ``route_end``).
+
+    Returns:
+        The request for the brain.
+    """
+    i = agent.index
+    height, width = model.plaza.height, model.plaza.width
+    x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
+    perc = model.perception
+    assert perc is not None
+    cells = perc.cells_of(int(model.batch_index[i]))
+    occ = model.occupancy.ravel()[cells]
+    entities: dict[int, str] = {}
+    people, threats, threat_offsets = [], [], []
+    for cell, e in zip(cells.tolist(), occ.tolist(), strict=True):
+        if e < 0 or e == i:
+            continue
+        cx, cy = divmod(cell, height)
+        if e == model.n_pedestrians:
+            entities[cell] = "A"
+            threats.append((cx, cy))
+            threat_offsets.append((cx - x, cy - y))
+        elif model.status[e] == REACHED:
+            entities[cell] = "D"
+            threats.append((cx, cy))
+            threat_offsets.append((cx - x, cy - y))
+        else:
+            entities[cell] = "p"
+            people.append((cx, cy))
+    view = SymbolicView(
+        cells, height, model.effective.codes.ravel().copy(), (x, y), entities
+    )
+    codes = model.belief.codes(i)
+    known_mask = (codes != Terrain.UNKNOWN).reshape(width, height)
+    passable = passable_mask(codes).reshape(width, height)
+    known, anchors = known_openings(model, i, codes)
+    start = perf_counter()
+    options, dist = route_options(
+        model.graph,
+        passable,
+        known_mask,
+        (x, y),
+        anchors,
+        agent.visited,
+        np.array(people).reshape(-1, 2),
+        np.array(threats).reshape(-1, 2),
+        model.cell_size_m,
+        sinks=model.opening_mask,
+    )
+    model.timing["routing"] += perf_counter() - start
+    memory = agent.memory
+    heard = model.heard_step[i]
+    recent = np.flatnonzero(
+        (heard >= 0) & (heard >= model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND)
+    )
+    recent = recent[np.argsort(-model.heard_step[i, recent], kind="stable")][:5]
+    shouts = tuple(
+        heard_shout(
+            (x, y),
+            (int(model.heard_from[i, s, 0]), int(model.heard_from[i, s, 1])),
+            model.cell_size_m,
+            round(float(model.tick - heard[s]) * DT_S, 2),
+        )
+        for s in recent.tolist()
+    )
+    hints = tuple(
+        ExitHint(
+            h.sender,
+            h.opening_id,
+            h.kind,
+            compass(h.cell[0] - x, h.cell[1] - y),
+            approximate_distance_m(
+                math.hypot(h.cell[0] - x, h.cell[1] - y) * model.cell_size_m
+            ),
+            round((model.tick - memory.hint_steps[h.opening_id]) * DT_S, 2),
+            h.cell,
+        )
+        for h in memory.hints.values()
+    )
+    stale = None
+    if memory.last_sighting is not None and not model.seen_adversary_now[i]:
+        (sx, sy), step = memory.last_sighting
+        dx, dy = sx - x, sy - y
+        stale = StaleSighting(
+            (dx, dy),
+            compass(dx, dy),
+            round(math.hypot(dx, dy) * model.cell_size_m, 1),
+            round((model.tick - step) * DT_S, 2),
+        )
+    stimuli = []
+    if model.seen_adversary_now[i]:
+        stimuli.append("armed person in sight")
+    if model.seen_casualty_now[i]:
+        stimuli.append("person lying motionless in sight")
+    if model.fleeing_seen[i]:
+        stimuli.append(f"{model.fleeing_seen[i]} people fleeing nearby")
+    if model.hears_until[i] > model.tick:
+        stimuli.append("shouting heard")
+    context = EvacuationContext(
+        agent_id=agent.unique_id,
+        step=model.tick,
+        time_s=step_time_s(model.tick),
+        trigger=trigger,
+        position=(x, y),
+        heading=compass(*MOORE_STEPS[int(model.heading[i])]),
+        view=view,
+        personality=agent.personality,
+        fear=round(float(model.fear[i]), 4),
+        fear_level=fear_level(float(model.fear[i])),
+        stimuli=tuple(stimuli),
+        sees_adversary=bool(model.seen_adversary_now[i]),
+        sees_casualty=bool(model.seen_casualty_now[i]),
+        fleeing_neighbours=int(model.fleeing_seen[i]),
+        visible_people=len(people),
+        heard_shouts=shouts,
+        exit_hints=hints,
+        stale_sighting=stale,
+        known_openings=tuple(known),
+        options=tuple(options),
+        capsule=agent.capsule,
+        memory=memory_text(model, agent, known),
+        previous=agent.previous,
+        threat_offsets=tuple(threat_offsets),
+        grid_size=(width, height),
+        distances=dist,
+        belief_codes=codes,
+    )
+    return DecisionRequest(EVACUATION_MOVE, agent.unique_id, context)
+
+
+def due_requests(
+    model: EvacuationModel,
+) -> list[DecisionRequest[EvacuationContext, EvacuationDecision]]:
+    """The requests of every active pedestrian whose trigger fires at this step.
+
+    A first sighting of the adversary or a casualty always triggers; otherwise a pedestrian with
+    no pending decision and none applied in the last second decides when the threat is visible,
+    when it stood blocked ``BLOCKED_STEPS_REDECIDE`` steps, or near the end of its route.
+
+    Args:
+        model: The model after this step's perception.
+
+    Returns:
+        The requests, in pedestrian order.
+    """
+    requests = []
+    k = model.tick
+    for i in model.active_indices().tolist():
+        agent = model.pedestrians[i]
+        memory = agent.memory
+        first_sight = (
+            model.seen_adversary_now[i] and not memory.seen_adversary_ever
+        ) or (model.seen_casualty_now[i] and not memory.seen_casualty_ever)
+        memory.seen_adversary_ever |= bool(model.seen_adversary_now[i])
+        memory.seen_casualty_ever |= bool(model.seen_casualty_now[i])
+        trigger = None
+        if first_sight:
+            trigger = "first_sighting"
+        elif agent.pending is None and k - agent.last_effect_step >= STEPS_PER_SECOND:
+            if model.seen_adversary_now[i]:
+                trigger = "threat_visible"
+            elif agent.blocked_steps >= BLOCKED_STEPS_REDECIDE:
+                trigger = "blocked"
+            elif agent.route_remaining <= 3:
+                trigger = "route_end"
+        if trigger is not None:
+            requests.append(decision_request(model, agent, trigger))
+    return requests

@@ -1,0 +1,223 @@
+"""Run one evacuation into a run directory: config, metadata, ledger, tables and the plot.
+
+An evacuation runs once (its time unit is the run, not the day), so its run directory
+(:class:`~mesa_llm_mobility.experiment.run_directory.RunDirectory`) holds whole-run tables
+only::
+
+    <run>/
+        config.json            the resolved configuration (:func:`evacuation_config`)
+        metadata.json          versions, creation time; extra: brain, pedestrians, steps, end time
+        ledger.jsonl           every LLM exchange (LLM brains only)
+        tables/<name>.parquet  positions, decisions, events, pedestrians, outcomes, model;
+                               llm_summary (the ledger's summary, LLM brains only)
+        plots/trajectories.png
+
+Resume and fork are urban-only: an evacuation writes no checkpoints.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pandas as pd
+
+from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.settings import parse_brain_setting
+from mesa_llm_mobility.evacuation.layers import GateSchedule
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.outputs import plot_trajectories
+from mesa_llm_mobility.experiment.run_directory import RunDirectory
+
+logger = logging.getLogger(__name__)
+
+TABLES = ("positions", "decisions", "events", "pedestrians", "outcomes", "model")
+"""The tables an evacuation run writes (``tables/<name>.parquet``)."""
+
+LLM_SUMMARY_TABLE = "llm_summary"
+"""The ledger's summary (one row per decision kind and ``all``), for LLM brains."""
+
+PLOT_FILE = "trajectories.png"
+
+
+class GateTimes(TypedDict):
+    """When the gates start closing and are closed (seconds)."""
+
+    closing_at_s: float
+    closed_at_s: float
+
+
+class EvacuationConfig(TypedDict):
+    """The resolved configuration of one evacuation run (``config.json``)."""
+
+    plaza: str | None
+    composition: str | dict[str, int]
+    block: int | None
+    seed: int | None
+    brain: str
+    time_limit_s: float
+    gate_schedule: GateTimes
+
+
+@dataclass(frozen=True)
+class EvacuationRun:
+    """What :func:`run_evacuation` returns.
+
+    Attributes:
+        run: The run directory written.
+        model: The finished (closed) model, its tables still readable.
+        plot: The trajectory plot.
+    """
+
+    run: RunDirectory
+    model: EvacuationModel
+    plot: Path
+
+
+def evacuation_config(
+    *,
+    plaza: str | Path | None = None,
+    composition: str | Mapping[str, int] = "A",
+    block: int | None = None,
+    seed: int | None = 0,
+    brain: str = "rules",
+    time_limit_s: float = 240.0,
+    gate_schedule: GateSchedule | None = None,
+) -> EvacuationConfig:
+    """The resolved configuration of one evacuation run (what ``config.json`` holds).
+
+    Args:
+        plaza: Plaza map file, or ``None`` for the shipped reference plaza.
+        composition: ``"A"``-``"H"`` or archetype counts.
+        block: Matched block 1-8, or ``None``.
+        seed: Random seed.
+        brain: ``"rules"`` or ``"llm:<litellm model>"``.
+        time_limit_s: Run length limit in seconds.
+        gate_schedule: When the gates close (default: the paper's schedule).
+
+    Returns:
+        The configuration, JSON-ready.
+    """
+    schedule = gate_schedule or GateSchedule()
+    return {
+        "plaza": None if plaza is None else str(plaza),
+        "composition": composition
+        if isinstance(composition, str)
+        else dict(composition),
+        "block": block,
+        "seed": seed,
+        "brain": brain,
+        "time_limit_s": float(time_limit_s),
+        "gate_schedule": {
+            "closing_at_s": schedule.closing_at_s,
+            "closed_at_s": schedule.closed_at_s,
+        },
+    }
+
+
+def run_evacuation(
+    out: str | Path,
+    config: EvacuationConfig,
+    *,
+    overwrite: bool = False,
+    brain_options: Mapping[str, Any] | None = None,
+) -> EvacuationRun:
+    """Run one evacuation to its end and write its run directory ``out``.
+
+    Args:
+        out: Run directory to create.
+        config: As built by :func:`evacuation_config`.
+        overwrite: Replace an earlier run in ``out``.
+        brain_options: Extra :func:`~mesa_llm_mobility.cognition.make_brain` options for LLM
+            brains (``api_base``, ``timeout_s``, ...); never written to the config. An LLM
+            brain's ledger is the run's ``ledger.jsonl``.
+
+    Returns:
+        The run directory, the finished model and the plot.
+
+    Raises:
+        RunDirectoryError: When ``out`` holds another run and ``overwrite`` is false.
+        ValueError: For invalid model parameters (from the model); ``out`` is then removed.
+    """
+    run = RunDirectory.create(out, dict(config), overwrite=overwrite)
+    options = dict(brain_options or {})
+    if parse_brain_setting(str(config["brain"]))[0] == "llm":
+        options.setdefault("ledger", run.ledger_path)
+    schedule = config["gate_schedule"]
+    try:
+        model = EvacuationModel(
+            plaza=config["plaza"],
+            composition=config["composition"],
+            block=config["block"],
+            brain=config["brain"],
+            brain_options=options,
+            rng=config["seed"],
+            time_limit_s=config["time_limit_s"],
+            gate_schedule=GateSchedule(
+                schedule["closing_at_s"], schedule["closed_at_s"]
+            ),
+        )
+    except BaseException:
+        # a refused configuration leaves no run behind (it holds only config and metadata)
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
+    with model:
+        model.run()
+    plot = write_run(model, run)
+    return EvacuationRun(run, model, plot)
+
+
+def write_run(model: EvacuationModel, run: RunDirectory) -> Path:
+    """Write a finished model's tables, metadata and trajectory plot into ``run``.
+
+    Args:
+        model: The model, run to its end.
+        run: The run directory (created with the run's config).
+
+    Returns:
+        The trajectory plot (``plots/trajectories.png``).
+    """
+    for name, table in run_tables(model).items():
+        run.write_table(name, table)
+    extra: dict[str, Any] = {
+        "brain": model.brain.name,
+        "pedestrians": model.n_pedestrians,
+        "steps": model.tick,
+        "ended_at_s": round(model.time_s, 4),
+    }
+    run.update_metadata(extra)
+    if run.ledger_path.is_file():
+        run.write_table(
+            LLM_SUMMARY_TABLE, Ledger.summarize_file(run.ledger_path).reset_index()
+        )
+    run.plots_dir.mkdir(parents=True, exist_ok=True)
+    plot = plot_trajectories(model, run.plots_dir / PLOT_FILE)
+    logger.info("run written to %s", run.path)
+    return plot
+
+
+def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
+    """The tables of a run, by name (see :data:`TABLES`).
+
+    Args:
+        model: The model.
+
+    Returns:
+        ``positions``, ``decisions``, ``events``, ``pedestrians``, ``outcomes`` and ``model``
+        (the per-step model reporters, with a ``step`` column).
+    """
+    return {
+        "positions": model.positions_frame(),
+        "decisions": model.decisions_frame(),
+        "events": model.events_frame(),
+        "pedestrians": model.pedestrians_frame(),
+        "outcomes": model.outcomes_frame(),
+        "model": model.datacollector.get_model_vars_dataframe()
+        .reset_index(drop=True)
+        .rename_axis("step")
+        .reset_index(),
+    }
