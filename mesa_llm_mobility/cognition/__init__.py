@@ -21,11 +21,16 @@ from mesa_llm_mobility.cognition.kinds import (
 )
 from mesa_llm_mobility.cognition.ledger import Ledger, ReplayIndex
 from mesa_llm_mobility.cognition.llm_brain import LLMBrain
-from mesa_llm_mobility.cognition.settings import make_brain, parse_brain_setting
+from mesa_llm_mobility.cognition.settings import (
+    BrainOptions,
+    make_brain,
+    parse_brain_setting,
+)
 from mesa_llm_mobility.cognition.transport import RetryPolicy, TransportError
 
 __all__ = [
     "Brain",
+    "BrainOptions",
     "DecisionKind",
     "DecisionRequest",
     "DecisionResult",

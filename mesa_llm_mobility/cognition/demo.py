@@ -26,7 +26,7 @@ from mesa_llm_mobility.cognition.kinds import (
     Message,
 )
 from mesa_llm_mobility.cognition.ledger import Ledger
-from mesa_llm_mobility.cognition.settings import make_brain
+from mesa_llm_mobility.cognition.settings import BrainOptions, make_brain
 
 FACTS_MARKER = "Facts: "
 
@@ -196,7 +196,7 @@ def run_cognition_demo(
     fault_rate: float = 0.0,
     ledger_path: str | None = None,
     max_concurrency: int | None = None,
-    brain_options: Mapping[str, Any] | None = None,
+    brain_options: BrainOptions | None = None,
 ) -> DemoReport:
     """Ask ``n_agents`` commuters for a departure time in one batch and report the ledger.
 

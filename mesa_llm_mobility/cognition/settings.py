@@ -21,14 +21,38 @@ wins over the variable.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from mesa_llm_mobility.cognition.brain import Brain, RuleBrain
 from mesa_llm_mobility.cognition.ledger import Ledger, ReplayIndex
 from mesa_llm_mobility.cognition.llm_brain import LLMBrain
+
+
+class BrainOptions(TypedDict, total=False):
+    """What a model's ``brain_options`` may hold: the keyword arguments of :func:`make_brain`.
+
+    Every option is optional; see :class:`LLMBrain` for their meaning and defaults.
+    """
+
+    api_base: str | None
+    api_key: str | None
+    max_concurrency: int | None
+    ledger: Ledger | str | Path | None
+    replay: ReplayIndex | str | Path | None
+    temperature: float
+    max_tokens: int | None
+    json_mode: bool
+    timeout_s: float
+    max_attempts: int
+    max_total_s: float
+    max_repairs: int
+    extra_params: Mapping[str, Any] | None
+    cost_per_token: tuple[float, float] | None
+
 
 DEFAULT_BRAIN = "rules"
 LLM_PREFIX = "llm:"

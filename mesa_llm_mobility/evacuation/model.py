@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 from time import perf_counter
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import mesa
 import numpy as np
@@ -25,6 +25,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from mesa_llm_mobility.cognition.brain import Brain
 from mesa_llm_mobility.cognition.kinds import DecisionResult, dispatch
+from mesa_llm_mobility.cognition.settings import BrainOptions
 from mesa_llm_mobility.evacuation.adversary_moves import attack, propose_move
 from mesa_llm_mobility.evacuation.affect import (
     StimulusIntensities,
@@ -164,7 +165,7 @@ class EvacuationModel(MobilityModel):
         random_spawn: bool | None = None,
         record_positions: bool = True,
         stimuli: StimulusIntensities | None = None,
-        brain_options: Mapping[str, Any] | None = None,
+        brain_options: BrainOptions | None = None,
     ) -> None:
         if time_limit_s <= 0:
             raise ValueError(f"time_limit_s must be positive, got {time_limit_s}")

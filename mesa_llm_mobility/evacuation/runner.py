@@ -27,7 +27,7 @@ from typing import Any, TypedDict
 import pandas as pd
 
 from mesa_llm_mobility.cognition.ledger import Ledger
-from mesa_llm_mobility.cognition.settings import parse_brain_setting
+from mesa_llm_mobility.cognition.settings import BrainOptions, parse_brain_setting
 from mesa_llm_mobility.evacuation.layers import GateSchedule
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.outputs import plot_trajectories
@@ -124,7 +124,7 @@ def run_evacuation(
     config: EvacuationConfig,
     *,
     overwrite: bool = False,
-    brain_options: Mapping[str, Any] | None = None,
+    brain_options: BrainOptions | None = None,
 ) -> EvacuationRun:
     """Run one evacuation to its end and write its run directory ``out``.
 

@@ -27,7 +27,7 @@ import pandas as pd
 from mesa_llm_mobility.cognition.brain import Brain, RuleBrain
 from mesa_llm_mobility.cognition.kinds import DecisionRequest, DecisionResult
 from mesa_llm_mobility.cognition.ledger import Ledger
-from mesa_llm_mobility.cognition.settings import make_brain
+from mesa_llm_mobility.cognition.settings import BrainOptions, make_brain
 
 DECISION_COLUMNS = ("agent_id", "kind", "outcome", "reason")
 """Columns every decisions table has, after the model's time columns."""
@@ -58,7 +58,7 @@ class MobilityModel(mesa.Model):
         self,
         *,
         brain: str | Brain | None = "rules",
-        brain_options: Mapping[str, Any] | None = None,
+        brain_options: BrainOptions | None = None,
         rng: int | np.random.Generator | None = None,
     ) -> None:
         super().__init__(rng=rng)
@@ -67,7 +67,7 @@ class MobilityModel(mesa.Model):
             if isinstance(rng, int | np.integer) and not isinstance(rng, bool)
             else None
         )
-        self.brain_options: dict[str, Any] = dict(brain_options or {})
+        self.brain_options: BrainOptions = BrainOptions(**(brain_options or {}))
         self.brain = make_brain(brain, rng=self.rng, **self.brain_options)
         self._decision_rows: list[dict[str, Any]] = []
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -37,6 +37,7 @@ import pandas as pd
 
 from mesa_llm_mobility.cognition import Brain, DecisionRequest, make_brain
 from mesa_llm_mobility.cognition.kinds import DecisionKind, DecisionResult, dispatch
+from mesa_llm_mobility.cognition.settings import BrainOptions
 from mesa_llm_mobility.experiment.base_model import MobilityModel
 from mesa_llm_mobility.memory import MemoryStore
 from mesa_llm_mobility.urban import outputs
@@ -233,7 +234,7 @@ class UrbanMobilityModel(MobilityModel):
         n_agents: int | None = None,
         chat_probability: float = 0.15,
         collect_every: int = 15,
-        brain_options: Mapping[str, Any] | None = None,
+        brain_options: BrainOptions | None = None,
     ) -> None:
         if days < 1:
             raise ValueError(f"days must be >= 1, got {days}")
@@ -321,7 +322,7 @@ class UrbanMobilityModel(MobilityModel):
         self,
         brain: str | Brain,
         memory_store: MemoryStore,
-        brain_options: Mapping[str, Any] | None = None,
+        brain_options: BrainOptions | None = None,
     ) -> None:
         """Give an unpickled model its brain and memory store back.
 

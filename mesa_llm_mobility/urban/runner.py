@@ -29,7 +29,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from mesa_llm_mobility.cognition.ledger import Ledger, ReplayIndex, llm_summary_lines
-from mesa_llm_mobility.cognition.settings import parse_brain_setting
+from mesa_llm_mobility.cognition.settings import BrainOptions, parse_brain_setting
 from mesa_llm_mobility.experiment.run_directory import (
     RunDirectory,
     RunDirectoryError,
@@ -122,7 +122,7 @@ def run_urban(
     *,
     overwrite: bool = False,
     progress: bool = True,
-    brain_options: Mapping[str, Any] | None = None,
+    brain_options: BrainOptions | None = None,
     stop_after_day: int | None = None,
 ) -> UrbanRunResult:
     """Run the urban model day by day into the run directory ``out``.
@@ -174,7 +174,7 @@ def resume_urban(
     run_dir: str | Path,
     *,
     progress: bool = True,
-    brain_options: Mapping[str, Any] | None = None,
+    brain_options: BrainOptions | None = None,
     stop_after_day: int | None = None,
 ) -> UrbanRunResult:
     """Continue a run from its latest good checkpoint to its last day.
@@ -242,7 +242,7 @@ def fork_urban(
     changes: ForkChanges | None = None,
     overwrite: bool = False,
     progress: bool = True,
-    brain_options: Mapping[str, Any] | None = None,
+    brain_options: BrainOptions | None = None,
 ) -> UrbanRunResult:
     """Start a new run from the checkpoint of ``from_day`` of another, with changed parameters.
 
