@@ -18,6 +18,7 @@ from mesa_llm_mobility import __version__
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
 from mesa_llm_mobility.cognition.redaction import redact
 from mesa_llm_mobility.evacuation.cli import add_evac_commands
+from mesa_llm_mobility.experiment.cli import add_sweep_commands
 from mesa_llm_mobility.urban.cli import add_urban_commands
 from mesa_llm_mobility.viz.cli import add_viz_commands
 
@@ -107,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     cognition.set_defaults(handler=_demo_cognition)
     add_urban_commands(commands)
     add_evac_commands(commands)
+    add_sweep_commands(commands)
     add_viz_commands(commands)
     return parser
 
