@@ -169,7 +169,7 @@ def _slug(value: Any) -> str:
     text = (
         json.dumps(value, sort_keys=True) if isinstance(value, Mapping) else str(value)
     )
-    return _SLUG.sub("-", text).strip("-") or "-"
+    return _SLUG.sub("-", text) or "-"
 
 
 def share_endpoint_budget(

@@ -1,0 +1,299 @@
+import mesa
+import pandas as pd
+import pytest
+import ray
+
+from mesa_llm_mobility.cli import main
+from mesa_llm_mobility.evacuation import EvacuationModel
+from mesa_llm_mobility.experiment.cli import parse_parameters
+from mesa_llm_mobility.experiment.executors import SerialExecutor, make_executor
+from mesa_llm_mobility.experiment.sweep import (
+    DONE_FILE,
+    ERROR_FILE,
+    parameter_grid,
+    run_name,
+    share_endpoint_budget,
+    sweep,
+)
+from mesa_llm_mobility.urban import UrbanMobilityModel
+
+URBAN = {
+    "n_agents": [4, 0],
+    "days": 1,
+}  # n_agents=0 is refused by the model: a failed run
+
+
+class Counter(mesa.Model):
+    """A tiny model with a DataCollector; counts its constructions."""
+
+    built = 0
+
+    def __init__(self, rate=1, rng=None):
+        super().__init__(rng=rng)
+        if rate < 0:
+            raise ValueError(f"rate must be >= 0, got {rate}")
+        Counter.built += 1
+        self.rate = rate
+        self.total = 0.0
+        self.datacollector = mesa.DataCollector(model_reporters={"total": "total"})
+        self.datacollector.collect(self)
+
+    def step(self):
+        self.total += self.rate * self.rng.random()
+        self.datacollector.collect(self)
+
+
+def _urban(executor, out, **options):
+    return sweep(
+        UrbanMobilityModel,
+        URBAN,
+        seeds=2,
+        out=out,
+        executor=executor,
+        progress=False,
+        **options,
+    )
+
+
+@pytest.fixture
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False)
+    yield
+    ray.shutdown()
+
+
+def test_serial_process_and_ray_give_identical_results(tmp_path, local_ray):
+    serial = _urban("serial", tmp_path / "serial")
+    process = _urban("process", tmp_path / "process", max_workers=2)
+    on_ray = _urban("ray", tmp_path / "ray")
+    assert serial.attrs == {"executed": 4, "skipped": 0, "failed": 2}
+    assert on_ray.attrs == process.attrs == serial.attrs
+    for other in (process, on_ray):
+        pd.testing.assert_frame_equal(
+            serial.drop(columns="run_dir"), other.drop(columns="run_dir")
+        )
+    # the batch_run shape: run columns, parameters, seed, the DataCollector's reporters
+    assert list(serial.columns[:6]) == [
+        "RunId",
+        "iteration",
+        "Step",
+        "n_agents",
+        "days",
+        "seed",
+    ]
+    assert {"minute", "departed", "arrived", "mean_delay", "run_dir", "error"} <= set(
+        serial.columns
+    )
+    ok = serial[serial["error"].isna()]
+    assert sorted(ok["RunId"].unique()) == [0, 2]
+    assert ok.groupby("RunId")["minute"].max().tolist() == [1439, 1439]
+    # a different seed is a different run
+    first, second = (ok[ok["RunId"] == i].reset_index(drop=True) for i in (0, 2))
+    assert not first[["departed", "mean_delay"]].equals(
+        second[["departed", "mean_delay"]]
+    )
+
+
+def test_a_failed_run_is_recorded_and_the_sweep_completes(tmp_path):
+    results = _urban("serial", tmp_path)
+    failed = results[results["error"].notna()]
+    assert failed["RunId"].tolist() == [1, 3]
+    assert failed["error"].str.contains("n_agents must be >= 1").all()
+    assert failed["Step"].isna().all()
+    for run_dir in failed["run_dir"]:
+        assert "ValueError" in (tmp_path / run_dir).joinpath(ERROR_FILE).read_text()
+        assert not (tmp_path / run_dir).joinpath(DONE_FILE).exists()
+    for run_dir in results.loc[results["error"].isna(), "run_dir"].unique():
+        assert (
+            (tmp_path / run_dir).joinpath("summary.json").is_file()
+        )  # urban runner wrote it
+
+
+def test_resume_skips_finished_runs_and_retries_failed_ones(tmp_path):
+    Counter.built = 0
+    grid = {"rate": [1, 2, -1]}
+    first = sweep(Counter, grid, seeds=2, out=tmp_path, max_steps=5, progress=False)
+    assert Counter.built == 4
+    assert first.attrs == {"executed": 6, "skipped": 0, "failed": 2}
+    again = sweep(Counter, grid, seeds=2, out=tmp_path, max_steps=5, progress=False)
+    assert (
+        Counter.built == 4
+    )  # nothing finished ran again; the failed runs failed again
+    assert again.attrs == {"executed": 2, "skipped": 4, "failed": 2}
+    pd.testing.assert_frame_equal(first, again)
+    # one more seed: only its runs execute
+    more = sweep(Counter, grid, seeds=3, out=tmp_path, max_steps=5, progress=False)
+    assert Counter.built == 6
+    assert more.attrs["skipped"] == 4
+
+
+def test_generic_models_follow_batch_run(tmp_path):
+    results = sweep(
+        Counter, {"rate": [1, 2]}, seeds=[7], out=tmp_path, max_steps=3, progress=False
+    )
+    expected = pd.DataFrame(
+        mesa.batch_run(
+            Counter,
+            {"rate": [1, 2]},
+            rng=[7],
+            max_steps=3,
+            data_collection_period=1,
+            display_progress=False,
+        )
+    )
+    assert results["total"].tolist() == expected["total"].tolist()
+    assert results["Step"].tolist() == expected["Step"].tolist()
+    assert results["RunId"].tolist() == expected["RunId"].tolist()
+
+
+def test_evacuation_sweep(tmp_path):
+    results = sweep(
+        EvacuationModel,
+        {"composition": ["A", "Z"], "time_limit_s": 2.0},
+        seeds=1,
+        out=tmp_path,
+        progress=False,
+    )
+    assert results.attrs["failed"] == 1
+    assert "unknown composition 'Z'" in results["error"].dropna().iloc[0]
+    ok = results[results["error"].isna()]
+    assert {"time_s", "active", "evacuated", "reached"} <= set(ok.columns)
+    assert ok["time_s"].max() == pytest.approx(2.0)
+
+
+class RecordingExecutor(SerialExecutor):
+    """Serial, but says it runs 4 tasks at a time, and records the tasks."""
+
+    def __init__(self):
+        self.tasks = []
+
+    @property
+    def workers(self):
+        return 4
+
+    def imap_unordered(self, fn, tasks):
+        for task in tasks:
+            self.tasks.append(task)
+            yield fn(task)
+
+
+def test_concurrent_runs_share_the_endpoint_budget(tmp_path):
+    assert share_endpoint_budget({"max_concurrency": 64}, 4)["max_concurrency"] == 16
+    assert share_endpoint_budget({"max_concurrency": 10}, 4)["max_concurrency"] == 2
+    assert share_endpoint_budget({"max_concurrency": 2}, 4)["max_concurrency"] == 1
+    assert share_endpoint_budget({"api_base": "http://x"}, 4) == {
+        "api_base": "http://x"
+    }
+    executor = RecordingExecutor()
+    options = {"api_base": "http://vllm:8000/v1", "max_concurrency": 64}
+    sweep(
+        Counter,
+        {"rate": [1, 2, 3]},
+        seeds=2,
+        out=tmp_path,
+        max_steps=2,
+        executor=executor,
+        brain_options=options,
+        progress=False,
+    )
+    assert [t.brain_options for t in executor.tasks] == [
+        {"api_base": "http://vllm:8000/v1", "max_concurrency": 16}
+    ] * 6
+    assert options["max_concurrency"] == 64  # the caller's options are not changed
+
+
+def test_the_grid_and_names():
+    assert parameter_grid({"a": [1, 2], "b": "xy", "c": (True,)}) == [
+        {"a": 1, "b": "xy", "c": True},
+        {"a": 2, "b": "xy", "c": True},
+    ]
+    assert run_name({"n_agents": 4, "days": 1}, 3) == "days=1_n_agents=4_seed=3"
+    assert run_name({"composition": {"a b": 1}}, 0) == "composition=-a-b-1-_seed=0"
+    assert run_name({"rate": -1}, 0) != run_name({"rate": 1}, 0)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda out: sweep(UrbanMobilityModel, {"agents": 4}, out=out),
+            "no parameter 'agents'",
+        ),
+        (lambda out: sweep(Counter, {"rate": []}, out=out), "empty list"),
+        (lambda out: sweep(Counter, {}, seeds=[], out=out), "at least one seed"),
+        (lambda out: sweep(UrbanMobilityModel, {}, max_steps=3, out=out), "max_steps"),
+        (
+            lambda out: sweep(Counter, {}, executor="threads", out=out),
+            "unknown executor",
+        ),
+    ],
+)
+def test_bad_sweeps_are_clear_errors(tmp_path, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(tmp_path)
+
+
+def test_make_executor():
+    assert make_executor("serial").workers == 1
+    assert make_executor("process", max_workers=3).workers == 3
+    with pytest.raises(ValueError, match="max_workers"):
+        make_executor("process", max_workers=0)
+
+
+def test_cli_sweeps_and_resumes(tmp_path, capsys):
+    argv = [
+        "sweep",
+        "evac",
+        "--param",
+        "composition=A,H",
+        "--param",
+        "time_limit_s=2",
+        "--seeds",
+        "2",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "4 runs: 4 executed, 0 already complete, 0 failed" in out
+    assert "composition" in out and "evacuated" in out
+    assert (tmp_path / "results.csv").is_file()
+    assert main(argv) == 0
+    assert "4 runs: 0 executed, 4 already complete" in capsys.readouterr().out
+
+
+def test_cli_urban_and_errors(tmp_path, capsys):
+    argv = [
+        "sweep",
+        "urban",
+        "--param",
+        "days=1",
+        "--param",
+        "agents=4",
+        "--out",
+        str(tmp_path),
+    ]
+    assert main([*argv, "--no-progress"]) == 0
+    assert "1 runs: 1 executed" in capsys.readouterr().out
+    assert main([*argv, "--param", "colour=red"]) == 2
+    assert (
+        "mlm: error: UrbanMobilityModel has no parameter 'colour'"
+        in capsys.readouterr().err
+    )
+    assert main([*argv, "--param", "days"]) == 2
+    assert "use NAME=VALUE" in capsys.readouterr().err
+
+
+def test_parse_parameters():
+    assert parse_parameters(
+        ["days=1,2", "agents=70", "events=false", "block=none", "c=A,H"]
+    ) == {
+        "days": [1, 2],
+        "n_agents": 70,
+        "events": False,
+        "block": None,
+        "c": ["A", "H"],
+    }
+    with pytest.raises(ValueError, match="twice"):
+        parse_parameters(["days=1", "days=2"])
