@@ -36,7 +36,7 @@ import logging
 import re
 import traceback
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -510,10 +510,7 @@ def sweep(
             options = dict(
                 share_endpoint_budget(brain_options, min(pool.workers, len(pending)))
             )
-            pending = [
-                RunTask(**{**task.__dict__, "brain_options": options})
-                for task in pending
-            ]
+            pending = [replace(task, brain_options=options) for task in pending]
             for outcome in pool.imap_unordered(execute_run, pending):
                 outcomes[outcome.run_id] = outcome
                 bar.update(1)
