@@ -234,6 +234,11 @@ class MemoryStore:
         config: Retrieval and forgetting settings.
         path: Folder of a persistent store, None for an ephemeral one.
         prefix: Prefix of this store's collection names.
+
+    Attributes:
+        defer_writes: Streams made from now on log their Chroma writes and make them only
+            when Chroma is needed (see :class:`MemoryStream`); a stream that is never queried
+            costs no collection. Off by default; :meth:`flush` and :meth:`close` make them.
     """
 
     def __init__(
@@ -250,12 +255,14 @@ class MemoryStore:
         self.path = path
         self._prefix = prefix
         self._streams: dict[str, MemoryStream] = {}
+        self.defer_writes = False
 
     @classmethod
     def ephemeral(
         cls,
         embedding: str | EmbeddingFunction[Documents] = "hash",
         config: MemoryConfig | None = None,
+        defer_writes: bool = False,
     ) -> MemoryStore:
         """Make an in-memory store (tests, notebooks).
 
@@ -268,6 +275,7 @@ class MemoryStore:
         Args:
             embedding: ``"auto"``, ``"minilm"``, ``"hash"`` or a Chroma embedding function.
             config: Settings; defaults to :class:`MemoryConfig`.
+            defer_writes: See :attr:`defer_writes`.
 
         Returns:
             The store.
@@ -278,7 +286,9 @@ class MemoryStore:
         with _ample_hnsw_cache(_EPHEMERAL_HNSW_CACHE_SIZE):
             client = chromadb.EphemeralClient(settings=chroma_settings())
         prefix = f"m{uuid.uuid4().hex[:12]}-"
-        return cls(client, choice, config or MemoryConfig(), None, prefix)
+        store = cls(client, choice, config or MemoryConfig(), None, prefix)
+        store.defer_writes = defer_writes
+        return store
 
     @classmethod
     def persistent(
@@ -511,6 +521,7 @@ class MemoryStore:
                 self.embedding.function,
                 self.config,
                 location=f"{where}: collection {self._prefix + key}",
+                defer_writes=self.defer_writes,
             )
             self._streams[key] = stream
         return stream
@@ -561,6 +572,8 @@ class MemoryStore:
         Returns:
             Number of nodes written.
         """
+        for stream in self._streams.values():
+            stream.write_pending()
         written = sum(stream.flush() for stream in self._streams.values())
         if self.path is not None:
             scrub_files(self.path)

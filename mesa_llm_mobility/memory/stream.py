@@ -91,6 +91,11 @@ class MemoryStream:
         flush_every: Write access updates to Chroma once this many are pending (see
             :meth:`flush`); None writes only on :meth:`flush` and :meth:`prune`.
         location: Where the collection lives (store path and collection name), for errors.
+        defer_writes: Keep Chroma writes (adds, deletes, updates) in a log, in order, and
+            replay them, exactly as they would have been made, only when Chroma is needed: at
+            a vector query, :meth:`write_pending` (:meth:`MemoryStore.flush`) or the close of a
+            persistent store. A stream never queried (a rule brain) never creates its
+            collection. Off by default.
     """
 
     def __init__(
@@ -101,6 +106,7 @@ class MemoryStream:
         config: MemoryConfig,
         flush_every: int | None = 512,
         location: str = "",
+        defer_writes: bool = False,
     ) -> None:
         self._agent_id = agent_id
         self._location = location or f"agent {agent_id}"
@@ -115,6 +121,9 @@ class MemoryStream:
         self._next_sequence = 0
         self._dirty: set[str] = set()
         self.flush_every = flush_every
+        self.defer_writes = defer_writes
+        # Deferred Chroma writes, in order: (operation, arguments).
+        self._log: list[tuple[str, Any]] = []
 
     @property
     def agent_id(self) -> str:
@@ -286,6 +295,16 @@ class MemoryStream:
                     f"id: agent {self._agent_id!r} already has memory {node.id!r}"
                 )
             seen.add(node.id)
+        if self.defer_writes:
+            self._log.append(("add", batch))
+        else:
+            self._write_add(batch)
+        for node in batch:
+            known[node.id] = node
+            self._index(node)
+        return batch
+
+    def _write_add(self, batch: list[ConceptNode]) -> None:
         embeddings = self._embedding([node.content for node in batch])
         collection = self._get_collection(True)
         assert collection is not None
@@ -295,10 +314,47 @@ class MemoryStream:
             documents=[node.content for node in batch],
             metadatas=[node_to_metadata(node) for node in batch],
         )
-        for node in batch:
-            known[node.id] = node
-            self._index(node)
-        return batch
+
+    def _write_delete(self, expired: list[str]) -> None:
+        collection = self._get_collection(False)
+        assert collection is not None
+        collection.delete(ids=expired)
+
+    def _write_modify(self, metadata: dict[str, Any]) -> None:
+        collection = self._get_collection(False)
+        assert collection is not None
+        collection.modify(metadata=metadata)
+
+    def _write_update(self, ids: list[str], metadatas: list[Any]) -> None:
+        collection = self._get_collection(False)
+        assert collection is not None
+        collection.update(ids=ids, metadatas=metadatas)
+
+    def _write(self, operation: str, *arguments: Any) -> None:
+        """Make one Chroma write now, or log it when writes are deferred and some are pending."""
+        if self._log:
+            self._log.append((operation, arguments))
+            return
+        getattr(self, f"_write_{operation}")(*arguments)
+
+    @property
+    def deferred_writes(self) -> int:
+        """Number of Chroma writes logged and not yet made (see ``defer_writes``)."""
+        return len(self._log)
+
+    def write_pending(self) -> int:
+        """Make the deferred Chroma writes, in the order they were logged.
+
+        Returns:
+            Number of writes made.
+        """
+        log, self._log = self._log, []
+        for operation, arguments in log:
+            if operation == "add":
+                self._write_add(arguments)
+            else:
+                getattr(self, f"_write_{operation}")(*arguments)
+        return len(log)
 
     def _index(self, node: ConceptNode) -> None:
         for keyword in node.keywords:
@@ -353,17 +409,16 @@ class MemoryStream:
         known = self._loaded()
         expired = sorted(node.id for node in known.values() if node.is_expired(now))
         if expired:
-            collection = self._get_collection(False)
-            assert collection is not None
-            collection.delete(ids=expired)
+            self._write("delete", expired)
             for node_id in expired:
                 self._unindex(known.pop(node_id))
             # Remember the id counter: the newest ids may be gone, and must not be reused.
-            collection.modify(
-                metadata={
+            self._write(
+                "modify",
+                {
                     "agent_id": self._agent_id,
                     "next_sequence": self._next_sequence,
-                }
+                },
             )
             logger.debug(
                 "agent %s forgot %d memories at minute %s",
@@ -537,6 +592,7 @@ class MemoryStream:
         self, query_embedding: Any, live: list[ConceptNode], k: int
     ) -> dict[str, float]:
         """Semantic matches of the k nearest live nodes, from Chroma's vector query."""
+        self.write_pending()
         collection = self._get_collection(False)
         if collection is None:
             return {}
@@ -566,6 +622,7 @@ class MemoryStream:
         self, query_embedding: Any, node_ids: list[str]
     ) -> dict[str, float]:
         """Semantic matches of given nodes (fusion candidates from other modes)."""
+        self.write_pending()
         collection = self._get_collection(False)
         assert collection is not None
         result = collection.query(
@@ -633,9 +690,7 @@ class MemoryStream:
         ids = sorted(node_id for node_id in self._dirty if node_id in known)
         self._dirty.clear()
         if ids:
-            collection = self._get_collection(False)
-            assert collection is not None
-            collection.update(
-                ids=ids, metadatas=[node_to_metadata(known[node_id]) for node_id in ids]
+            self._write(
+                "update", ids, [node_to_metadata(known[node_id]) for node_id in ids]
             )
         return len(ids)

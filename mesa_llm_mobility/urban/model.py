@@ -253,7 +253,9 @@ class UrbanMobilityModel(MobilityModel):
         self.engine = TrafficEngine(town, record_facility_states=False)
         self.space = build_network_space(town, random=self.random)
         self.memory_store = (
-            MemoryStore.ephemeral(embedding=embedding)
+            # Deferred writes: a stream's collection is made at its first vector query, so
+            # a rule brain (which never queries) costs no Chroma collection per traveller.
+            MemoryStore.ephemeral(embedding=embedding, defer_writes=True)
             if run_dir is None
             else MemoryStore.persistent(Path(run_dir) / "memory", embedding=embedding)
         )

@@ -369,3 +369,63 @@ def test_retrieval_equals_brute_force_over_all_nodes():
         assert [r.node.id for r in got] == [i for i, _ in expected]
         assert [r.score for r in got] == pytest.approx([score for _, score in expected])
     store.close()
+
+
+def _history(stream):
+    """Writes, prunes, keyword and semantic retrievals, in an order that mixes them."""
+    fill(stream)
+    answers = [stream.retrieve(700, keywords=["metro", "queue"])]  # no vector query
+    apples = stream.get("n2")
+    stream.prune(apples.expiration + 1)  # forgets n2 before any write was needed
+    stream.remember(
+        "The ring road was closed after an accident",
+        node_type="event",
+        importance=0.5,
+        now=1300,
+        keywords=["accident"],
+        spatial_scope=["Ring"],
+        temporal_scope=(1290, 1310),
+    )
+    answers.append(stream.retrieve(1400, text="metro faster morning", k=2))
+    answers.append(stream.retrieve(1500, text="accident ring road", keywords=["queue"]))
+    return answers
+
+
+def test_deferred_writes_answer_like_immediate_writes():
+    stores = [MemoryStore.ephemeral("hash"), MemoryStore.ephemeral("hash")]
+    stores[1].defer_writes = True
+    try:
+        immediate, deferred = (store.stream(1) for store in stores)
+        assert deferred.defer_writes and not immediate.defer_writes
+        assert _history(immediate) == _history(deferred)
+        for store in stores:
+            store.flush()
+        records = [
+            store._client.get_collection(store._prefix + "1").get(
+                include=["documents", "metadatas"]
+            )
+            for store in stores
+        ]
+        assert records[0]["ids"] == records[1]["ids"]
+        assert records[0]["metadatas"] == records[1]["metadatas"]
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_deferred_stream_never_queried_makes_no_collection():
+    store = MemoryStore.ephemeral("hash", defer_writes=True)
+    try:
+        stream = store.stream(1)
+        fill(stream)
+        stream.retrieve(700, keywords=["metro"])
+        stream.prune(10 * DAY)
+        assert len(stream) == 0 and not store._collection_names()
+        assert stream.deferred_writes > 0
+        fill(store.stream(2))
+        assert store.agent_ids() == ["2"]  # streams with memories count, written or not
+        store.flush()
+        assert store.stream(2).deferred_writes == 0
+        assert store._client.get_collection(store._prefix + "2").count() == 3
+    finally:
+        store.close()

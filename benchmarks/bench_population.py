@@ -1,0 +1,193 @@
+"""Benchmark: wall time and peak memory against population size (issue #13, 10,000 agents).
+
+Urban: ``UrbanMobilityModel(days=1, rng=0, n_agents=n)`` with the rule brain on the bundled
+Nguyen-Dupuis network (goal at 10,000: <= 120 s, peak RSS <= 4 GB on 2 cores).
+Evacuation: ``n`` rule-brain pedestrians for 720 steps (240 s) on a generated square plaza
+holding them at about one pedestrian per 9 walkable cells (``random_spawn=True``; goal at 10,000:
+<= 10 min, peak RSS <= 4 GB).
+
+Every run is a fresh process, so its peak RSS (``ru_maxrss``) is its own. Results are merged
+into ``--results`` (JSON, keyed by model and size), so the table can be built in parts, and the
+log-log plots ``docs/images/scale_urban.png`` / ``scale_evac.png`` are redrawn from all of them.
+
+    PYTHONPATH=. python benchmarks/bench_population.py --model urban --max 3000
+    PYTHONPATH=. python benchmarks/bench_population.py --model evac --sizes 1000 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.plaza import parse_plaza
+from mesa_llm_mobility.urban.model import UrbanMobilityModel
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = (100, 300, 1000, 3000, 10000)
+DEFAULT_RESULTS = ROOT / "benchmarks" / "results" / "population.json"
+GOALS = {"urban": (120.0, 4096.0), "evac": (600.0, 4096.0)}  # wall s, peak RSS MB
+
+
+def generated_plaza_text(n: int) -> str:
+    """A square plaza with room for ``n`` pedestrians (9 walkable cells each, at least 60 x 60).
+
+    Walls around, two exits on the east side, a gate north and south, a few tree groups, and
+    the threat entry cell in the west.
+    """
+    side = max(60, math.ceil(math.sqrt(9 * n)) + 2)
+    rows = [["."] * side for _ in range(side)]
+    for i in range(side):
+        rows[0][i] = rows[side - 1][i] = rows[i][0] = rows[i][side - 1] = "#"
+    for y in range(side // 3, side // 3 + 6):  # exit 1 (east, 2.4 m)
+        rows[y][side - 1] = "1"
+    for y in range(2 * side // 3, 2 * side // 3 + 9):  # exit 2 (east, 3.6 m)
+        rows[y][side - 1] = "2"
+    for x in range(side // 2 - 5, side // 2 + 5):  # gates north and south (4 m)
+        rows[0][x] = "4"
+        rows[side - 1][x] = "5"
+    for gx in range(side // 5, side - 4, side // 5):  # tree groups of 2 x 2 cells
+        for gy in range(side // 5, side - 4, side // 5):
+            for dx in (0, 1):
+                for dy in (0, 1):
+                    rows[gy + dy][gx + dx] = "T"
+    rows[side // 2][2] = "a"
+    for x in range(
+        4, 15
+    ):  # start cells (unused with random_spawn, required by the format)
+        rows[side // 2][x] = "s"
+    header = [
+        "[plaza]",
+        f"name: generated_{n}",
+        "cell_size_m: 0.4",
+        "description: generated square plaza for the population benchmark",
+        "[openings]",
+        "1 exit1 exit 2.4",
+        "2 exit2 exit 3.6",
+        "4 gate1 gate 4.0",
+        "5 gate2 gate 4.0",
+        "[map]",
+    ]
+    return "\n".join(header + ["".join(row) for row in rows]) + "\n"
+
+
+def _child(model_name: str, n: int, steps: int) -> dict[str, float]:
+    started = time.perf_counter()
+    if model_name == "urban":
+        model = UrbanMobilityModel(days=1, rng=0, n_agents=n)
+        setup = time.perf_counter() - started
+        model.run()
+        extra = {"trips": model.arrived, "in_progress": model.trips_in_progress}
+        model.memory_store.close()
+    else:
+        plaza = parse_plaza(generated_plaza_text(n), source=f"generated_{n}")
+        counts = {
+            "average": n // 5,
+            "calm_independent": n // 5,
+            "rule_following": n // 5,
+            "anxious_conformist": n // 5,
+        }
+        counts["bold_solitary"] = n - sum(counts.values())
+        model = EvacuationModel(
+            plaza,
+            composition=counts,
+            random_spawn=True,
+            rng=0,
+            time_limit_s=steps / 3,
+            record_positions=False,
+        )
+        setup = time.perf_counter() - started
+        model.run()
+        outcomes = model.pedestrians_frame()["outcome"].value_counts().to_dict()
+        extra = {"steps": model.tick, "outcomes": outcomes}
+        model.close()
+    wall = time.perf_counter() - started
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"n": n, "setup_s": setup, "wall_s": wall, "peak_rss_mb": rss_mb} | extra
+
+
+def plot(results: dict[str, dict[str, dict]], model_name: str) -> Path | None:
+    rows = sorted(results.get(model_name, {}).values(), key=lambda r: r["n"])
+    if len(rows) < 2:
+        return None
+    ns = [r["n"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.loglog(ns, [r["wall_s"] for r in rows], "o-", label="wall (s)")
+    ax.loglog(ns, [r["peak_rss_mb"] / 1024 for r in rows], "s-", label="peak RSS (GB)")
+    wall_goal, rss_goal = GOALS[model_name]
+    ax.axhline(wall_goal, color="C0", ls=":", lw=1, label=f"goal {wall_goal:.0f} s")
+    ax.axhline(rss_goal / 1024, color="C1", ls=":", lw=1, label="goal 4 GB")
+    ax.set_xlabel("agents")
+    title = (
+        "urban, rule brain, 1 day" if model_name == "urban" else "evacuation, 720 steps"
+    )
+    ax.set_title(f"Population scaling: {title}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    out = ROOT / "docs" / "images" / f"scale_{model_name}.png"
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", choices=("urban", "evac"), default="urban")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--max", type=int, default=None, help="skip sizes above this")
+    parser.add_argument("--steps", type=int, default=720, help="evacuation steps")
+    parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        print(json.dumps(_child(args.model, args.child, args.steps)))
+        return
+    results: dict[str, dict[str, dict]] = (
+        json.loads(args.results.read_text()) if args.results.exists() else {}
+    )
+    sizes = [n for n in args.sizes if args.max is None or n <= args.max]
+    wall_goal, rss_goal = GOALS[args.model]
+    print(f"{'model':6} {'agents':>7} {'setup s':>8} {'wall s':>8} {'peak RSS MB':>12}")
+    for n in sizes:
+        command = [sys.executable, __file__, "--model", args.model, "--child", str(n)]
+        command += ["--steps", str(args.steps)]
+        done = subprocess.run(
+            command, capture_output=True, text=True, cwd=ROOT, check=False
+        )
+        if done.returncode:
+            sys.exit(f"{args.model} n={n} failed:\n{done.stderr[-3000:]}")
+        row = json.loads(done.stdout.strip().splitlines()[-1])
+        results.setdefault(args.model, {})[str(n)] = row
+        print(
+            f"{args.model:6} {n:7d} {row['setup_s']:8.1f} {row['wall_s']:8.1f} "
+            f"{row['peak_rss_mb']:12.0f}",
+            flush=True,
+        )
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    if 10000 in sizes:
+        row = results[args.model]["10000"]
+        print(
+            f"goal at 10,000: wall {row['wall_s']:.0f} s <= {wall_goal:.0f} s: "
+            f"{row['wall_s'] <= wall_goal}; peak RSS {row['peak_rss_mb']:.0f} MB <= "
+            f"{rss_goal:.0f} MB: {row['peak_rss_mb'] <= rss_goal}"
+        )
+    out = plot(results, args.model)
+    if out is not None:
+        print(f"plot: {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
