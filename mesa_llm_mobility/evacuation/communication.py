@@ -120,11 +120,16 @@ def communicate(model: EvacuationModel) -> None:
         keep = active[r] != shouters[s]
         listeners, speakers = active[r[keep]], shouters[s[keep]]
         model.hears_until[listeners] = model.tick + STEPS_PER_SECOND
-        model.heard_step[listeners, speakers] = model.tick
-        model.heard_from[listeners, speakers] = model.pos[speakers]
-        new = ~model.heard_pairs[listeners, speakers]
-        model.heard_pairs[listeners, speakers] = True
-        for li, si in zip(listeners[new].tolist(), speakers[new].tolist(), strict=True):
+        new = []
+        speaker_pos = model.pos[speakers].tolist()
+        for li, si, (sx, sy) in zip(
+            listeners.tolist(), speakers.tolist(), speaker_pos, strict=True
+        ):
+            heard = model.heard[li]
+            if si not in heard:
+                new.append((li, si))
+            heard[si] = (model.tick, sx, sy)
+        for li, si in new:
             heard = heard_shout(
                 tuple(model.pos[li]), tuple(model.pos[si]), model.cell_size_m
             )
@@ -164,14 +169,17 @@ def communicate(model: EvacuationModel) -> None:
             known[mine] = np.any(
                 model.belief.seen_step[np.ix_(receivers[mine], cells)] >= 0, axis=1
             )
-    fresh = ~known & ~model.info_sent[senders_, receivers, openings]
-    for si, ri, k in zip(
-        senders_[fresh].tolist(),
-        receivers[fresh].tolist(),
-        openings[fresh].tolist(),
+    sent = model.info_sent
+    for si, ri, k, seen in zip(
+        senders_.tolist(),
+        receivers.tolist(),
+        openings.tolist(),
+        known.tolist(),
         strict=True,
     ):
-        model.info_sent[si, ri, k] = True
+        if seen or (si, ri, k) in sent:
+            continue
+        sent.add((si, ri, k))
         opening = model.plaza.openings[k]
         cx, cy = opening.center
         dx, dy = cx - int(model.pos[ri, 0]), cy - int(model.pos[ri, 1])

@@ -117,7 +117,7 @@ def memory_text(
         parts.append(
             f"I saw an armed person at {(model.tick - step) * DT_S:.0f} s ago."
         )
-    shouters = int(model.heard_pairs[agent.index].sum())
+    shouters = len(model.heard[agent.index])
     if shouters:
         parts.append(f"I heard {shouters} people shouting.")
     for hint in memory.hints.values():
@@ -191,19 +191,22 @@ def decision_request(
     )
     model.timing["routing"] += perf_counter() - start
     memory = agent.memory
-    heard = model.heard_step[i]
-    recent = np.flatnonzero(
-        (heard >= 0) & (heard >= model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND)
-    )
-    recent = recent[np.argsort(-model.heard_step[i, recent], kind="stable")][:5]
+    cutoff = model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND
+    recent = sorted(  # latest first, ties by shouter index
+        (
+            (-step, s, sx, sy)
+            for s, (step, sx, sy) in model.heard[i].items()
+            if step >= cutoff
+        )
+    )[:5]
     shouts = tuple(
         heard_shout(
             (x, y),
-            (int(model.heard_from[i, s, 0]), int(model.heard_from[i, s, 1])),
+            (sx, sy),
             model.cell_size_m,
-            round(float(model.tick - heard[s]) * DT_S, 2),
+            round(float(model.tick + neg_step) * DT_S, 2),
         )
-        for s in recent.tolist()
+        for neg_step, _s, sx, sy in recent
     )
     hints = tuple(
         ExitHint(

@@ -262,10 +262,10 @@ class EvacuationModel(MobilityModel):
         raw_pass = passable_mask(plaza_.raw)
         self.pocket = self._pocket_cells(raw_pass)
         self.shortest_exit_m = self._shortest_exit_distances(starts)
-        self.heard_pairs = np.zeros((n, n), dtype=bool)
-        self.heard_step = np.full((n, n), -1, dtype=np.int32)
-        self.heard_from = np.zeros((n, n, 2), dtype=np.int16)
-        self.info_sent = np.zeros((n, n, len(plaza_.openings)), dtype=bool)
+        self.heard: list[dict[int, tuple[int, int, int]]] = [{} for _ in range(n)]
+        """Per listener: shouter index -> (step last heard, shouter's x, y then)."""
+        self.info_sent: set[tuple[int, int, int]] = set()
+        """Exit information already passed on: (sender, receiver, opening number)."""
         self.opening_number = {o.opening_id: k for k, o in enumerate(plaza_.openings)}
         self.seen_adversary_now = np.zeros(n, dtype=bool)
         self.seen_casualty_now = np.zeros(n, dtype=bool)
