@@ -48,6 +48,21 @@ MEMORY_CHARS = 1200
 """Length limit of the rule-based memory summary in a context."""
 
 
+def view_codes(model: EvacuationModel) -> np.ndarray:
+    """A read-only snapshot of the effective terrain codes (flat), shared by the views.
+
+    A view renders lazily, so it keeps the codes of the moment it was made; requests made while
+    the terrain is unchanged share one snapshot instead of a plaza-sized copy each.
+    """
+    codes = model.effective.codes.ravel()
+    snap = getattr(model, "_view_codes", None)
+    if snap is None or not np.array_equal(snap, codes):
+        snap = codes.copy()
+        snap.flags.writeable = False
+        model._view_codes = snap
+    return snap
+
+
 def known_openings(
     model: EvacuationModel, i: int, codes: np.ndarray
 ) -> tuple[list[KnownOpening], list[OpeningAnchor]]:
@@ -169,9 +184,7 @@ def decision_request(
         else:
             entities[cell] = "p"
             people.append((cx, cy))
-    view = SymbolicView(
-        cells, height, model.effective.codes.ravel().copy(), (x, y), entities
-    )
+    view = SymbolicView(cells, height, view_codes(model), (x, y), entities)
     codes = model.belief.codes(i)
     known_mask = (codes != Terrain.UNKNOWN).reshape(width, height)
     passable = passable_mask(codes).reshape(width, height)
@@ -267,7 +280,7 @@ def decision_request(
         previous=agent.previous,
         threat_offsets=tuple(threat_offsets),
         grid_size=(width, height),
-        distances=dist,
+        reachable=np.isfinite(dist),
         belief_codes=codes,
     )
     return DecisionRequest(EVACUATION_MOVE, agent.unique_id, context)

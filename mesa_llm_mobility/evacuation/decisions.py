@@ -114,7 +114,11 @@ class EvacuationContext:
     previous: PreviousDecision | None
     threat_offsets: tuple[tuple[int, int], ...] = ()
     grid_size: tuple[int, int] = (0, 0)
-    distances: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    reachable: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=bool), repr=False
+    )
+    """Flat mask of the cells reachable through observed cells (the routing distance is finite);
+    a mask rather than the float distances keeps a pending request small."""
     belief_codes: np.ndarray = field(
         default_factory=lambda: np.zeros(0, dtype=np.uint8), repr=False
     )
@@ -178,7 +182,7 @@ def _offset_errors(context: EvacuationContext, offset: Offset, label: str) -> li
         ]
     if not passable_mask(np.array([code]))[0]:
         return [f"{where} is not passable (wall, tree or closed gate)"]
-    if not np.isfinite(context.distances[flat]):
+    if not context.reachable[flat]:
         return [f"{where} cannot be reached through cells you have observed"]
     return []
 

@@ -63,12 +63,12 @@ def test_validator_names_the_problem(context):
     _, height = context.grid_size
     x, y = context.position
     codes = context.belief_codes.copy()
-    distances = context.distances.copy()
+    reachable = context.reachable.copy()
     codes[(x + 2) * height + y] = Terrain.UNKNOWN
     codes[(x - 2) * height + y] = Terrain.TREE
     codes[x * height + y + 2] = Terrain.FLOOR
-    distances[x * height + y + 2] = np.inf
-    ctx = dataclasses.replace(context, belief_codes=codes, distances=distances)
+    reachable[x * height + y + 2] = False
+    ctx = dataclasses.replace(context, belief_codes=codes, reachable=reachable)
     assert (
         "not observed"
         in validate_evacuation_move(ctx, decision(target_offset=Offset(dx=2, dy=0)))[0]
