@@ -24,6 +24,9 @@ SHOUT_RADIUS_M = 15.0
 EXIT_INFO_RADIUS_M = 5.0
 """Talking distance for exit information; the paper says "nearby" without a number."""
 
+PAIR_BLOCK = 1 << 20
+"""Receiver-sender distances computed at once by :func:`pairs_within` (about 8 MB a block)."""
+
 
 def pairs_within(
     receivers: np.ndarray, senders: np.ndarray, radius_cells: float
@@ -38,9 +41,18 @@ def pairs_within(
     if len(receivers) == 0 or len(senders) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
-    d = np.sqrt(((receivers[:, None, :] - senders[None, :, :]) ** 2).sum(axis=2))
-    r, s = np.nonzero(d <= radius_cells + 1e-9)
-    return r, s, d[r, s]
+    # in blocks of receivers, so the transient distance block stays near PAIR_BLOCK entries
+    # rather than n x m (the pairs come out in the same row-major order)
+    step = max(1, PAIR_BLOCK // len(senders))
+    rs, ss, ds = [], [], []
+    for lo in range(0, len(receivers), step):
+        block = receivers[lo : lo + step]
+        d = np.sqrt(((block[:, None, :] - senders[None, :, :]) ** 2).sum(axis=2))
+        r, s = np.nonzero(d <= radius_cells + 1e-9)
+        rs.append(r + lo)
+        ss.append(s)
+        ds.append(d[r, s])
+    return np.concatenate(rs), np.concatenate(ss), np.concatenate(ds)
 
 
 def approximate_distance_m(distance_m: float) -> int:
