@@ -12,6 +12,7 @@ import argparse
 import time
 
 from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.personality import mixed_composition
 from mesa_llm_mobility.evacuation.plaza import load_plaza
 
 
@@ -28,16 +29,9 @@ def bench(n: int, steps: int, seed: int) -> dict[str, float]:
             record_positions=True,
         )
     else:
-        counts = {
-            "average": n // 5,
-            "calm_independent": n // 5,
-            "rule_following": n // 5,
-            "anxious_conformist": n // 5,
-        }
-        counts["bold_solitary"] = n - sum(counts.values())
         model = EvacuationModel(
             plaza,
-            composition=counts,
+            composition=mixed_composition(n),
             random_spawn=True,
             rng=seed,
             time_limit_s=steps / 3,

@@ -31,6 +31,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.personality import mixed_composition
 from mesa_llm_mobility.evacuation.plaza import parse_plaza
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
 
@@ -92,16 +93,9 @@ def _child(model_name: str, n: int, steps: int) -> dict[str, float]:
         model.memory_store.close()
     else:
         plaza = parse_plaza(generated_plaza_text(n), source=f"generated_{n}")
-        counts = {
-            "average": n // 5,
-            "calm_independent": n // 5,
-            "rule_following": n // 5,
-            "anxious_conformist": n // 5,
-        }
-        counts["bold_solitary"] = n - sum(counts.values())
         model = EvacuationModel(
             plaza,
-            composition=counts,
+            composition=mixed_composition(n),
             random_spawn=True,
             rng=0,
             time_limit_s=steps / 3,

@@ -179,6 +179,24 @@ COMPOSITIONS: dict[str, dict[str, int]] = {
 """The eight experimental compositions of the eleven-person group (spec, paper Sec. 3.2)."""
 
 
+def mixed_composition(n: int) -> dict[str, int]:
+    """``n`` pedestrians spread evenly over the five archetypes (the rest are bold solitaries).
+
+    The crowd the scaling benchmarks use, so that every archetype's behaviour is present.
+
+    Args:
+        n: Number of pedestrians (>= 1).
+
+    Returns:
+        Archetype counts, in :data:`ARCHETYPES` order, summing to ``n``.
+    """
+    if n < 1:
+        raise ValueError(f"a mixed composition needs at least one pedestrian, got {n}")
+    counts = {name: n // len(ARCHETYPES) for name in ARCHETYPES}
+    counts["bold_solitary"] += n - sum(counts.values())
+    return counts
+
+
 def composition_profiles(composition: str | Mapping[str, int]) -> list[Personality]:
     """Profiles of a composition letter (A-H) or of explicit archetype counts, in a fixed order.
 

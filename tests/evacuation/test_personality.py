@@ -5,6 +5,7 @@ from mesa_llm_mobility.evacuation.personality import (
     COMPOSITIONS,
     band,
     composition_profiles,
+    mixed_composition,
 )
 
 
@@ -56,3 +57,13 @@ def test_identity_text_has_scores_bands_facets_and_anchors():
     assert "hesitate and revisit choices" in text
     assert "openness 40 (low; salient: prefers the familiar" in text
     assert ARCHETYPES["average"].facets() == {}
+
+
+def test_mixed_composition_spreads_a_crowd_over_the_five_archetypes():
+    counts = mixed_composition(1003)
+    assert list(counts) == list(ARCHETYPES)
+    assert sum(counts.values()) == 1003
+    assert counts["average"] == 200 and counts["bold_solitary"] == 203
+    assert len(composition_profiles(counts)) == 1003
+    with pytest.raises(ValueError, match="at least one pedestrian"):
+        mixed_composition(0)
