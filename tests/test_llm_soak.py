@@ -3,7 +3,7 @@
 Every kind of failure a real provider shows is mixed into the answers (truncated JSON, schema
 violations, 429 with and without Retry-After, 500, a hang past the timeout, a dropped
 connection, a 401 that echoes the key), while the scripted answers are otherwise what a sensible traveller or pedestrian
-would say. The runs must complete, resolve every decision (ok, repaired or fallback, each with
+would say, and answers come slowly (0-0.3 s, out of order). The runs must complete, resolve every decision (ok, repaired or fallback, each with
 its reason), count exactly the HTTP calls the server received, and write no secret anywhere.
 The long version (the reference town for 3 days at 1 s latency) is
 ``benchmarks/bench_llm_soak.py``.
@@ -29,6 +29,11 @@ from mesa_llm_mobility.urban.runner import run_urban, urban_config
 KEY = "soak-suite-key-5e1d7c0a93"
 RESOLVED = {"ok", "repaired", "fallback"}
 FAULTS = provider_faults()  # the 401 is not retried: the rule policy answers
+
+
+def _slow_sometimes(body):
+    """Answers take 0-0.3 s, by the prompt: batches finish out of order, as real ones do."""
+    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.05
 
 
 def _brain_options(server, ledger=None):
@@ -67,7 +72,9 @@ def urban_soak(tmp_path_factory):
     out = tmp_path_factory.mktemp("soak") / "urban"
     # the reference town: 60 travellers, more than enough to evict indexes from a small cache
     config = urban_config(days=1, seed=4, brain="llm:openai/fake-model")
-    with FakeLLMServer(with_faults(traveller.respond, FAULTS, every=4)) as server:
+    with FakeLLMServer(
+        with_faults(traveller.respond, FAULTS, every=4), latency_s=_slow_sometimes
+    ) as server:
         result = run_urban(
             out, config, progress=False, brain_options=_brain_options(server)
         )
@@ -135,7 +142,9 @@ def test_urban_memories_stay_queryable_when_their_indexes_are_evicted(urban_soak
 
 def test_evacuation_run_completes_with_every_decision_resolved(tmp_path):
     ledger_path = tmp_path / "ledger.jsonl"
-    with FakeLLMServer(with_faults(pedestrian.respond, FAULTS, every=5)) as server:
+    with FakeLLMServer(
+        with_faults(pedestrian.respond, FAULTS, every=5), latency_s=_slow_sometimes
+    ) as server:
         model = EvacuationModel(
             composition={"average": 6},
             rng=1,
