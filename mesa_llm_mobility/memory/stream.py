@@ -349,11 +349,18 @@ class MemoryStream:
             Number of writes made.
         """
         log, self._log = self._log, []
+        adds: list[ConceptNode] = []
         for operation, arguments in log:
             if operation == "add":
-                self._write_add(arguments)
-            else:
-                getattr(self, f"_write_{operation}")(*arguments)
+                # consecutive adds are one Chroma add (one index write to disk, not one each)
+                adds.extend(arguments)
+                continue
+            if adds:
+                self._write_add(adds)
+                adds = []
+            getattr(self, f"_write_{operation}")(*arguments)
+        if adds:
+            self._write_add(adds)
         return len(log)
 
     def _index(self, node: ConceptNode) -> None:
