@@ -8,8 +8,10 @@ only::
         config.json            the resolved configuration (:func:`evacuation_config`)
         metadata.json          versions, creation time; extra: brain, pedestrians, steps, end time
         ledger.jsonl           every LLM exchange (LLM brains only)
-        tables/<name>.parquet  positions, decisions, events, pedestrians, outcomes, model;
-                               llm_summary (the ledger's summary, LLM brains only)
+        tables/<name>.parquet  positions, decisions, events, pedestrians, outcomes, model,
+                               memory_versions; llm_summary (the ledger's summary, LLM
+                               brains only)
+        memory/                the Chroma store: each pedestrian's memory revisions
         plots/trajectories.png
 
 Resume and fork are urban-only: an evacuation writes no checkpoints.
@@ -32,10 +34,19 @@ from mesa_llm_mobility.evacuation.layers import GateSchedule
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.outputs import plot_trajectories
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
+from mesa_llm_mobility.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
 
-TABLES = ("positions", "decisions", "events", "pedestrians", "outcomes", "model")
+TABLES = (
+    "positions",
+    "decisions",
+    "events",
+    "pedestrians",
+    "outcomes",
+    "model",
+    "memory_versions",
+)
 """The tables an evacuation run writes (``tables/<name>.parquet``)."""
 
 LLM_SUMMARY_TABLE = "llm_summary"
@@ -125,6 +136,7 @@ def run_evacuation(
     *,
     overwrite: bool = False,
     brain_options: BrainOptions | None = None,
+    memory_stream: bool = True,
 ) -> EvacuationRun:
     """Run one evacuation to its end and write its run directory ``out``.
 
@@ -135,6 +147,9 @@ def run_evacuation(
         brain_options: Extra :func:`~mesa_llm_mobility.cognition.make_brain` options for LLM
             brains (``api_base``, ``timeout_s``, ...); never written to the config. An LLM
             brain's ledger is the run's ``ledger.jsonl``.
+        memory_stream: Also store every memory revision in the pedestrians' Chroma memory
+            streams under ``memory/`` (offline hash embedding); the ``memory_versions`` table
+            is written either way.
 
     Returns:
         The run directory, the finished model and the plot.
@@ -148,7 +163,11 @@ def run_evacuation(
     if parse_brain_setting(str(config["brain"]))[0] == "llm":
         options.setdefault("ledger", run.ledger_path)
     schedule = config["gate_schedule"]
+    store = None
     try:
+        if memory_stream:
+            store = MemoryStore.persistent(run.memory_dir, embedding="hash")
+            store.defer_writes = True
         model = EvacuationModel(
             plaza=config["plaza"],
             composition=config["composition"],
@@ -160,13 +179,20 @@ def run_evacuation(
             gate_schedule=GateSchedule(
                 schedule["closing_at_s"], schedule["closed_at_s"]
             ),
+            memory_store=store,
         )
     except BaseException:
         # a refused configuration leaves no run behind (it holds only config and metadata)
+        if store is not None:
+            store.close()
         shutil.rmtree(run.path, ignore_errors=True)
         raise
-    with model:
-        model.run()
+    try:
+        with model:
+            model.run()
+    finally:
+        if store is not None:
+            store.close()
     plot = write_run(model, run)
     return EvacuationRun(run, model, plot)
 
@@ -207,8 +233,8 @@ def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
         model: The model.
 
     Returns:
-        ``positions``, ``decisions``, ``events``, ``pedestrians``, ``outcomes`` and ``model``
-        (the per-step model reporters, with a ``step`` column).
+        ``positions``, ``decisions``, ``events``, ``pedestrians``, ``outcomes``, ``model``
+        (the per-step model reporters, with a ``step`` column) and ``memory_versions``.
     """
     return {
         "positions": model.positions_frame(),
@@ -216,6 +242,7 @@ def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
         "events": model.events_frame(),
         "pedestrians": model.pedestrians_frame(),
         "outcomes": model.outcomes_frame(),
+        "memory_versions": model.memory_versions_frame(),
         "model": model.datacollector.get_model_vars_dataframe()
         .reset_index(drop=True)
         .rename_axis("step")

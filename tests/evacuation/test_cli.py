@@ -10,7 +10,15 @@ from mesa_llm_mobility.evacuation import scripted_llm
 from mesa_llm_mobility.evacuation.timing import due_step
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 
-TABLES = ("positions", "decisions", "events", "outcomes", "pedestrians", "model")
+TABLES = (
+    "positions",
+    "decisions",
+    "events",
+    "outcomes",
+    "pedestrians",
+    "model",
+    "memory_versions",
+)
 
 
 def test_evac_run_writes_run_directory_and_prints_summary(tmp_path, capsys):
@@ -114,9 +122,13 @@ def test_evac_run_through_the_llm_brain_writes_the_ledger(
     assert code == 0
     assert "HTTP calls" in capsys.readouterr().out
     run = RunDirectory.open(out)
-    records = Ledger.read(run.ledger_path)
+    every_record = Ledger.read(run.ledger_path)
     decisions = run.read_table("decisions")
-    assert {r["kind"] for r in records} == set(decisions["kind"]) == {"EvacuationMove"}
+    assert {r["kind"] for r in every_record} == {"EvacuationMove", "EvacuationMemory"}
+    assert set(decisions["kind"]) == {"EvacuationMove"}
+    records = [r for r in every_record if r["kind"] == "EvacuationMove"]
+    memory = run.read_table("memory_versions")
+    assert 0 < len(memory) <= len(every_record) - len(records)
     key = ["request_step", "agent_id"]
     answered = pd.DataFrame(
         {
@@ -155,10 +167,11 @@ def test_evac_run_through_the_llm_brain_writes_the_ledger(
         replaced = ((mine > row.request_step) & (mine < due)).any()
         assert due >= steps or (pd.notna(left) and left <= due) or replaced, row
     summary = run.read_table("llm_summary").set_index("kind")
-    # the faults showed: repair rounds, and more calls than decisions (retries)
-    assert summary.loc["all", "repairs"] >= 1
-    assert summary.loc["all", "http_calls"] > len(records)
+    # the faults showed: rejected decisions (paper semantics) or repaired memory revisions,
+    # and more calls than decisions (retries)
+    assert summary.loc["all", "repairs"] + summary.loc["all", "rejected"] >= 1
+    assert summary.loc["all", "http_calls"] > len(every_record)
     assert summary.loc["all", "http_calls"] == requests
-    assert summary.loc["all", "decisions"] == len(records)
+    assert summary.loc["all", "decisions"] == len(every_record)
     assert "sk-evac-cli-local" not in json.dumps(run.config)
     assert b"sk-evac-cli-local" not in run.ledger_path.read_bytes()
