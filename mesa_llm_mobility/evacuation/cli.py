@@ -48,6 +48,7 @@ def run_command(args: argparse.Namespace) -> int:
         brain=args.brain,
         time_limit_s=args.time_limit,
         gate_schedule=GateSchedule(args.gates_closing_at, args.gates_closed_at),
+        rejection=args.rejection,
     )
     result = run_evacuation(
         args.out, config, overwrite=args.overwrite, brain_options=brain_options(args)
@@ -113,6 +114,14 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=35.0 / 3.0,
         help="seconds until gates are closed (default 11.67)",
+    )
+    run.add_argument(
+        "--rejection",
+        choices=("paper", "repair"),
+        default="paper",
+        help="an invalid LLM answer: 'paper' rejects it (the pedestrian keeps its plan and is "
+        "told why next turn), 'repair' re-prompts then falls back to the rule policy "
+        "(default paper)",
     )
     run.add_argument("--out", required=True, help="run directory to write")
     run.add_argument(

@@ -9,8 +9,10 @@ only::
         metadata.json          versions, creation time; extra: brain, pedestrians, steps, end time
         ledger.jsonl           every LLM exchange (LLM brains only)
         tables/<name>.parquet  positions, decisions, events, pedestrians, outcomes, model,
-                               memory_versions; llm_summary (the ledger's summary, LLM
-                               brains only)
+                               memory_versions, memory_operations; llm_summary (the
+                               ledger's summary, LLM brains only)
+        knowledge_graph.graphml  the run's knowledge graph (memory, decisions, routes,
+                               affect, observations)
         memory/                the Chroma store: each pedestrian's memory revisions
         plots/trajectories.png
 
@@ -30,6 +32,13 @@ import pandas as pd
 
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.settings import BrainOptions, parse_brain_setting
+from mesa_llm_mobility.evacuation.knowledge_graph import (
+    knowledge_graph,
+    memory_links_per_decision,
+    memory_operations,
+    operation_counts,
+    write_graphml,
+)
 from mesa_llm_mobility.evacuation.layers import GateSchedule
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.outputs import plot_trajectories
@@ -46,6 +55,7 @@ TABLES = (
     "outcomes",
     "model",
     "memory_versions",
+    "memory_operations",
 )
 """The tables an evacuation run writes (``tables/<name>.parquet``)."""
 
@@ -53,6 +63,9 @@ LLM_SUMMARY_TABLE = "llm_summary"
 """The ledger's summary (one row per decision kind and ``all``), for LLM brains."""
 
 PLOT_FILE = "trajectories.png"
+
+GRAPH_FILE = "knowledge_graph.graphml"
+"""The run's knowledge graph (:func:`~.knowledge_graph.knowledge_graph`), as GraphML."""
 
 
 class GateTimes(TypedDict):
@@ -72,6 +85,7 @@ class EvacuationConfig(TypedDict):
     brain: str
     time_limit_s: float
     gate_schedule: GateTimes
+    rejection: str
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,7 @@ def evacuation_config(
     brain: str = "rules",
     time_limit_s: float = 240.0,
     gate_schedule: GateSchedule | None = None,
+    rejection: str = "paper",
 ) -> EvacuationConfig:
     """The resolved configuration of one evacuation run (what ``config.json`` holds).
 
@@ -109,6 +124,7 @@ def evacuation_config(
         brain: ``"rules"`` or ``"llm:<litellm model>"``.
         time_limit_s: Run length limit in seconds.
         gate_schedule: When the gates close (default: the paper's schedule).
+        rejection: ``"paper"`` or ``"repair"`` (see :class:`EvacuationModel`).
 
     Returns:
         The configuration, JSON-ready.
@@ -127,6 +143,7 @@ def evacuation_config(
             "closing_at_s": schedule.closing_at_s,
             "closed_at_s": schedule.closed_at_s,
         },
+        "rejection": rejection,
     }
 
 
@@ -180,6 +197,7 @@ def run_evacuation(
                 schedule["closing_at_s"], schedule["closed_at_s"]
             ),
             memory_store=store,
+            rejection=config.get("rejection", "paper"),
         )
     except BaseException:
         # a refused configuration leaves no run behind (it holds only config and metadata)
@@ -207,13 +225,20 @@ def write_run(model: EvacuationModel, run: RunDirectory) -> Path:
     Returns:
         The trajectory plot (``plots/trajectories.png``).
     """
-    for name, table in run_tables(model).items():
+    tables = run_tables(model)
+    for name, table in tables.items():
         run.write_table(name, table)
+    graph = knowledge_graph(
+        tables["memory_versions"], tables["decisions"], tables["events"]
+    )
+    write_graphml(graph, run.path / GRAPH_FILE)
     extra: dict[str, Any] = {
         "brain": model.brain.name,
         "pedestrians": model.n_pedestrians,
         "steps": model.tick,
         "ended_at_s": round(model.time_s, 4),
+        "memory_operations": operation_counts(tables["memory_operations"]),
+        "memory_links_per_decision": round(memory_links_per_decision(graph), 3),
     }
     run.update_metadata(extra)
     if run.ledger_path.is_file():
@@ -234,7 +259,8 @@ def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
 
     Returns:
         ``positions``, ``decisions``, ``events``, ``pedestrians``, ``outcomes``, ``model``
-        (the per-step model reporters, with a ``step`` column) and ``memory_versions``.
+        (the per-step model reporters, with a ``step`` column), ``memory_versions`` and
+        ``memory_operations`` (:func:`~.knowledge_graph.memory_operations`).
     """
     return {
         "positions": model.positions_frame(),
@@ -243,6 +269,7 @@ def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
         "pedestrians": model.pedestrians_frame(),
         "outcomes": model.outcomes_frame(),
         "memory_versions": model.memory_versions_frame(),
+        "memory_operations": memory_operations(model.memory_versions_frame()),
         "model": model.datacollector.get_model_vars_dataframe()
         .reset_index(drop=True)
         .rename_axis("step")

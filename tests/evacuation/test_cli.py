@@ -18,6 +18,7 @@ TABLES = (
     "pedestrians",
     "model",
     "memory_versions",
+    "memory_operations",
 )
 
 
