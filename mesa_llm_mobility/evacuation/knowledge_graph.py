@@ -54,9 +54,7 @@ OPERATION_COLUMNS = (
 TRACKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "threat",
-        re.compile(
-            r"armed|rushing|attack|knife|motionless|lying|body|\bA\b|\bD\b", re.I
-        ),
+        re.compile(r"armed|rushing|attack|knife|adversary|motionless|lying|body", re.I),
     ),
     ("communication", re.compile(r"told|shout|heard|message|warn", re.I)),
     ("opening", re.compile(r"\bexit|\bgate|opening|\bE\d|\bG\d", re.I)),
@@ -223,6 +221,11 @@ def _memory_at(memory_versions: pd.DataFrame, agent_id: int, step: int) -> int |
     return None if mine.empty else int(mine["version"].max())
 
 
+def _text(value: object) -> str | None:
+    """A table cell as text, ``None`` for missing values (None or NaN) and empty strings."""
+    return value if isinstance(value, str) and value else None
+
+
 def _clean(attributes: dict[str, object]) -> dict[str, object]:
     """GraphML holds strings and numbers: ``None`` and NaN become empty strings."""
     out: dict[str, object] = {}
@@ -343,8 +346,10 @@ def knowledge_graph(
             )
             for item in memory_nodes.get((agent_id, version), []) if version else []:
                 graph.add_edge(node, item, relation="informed_by")
-            target = decision.get("opening_id") or decision.get("anchor_kind")
-            if isinstance(target, str) and target:
+            target = _text(decision.get("opening_id")) or _text(
+                decision.get("anchor_kind")
+            )
+            if target:
                 route = f"route:{agent_id}:{target}"
                 graph.add_node(route, type="route", agent_id=agent_id, target=target)
                 graph.add_edge(node, route, relation="chose")
