@@ -10,16 +10,14 @@ both roles:
 * the memory role: keep the first three sentences of the current memory (so later facts are
   forgotten by omission) and add one first-person sentence about the committed decision.
 
-:func:`with_unoffered_routes` wraps a responder so that every n-th decision names a route that
-was not offered, which the engine rejects: for tests of the rejection semantics.
+:func:`with_unoffered_routes` wraps a responder so that some decisions (chosen by their prompt)
+name a route that was not offered, which the engine rejects: for tests of the rejection semantics.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
-import threading
 from typing import Any
 
 from mesa_llm_mobility.cognition.testing import Reply, Responder, json_content
@@ -85,33 +83,31 @@ def respond(body: dict[str, Any]) -> Reply:
 
 
 def with_unoffered_routes(responder: Responder, every: int) -> Responder:
-    """Wrap ``responder`` so that every ``every``-th decision answer names route ``R99``.
+    """Wrap ``responder`` so that about one decision answer in ``every`` names route ``R99``.
 
+    Which ones is decided by the prompt (its character sum modulo ``every``), not by arrival
+    order, so two runs of the same model get the same answers however the calls interleave.
     Memory requests pass through unchanged; ``R99`` is never offered, so the validator rejects
     the answer (``route_id 'R99' was not offered``).
 
     Args:
         responder: The normal answers.
-        every: Period (>= 1) over decision requests.
+        every: Period (>= 1); 1 makes every decision invalid.
 
     Returns:
-        The wrapped responder (thread-safe).
+        The wrapped responder.
 
     Raises:
         ValueError: If ``every`` < 1.
     """
     if every < 1:
         raise ValueError("with_unoffered_routes needs every >= 1")
-    counter = itertools.count(1)
-    lock = threading.Lock()
 
     def respond_(body: dict[str, Any]) -> Reply:
         reply = responder(body)
         if is_memory_request(body) or not isinstance(reply, str):
             return reply
-        with lock:
-            n = next(counter)
-        if n % every:
+        if sum(map(ord, body["messages"][-1]["content"])) % every:
             return reply
         decision = json.loads(reply)
         decision.update(action="move", route_id="R99")
