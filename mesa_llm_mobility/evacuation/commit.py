@@ -166,18 +166,7 @@ def apply_decision(
                 else None
             )
         )
-    queue_revision(
-        model,
-        agent,
-        turn_summary(
-            context,
-            out,
-            intent=agent.intent,
-            target=target if accepted else None,
-            feedback=feedback,
-            time_s=step_time_s(model.tick),
-        ),
-    )
+    _remember_turn(model, agent, context, out, target if accepted else None, feedback)
     model.record_decision(
         result,
         _time_columns(model, context),
@@ -199,6 +188,29 @@ def apply_decision(
         nearest_known_opening=nearest_known,
         x=x,
         y=y,
+    )
+
+
+def _remember_turn(
+    model: EvacuationModel,
+    agent: Pedestrian,
+    context: EvacuationContext,
+    out: EvacuationDecision | None,
+    target: str | None,
+    feedback: str,
+) -> None:
+    """Queue the memory role's revision for the turn just committed."""
+    queue_revision(
+        model,
+        agent,
+        turn_summary(
+            context,
+            out,
+            intent=agent.intent,
+            target=target,
+            feedback=feedback,
+            time_s=step_time_s(model.tick),
+        ),
     )
 
 
@@ -248,18 +260,7 @@ def keep_previous(
     )
     agent.last_effect_step = model.tick
     agent.blocked_steps = 0
-    queue_revision(
-        model,
-        agent,
-        turn_summary(
-            context,
-            None,
-            intent=agent.intent,
-            target=None,
-            feedback=feedback,
-            time_s=step_time_s(model.tick),
-        ),
-    )
+    _remember_turn(model, agent, context, None, None, feedback)
     model.record_decision(
         result,
         _time_columns(model, context),
