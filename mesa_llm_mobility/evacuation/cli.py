@@ -51,7 +51,11 @@ def run_command(args: argparse.Namespace) -> int:
         rejection=args.rejection,
     )
     result = run_evacuation(
-        args.out, config, overwrite=args.overwrite, brain_options=brain_options(args)
+        args.out,
+        config,
+        overwrite=args.overwrite,
+        brain_options=brain_options(args),
+        memory_stream=args.memory_stream,
     )
     model = result.model
     table = summary_table(model.outcomes_frame(), model.pedestrians_frame())
@@ -122,6 +126,13 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
         help="an invalid LLM answer: 'paper' rejects it (the pedestrian keeps its plan and is "
         "told why next turn), 'repair' re-prompts then falls back to the rule policy "
         "(default paper)",
+    )
+    run.add_argument(
+        "--memory-stream",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also store every memory revision in the pedestrians' Chroma streams under "
+        "memory/ (default on; the memory_versions table is written either way)",
     )
     run.add_argument("--out", required=True, help="run directory to write")
     run.add_argument(

@@ -14,6 +14,7 @@ only::
         knowledge_graph.graphml  the run's knowledge graph (memory, decisions, routes,
                                affect, observations)
         memory/                the Chroma store: each pedestrian's memory revisions
+                               (``memory_stream=True``, as ``mlm evac run`` does)
         plots/trajectories.png
 
 Resume and fork are urban-only: an evacuation writes no checkpoints.
@@ -153,7 +154,7 @@ def run_evacuation(
     *,
     overwrite: bool = False,
     brain_options: BrainOptions | None = None,
-    memory_stream: bool = True,
+    memory_stream: bool = False,
 ) -> EvacuationRun:
     """Run one evacuation to its end and write its run directory ``out``.
 
@@ -165,8 +166,9 @@ def run_evacuation(
             brains (``api_base``, ``timeout_s``, ...); never written to the config. An LLM
             brain's ledger is the run's ``ledger.jsonl``.
         memory_stream: Also store every memory revision in the pedestrians' Chroma memory
-            streams under ``memory/`` (offline hash embedding); the ``memory_versions`` table
-            is written either way.
+            streams under ``memory/`` (offline hash embedding; about 2.5 s more for a run of
+            11 pedestrians, so sweeps leave it off); the ``memory_versions`` table is written
+            either way. ``mlm evac run`` turns it on.
 
     Returns:
         The run directory, the finished model and the plot.

@@ -1,5 +1,6 @@
 import json
 
+import networkx as nx
 import pandas as pd
 import pytest
 
@@ -7,8 +8,10 @@ from mesa_llm_mobility.cli import build_parser, main
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, with_faults
 from mesa_llm_mobility.evacuation import scripted_llm
+from mesa_llm_mobility.evacuation.knowledge_graph import operation_counts
 from mesa_llm_mobility.evacuation.timing import due_step
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
+from mesa_llm_mobility.memory.store import MemoryStore
 
 TABLES = (
     "positions",
@@ -50,6 +53,22 @@ def test_evac_run_writes_run_directory_and_prints_summary(tmp_path, capsys):
     assert run.config["seed"] == 0 and run.config["brain"] == "rules"
     assert run.metadata["extra"]["brain"] == "rules"
     assert not run.ledger_path.exists()  # the rule brain keeps no ledger
+    assert run.config["rejection"] == "paper"
+    # every memory revision is in the table and in the agent's Chroma stream
+    versions = run.read_table("memory_versions")
+    store = MemoryStore.open(run.memory_dir)
+    try:
+        for agent_id, rows in versions.groupby("agent_id"):
+            stored = [n.content for n in store.stream(int(agent_id)).nodes()]
+            assert stored == rows["memory"].tolist()
+    finally:
+        store.close()
+    counts = run.metadata["extra"]["memory_operations"]
+    assert counts == operation_counts(run.read_table("memory_operations"))
+    assert counts["write"] > 0
+    graph = nx.read_graphml(out / "knowledge_graph.graphml")
+    types = {data["type"] for _, data in graph.nodes(data=True)}
+    assert {"memory", "decision", "affect"} <= types
 
 
 def test_evac_run_refuses_an_earlier_run_unless_overwrite(tmp_path, capsys):
