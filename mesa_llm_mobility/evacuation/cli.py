@@ -1,4 +1,4 @@
-"""``mlm evac ...`` commands: run one evacuation and print its summary.
+"""``mlm evac ...`` commands: run one evacuation and print its summary; draw a pedestrian's lanes.
 
 The lead's ``mesa_llm_mobility/cli.py`` calls :func:`add_evac_commands` on its subparsers.
 """
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 import pandas as pd
 
@@ -73,8 +75,44 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def lanes_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm evac lanes``: one pedestrian's five-lane figure from a saved run."""
+    from mesa_llm_mobility.evacuation.knowledge_graph import (  # noqa: PLC0415
+        plot_agent_lanes,
+    )
+    from mesa_llm_mobility.experiment.run_directory import (  # noqa: PLC0415
+        RunDirectory,
+    )
+
+    run = RunDirectory.open(args.run)
+    tables = {
+        name: run.read_table(name)
+        for name in ("memory_versions", "decisions", "events", "positions")
+    }
+    known = sorted(int(a) for a in tables["decisions"]["agent_id"].unique())
+    if args.agent not in known:
+        print(
+            f"error: {args.run}: no pedestrian {args.agent} in the decisions table "
+            f"(pedestrians: {', '.join(map(str, known))})",
+            file=sys.stderr,
+        )
+        return 2
+    out = args.out or run.plots_dir / f"lanes_{args.agent}.png"
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    path = plot_agent_lanes(
+        args.agent,
+        tables["memory_versions"],
+        tables["decisions"],
+        tables["events"],
+        tables["positions"],
+        out,
+    )
+    print(f"lanes of pedestrian {args.agent} written to {path}")
+    return 0
+
+
 def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``evac run`` on the ``mlm`` subparsers."""
+    """Register ``evac run`` and ``evac lanes`` on the ``mlm`` subparsers."""
     evac = subparsers.add_parser(
         "evac", help="crowd evacuation under a moving threat (plaza)"
     )
@@ -140,3 +178,16 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     add_brain_arguments(run)
     run.set_defaults(handler=run_command)
+    lanes = commands.add_parser(
+        "lanes",
+        help="draw one pedestrian's perception, affect, appraisal, decision and memory lanes",
+        description="Draw one pedestrian's recorded chain of a saved run in five lanes (the "
+        "paper's Fig. 8): perception events, fear and urgency, appraisal, decisions by "
+        "revision depth, memory write / rewrite / forget.",
+    )
+    lanes.add_argument("run", help="run directory written by mlm evac run")
+    lanes.add_argument("--agent", type=int, required=True, help="pedestrian id")
+    lanes.add_argument(
+        "--out", default=None, help="image file (default <run>/plots/lanes_<agent>.png)"
+    )
+    lanes.set_defaults(handler=lanes_command)

@@ -69,6 +69,11 @@ def test_evac_run_writes_run_directory_and_prints_summary(tmp_path, capsys):
     graph = nx.read_graphml(out / "knowledge_graph.graphml")
     types = {data["type"] for _, data in graph.nodes(data=True)}
     assert {"memory", "decision", "affect"} <= types
+    agent_id = int(versions["agent_id"].iloc[0])
+    assert main(["evac", "lanes", str(out), "--agent", str(agent_id)]) == 0
+    assert (run.plots_dir / f"lanes_{agent_id}.png").stat().st_size > 10_000
+    assert main(["evac", "lanes", str(out), "--agent", "999"]) == 2
+    assert "no pedestrian 999 in the decisions table" in capsys.readouterr().err
 
 
 def test_evac_run_refuses_an_earlier_run_unless_overwrite(tmp_path, capsys):
