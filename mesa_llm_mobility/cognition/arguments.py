@@ -93,7 +93,7 @@ def add_brain_arguments(
         "--temperature",
         type=float,
         default=None,
-        help="LLM sampling temperature (default 0)",
+        help="LLM sampling temperature (default 0; the evacuation model 0.2, as its paper)",
     )
     group.add_argument(
         "--timeout",

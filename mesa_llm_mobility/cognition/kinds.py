@@ -30,12 +30,16 @@ class Outcome(StrEnum):
     ``ok``: the first answer was valid. ``repaired``: valid after re-prompting with the errors.
     ``fallback``: no valid answer (or a transport failure), so the rule policy answered.
     ``error``: not even the rule policy could answer; the error is raised to the caller.
+    ``rejected``: the request asked for rejection instead of repair (``on_invalid="reject"``)
+    and the answer was invalid or never came: no output; the model keeps its previous state and
+    tells the agent why on its next turn.
     """
 
     OK = "ok"
     REPAIRED = "repaired"
     FALLBACK = "fallback"
     ERROR = "error"
+    REJECTED = "rejected"
 
 
 class RulePolicyError(RuntimeError):
@@ -223,19 +227,41 @@ def _format_validation_error(error: Any) -> str:
     return f"field {location}: {error.get('msg', 'invalid')}"
 
 
+OnInvalid = Literal["repair", "reject"]
+"""What an LLM brain does with an invalid answer: re-prompt then fall back to the rule policy
+(``repair``), or reject it at once with outcome ``rejected`` and no output (``reject``)."""
+
+
 @dataclass(frozen=True, eq=False)
 class DecisionRequest[ContextT, OutputT: BaseModel]:
-    """An agent's request for a decision of one kind, with the facts it knows."""
+    """An agent's request for a decision of one kind, with the facts it knows.
+
+    Attributes:
+        kind: The decision kind.
+        agent_id: The deciding agent.
+        context: What it knows.
+        sampling: Sampling parameters for this request only (e.g. ``reasoning_effort``),
+            merged over the brain's own; an LLM brain records them and keys replay on them.
+            The rule brain ignores them.
+        on_invalid: See :data:`OnInvalid`; the rule brain's answers are always valid.
+    """
 
     kind: DecisionKind[ContextT, OutputT]
     agent_id: Hashable
     context: ContextT
+    sampling: Mapping[str, Any] | None = None
+    on_invalid: OnInvalid = "repair"
 
     def __post_init__(self) -> None:
         if not isinstance(self.context, self.kind.context_type):
             raise TypeError(
                 f"decision kind {self.kind.name!r} for agent {self.agent_id!r}: context must be "
                 f"{self.kind.context_type.__name__}, got {type(self.context).__name__}"
+            )
+        if self.on_invalid not in ("repair", "reject"):
+            raise ValueError(
+                f"decision kind {self.kind.name!r} for agent {self.agent_id!r}: on_invalid "
+                f"must be 'repair' or 'reject', got {self.on_invalid!r}"
             )
 
 
@@ -245,9 +271,11 @@ class DecisionResult[ContextT, OutputT: BaseModel]:
 
     Attributes:
         request: The request answered.
-        output: The validated answer (from the LLM, a replayed ledger entry, or the rule policy).
+        output: The validated answer (from the LLM, a replayed ledger entry, or the rule
+            policy); ``None`` only for a ``rejected`` outcome.
         outcome: How it was reached (see :class:`Outcome`).
-        reason: Why the rule policy answered, for ``fallback``; ``None`` otherwise.
+        reason: Why the rule policy answered, for ``fallback``, or why the answer was
+            rejected, for ``rejected``; ``None`` otherwise.
         round_errors: What was wrong with each rejected answer, in order (a valid first answer
             has none). A replayed answer carries the same, re-checked from the recorded texts.
         attempts: Transport attempts (HTTP calls) spent; 0 for rule and replayed answers.
@@ -256,7 +284,7 @@ class DecisionResult[ContextT, OutputT: BaseModel]:
     """
 
     request: DecisionRequest[ContextT, OutputT]
-    output: OutputT
+    output: OutputT | None
     outcome: Outcome
     reason: str | None = None
     round_errors: tuple[RoundErrors, ...] = ()

@@ -36,6 +36,7 @@ SUMMARY_COLUMNS = (
     "repaired",
     "fallback",
     "error",
+    "rejected",
     "replayed",
     "repairs",
     "prompt_tokens",
@@ -296,7 +297,9 @@ def llm_summary_lines(summary: pd.DataFrame) -> list[str]:
     decisions = (
         f"LLM decisions    {int(row['decisions'])} (ok {int(row['ok'])}, "
         f"repaired {int(row['repaired'])}, fallback {int(row['fallback'])}, "
-        f"error {int(row['error'])}; replayed {int(row['replayed'])})"
+        f"error {int(row['error'])}"
+        + (f", rejected {int(row['rejected'])}" if row.get("rejected", 0) else "")
+        + f"; replayed {int(row['replayed'])})"
     )
     calls = (
         f"HTTP calls       {int(row['http_calls'])} "

@@ -7,7 +7,11 @@ model is re-prompted with the exact errors (at most ``max_repairs`` times). A re
 no valid answer, or whose transport failed for good, is answered by the kind's rule policy and
 recorded as a ``fallback`` with its reason. Fallbacks are applied in request order after the
 batch, so the rule policies draw from the model's RNG deterministically whatever order the HTTP
-answers arrived in.
+answers arrived in. A request made with ``on_invalid="reject"`` gets no repair round and no
+fallback: its first invalid answer (or failed call) is recorded as ``rejected`` with the reason.
+
+A request's own ``sampling`` parameters are merged over the brain's; ``reasoning_effort`` is sent
+only to models that support it (``litellm.supports_reasoning``, or ``supports_reasoning=True``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from mesa_llm_mobility.cognition.ledger import (
     messages_hash,
     request_key,
 )
+from mesa_llm_mobility.cognition.offline import import_litellm
 from mesa_llm_mobility.cognition.redaction import (
     install_log_redaction,
     redact,
@@ -108,6 +113,9 @@ class LLMBrain(Brain):
             map does not know (a self-hosted or fine-tuned model); such models are registered
             with this price, zero by default, so costs are recorded and litellm's cost lookup
             does not search its whole map on every call.
+        supports_reasoning: Whether to send a request's ``reasoning_effort``; ``None`` asks
+            ``litellm.supports_reasoning`` (litellm would otherwise forward it even to models
+            that reject it).
     """
 
     def __init__(
@@ -129,6 +137,7 @@ class LLMBrain(Brain):
         replay: ReplayIndex | str | Path | None = None,
         extra_params: Mapping[str, Any] | None = None,
         cost_per_token: tuple[float, float] | None = None,
+        supports_reasoning: bool | None = None,
     ) -> None:
         super().__init__(rng=rng, ledger=ledger if ledger is not None else Ledger())
         if not model or not isinstance(model, str):
@@ -162,6 +171,11 @@ class LLMBrain(Brain):
         register_secret(api_key)
         install_log_redaction()
         register_model_price(model, cost_per_token)
+        self.supports_reasoning = (
+            model_supports_reasoning(model)
+            if supports_reasoning is None
+            else bool(supports_reasoning)
+        )
         self.replay = (
             ReplayIndex.from_ledger(replay)
             if isinstance(replay, str | Path)
@@ -206,7 +220,12 @@ class LLMBrain(Brain):
         semaphore = self._semaphore()
         answered = await asyncio.gather(
             *(
-                self._converse(prepared[index][0], prepared[index][1], semaphore)
+                self._converse(
+                    prepared[index][0],
+                    prepared[index][1],
+                    semaphore,
+                    self.request_params(prepared[index][0]),
+                )
                 for index in pending
             )
         )
@@ -220,7 +239,7 @@ class LLMBrain(Brain):
             prepared, exchanges, strict=True
         ):
             assert exchange is not None
-            if exchange.output is None:
+            if exchange.output is None and exchange.outcome is not Outcome.REJECTED:
                 try:
                     exchange.output = request.kind.apply_rule_policy(request, self.rng)
                 except RulePolicyError as error:
@@ -230,7 +249,7 @@ class LLMBrain(Brain):
                     )
                     failure = failure or error
             records.append(self._record(request, messages, digest, key, exchange, tags))
-            if exchange.output is not None:
+            if exchange.output is not None or exchange.outcome is Outcome.REJECTED:
                 results.append(
                     DecisionResult(
                         request=request,
@@ -254,13 +273,28 @@ class LLMBrain(Brain):
             self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
         return self._semaphores[loop]
 
+    def request_params(self, request: DecisionRequest) -> dict[str, Any]:
+        """The sampling parameters sent for ``request``: the brain's, then the request's own.
+
+        A ``reasoning_effort`` is left out for a model without reasoning support.
+        """
+        params = dict(self.params)
+        for name, value in (request.sampling or {}).items():
+            if name == "reasoning_effort" and not self.supports_reasoning:
+                continue
+            params[name] = value
+        return params
+
     def _prepare(
         self, request: DecisionRequest
     ) -> tuple[DecisionRequest, list[Message], str, str]:
         messages = request.kind.messages(request.context)
         digest = messages_hash(messages)
+        params = self.request_params(request)
+        if request.on_invalid != "repair":  # default requests keep their old keys
+            params["on_invalid"] = request.on_invalid
         key = request_key(
-            request.kind.name, request.agent_id, self.model, self.params, digest
+            request.kind.name, request.agent_id, self.model, params, digest
         )
         return request, messages, digest, key
 
@@ -279,8 +313,9 @@ class LLMBrain(Brain):
             carried_attempts=carried_attempts,
         )
         exchange.round_errors = _recheck(request, exchange.rounds)
-        if exchange.outcome is Outcome.FALLBACK:
-            return exchange  # the rule policy answers again, drawing from the RNG as the original did
+        if exchange.outcome in (Outcome.FALLBACK, Outcome.REJECTED):
+            # a fallback's rule policy answers again, drawing from the RNG as the original did
+            return exchange
         try:
             exchange.output = request.kind.output_schema.model_validate(
                 record["result"]
@@ -300,15 +335,18 @@ class LLMBrain(Brain):
         request: DecisionRequest,
         messages: list[Message],
         semaphore: asyncio.Semaphore,
+        params: Mapping[str, Any],
     ) -> _Exchange:
         exchange = _Exchange()
         conversation = list(messages)
-        for round_index in range(self.max_repairs + 1):
+        rejecting = request.on_invalid == "reject"
+        rounds = 1 if rejecting else self.max_repairs + 1
+        for round_index in range(rounds):
             try:
                 completion = await complete(
                     model=self.model,
                     messages=conversation,
-                    params=self.params,
+                    params=params,
                     connection=self._connection,
                     policy=self.policy,
                     semaphore=semaphore,
@@ -324,6 +362,9 @@ class LLMBrain(Brain):
                     {"raw": None, "errors": exchange.errors, "attempts": error.attempts}
                 )
                 exchange.reason = redact(f"transport failed: {error}")
+                if rejecting:
+                    exchange.outcome = Outcome.REJECTED
+                    exchange.reason = redact(f"no answer: transport failed: {error}")
                 return exchange
             exchange.attempts += completion.attempts
             exchange.latency_s += completion.latency_s
@@ -356,6 +397,10 @@ class LLMBrain(Brain):
                     ),
                 },
             ]
+        if rejecting:
+            exchange.outcome = Outcome.REJECTED
+            exchange.reason = "; ".join(exchange.errors[:3])
+            return exchange
         exchange.reason = (
             f"no valid answer after {self.max_repairs} repair(s): "
             + "; ".join(exchange.errors[:3])
@@ -375,7 +420,7 @@ class LLMBrain(Brain):
             kind=request.kind.name,
             agent_id=request.agent_id,
             model=self.model,
-            params=self.params,
+            params=self.request_params(request),
             messages=messages,
             digest=digest,
             key=key,
@@ -394,6 +439,14 @@ class LLMBrain(Brain):
             carried_attempts=exchange.carried_attempts,
             tags=tags,
         )
+
+
+def model_supports_reasoning(model: str) -> bool:
+    """Whether litellm knows ``model`` to accept ``reasoning_effort`` (unknown models: no)."""
+    try:
+        return bool(import_litellm().supports_reasoning(model=model))
+    except Exception:  # litellm raises its own "not mapped" error types
+        return False
 
 
 def _recheck(

@@ -52,6 +52,7 @@ class BrainOptions(TypedDict, total=False):
     max_repairs: int
     extra_params: Mapping[str, Any] | None
     cost_per_token: tuple[float, float] | None
+    supports_reasoning: bool | None
 
 
 DEFAULT_BRAIN = "rules"

@@ -42,7 +42,7 @@ class PendingDecision:
 
 @dataclass
 class PedestrianMemory:
-    """What a pedestrian carries between decisions (the rule-based memory of this issue)."""
+    """What the engine remembers for a pedestrian between decisions (its evidence record)."""
 
     hints: dict[str, ExitHint] = field(default_factory=dict)
     hint_steps: dict[str, int] = field(default_factory=dict)
@@ -63,6 +63,9 @@ class Pedestrian(CellAgent):
         pending: The pending decision, if any.
         previous: Standing goal and feedback of the last applied decision.
         capsule: Short-term context capsule (<= 500 characters).
+        memory_text: Long-term first-person memory (<= 1,200 characters), as the memory role
+            last rewrote it.
+        memory_version: Revisions of ``memory_text`` so far.
         shouting: Whether it shouts while moving (decided to escape).
         visited: Flat cells walked (familiarity).
     """
@@ -85,6 +88,8 @@ class Pedestrian(CellAgent):
         self.pending: PendingDecision | None = None
         self.previous: PreviousDecision | None = None
         self.capsule = ""
+        self.memory_text = ""
+        self.memory_version = 0
         self.situation = "normal"
         self.intent = "tour"
         self.urgency = 0.0

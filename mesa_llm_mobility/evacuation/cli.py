@@ -1,4 +1,4 @@
-"""``mlm evac ...`` commands: run one evacuation and print its summary.
+"""``mlm evac ...`` commands: run one evacuation and print its summary; draw a pedestrian's lanes.
 
 The lead's ``mesa_llm_mobility/cli.py`` calls :func:`add_evac_commands` on its subparsers.
 """
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 import pandas as pd
 
@@ -48,9 +50,14 @@ def run_command(args: argparse.Namespace) -> int:
         brain=args.brain,
         time_limit_s=args.time_limit,
         gate_schedule=GateSchedule(args.gates_closing_at, args.gates_closed_at),
+        rejection=args.rejection,
     )
     result = run_evacuation(
-        args.out, config, overwrite=args.overwrite, brain_options=brain_options(args)
+        args.out,
+        config,
+        overwrite=args.overwrite,
+        brain_options=brain_options(args),
+        memory_stream=args.memory_stream,
     )
     model = result.model
     table = summary_table(model.outcomes_frame(), model.pedestrians_frame())
@@ -68,8 +75,44 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def lanes_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm evac lanes``: one pedestrian's five-lane figure from a saved run."""
+    from mesa_llm_mobility.evacuation.knowledge_graph import (  # noqa: PLC0415
+        plot_agent_lanes,
+    )
+    from mesa_llm_mobility.experiment.run_directory import (  # noqa: PLC0415
+        RunDirectory,
+    )
+
+    run = RunDirectory.open(args.run)
+    tables = {
+        name: run.read_table(name)
+        for name in ("memory_versions", "decisions", "events", "positions")
+    }
+    known = sorted(int(a) for a in tables["decisions"]["agent_id"].unique())
+    if args.agent not in known:
+        print(
+            f"error: {args.run}: no pedestrian {args.agent} in the decisions table "
+            f"(pedestrians: {', '.join(map(str, known))})",
+            file=sys.stderr,
+        )
+        return 2
+    out = args.out or run.plots_dir / f"lanes_{args.agent}.png"
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    path = plot_agent_lanes(
+        args.agent,
+        tables["memory_versions"],
+        tables["decisions"],
+        tables["events"],
+        tables["positions"],
+        out,
+    )
+    print(f"lanes of pedestrian {args.agent} written to {path}")
+    return 0
+
+
 def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``evac run`` on the ``mlm`` subparsers."""
+    """Register ``evac run`` and ``evac lanes`` on the ``mlm`` subparsers."""
     evac = subparsers.add_parser(
         "evac", help="crowd evacuation under a moving threat (plaza)"
     )
@@ -114,9 +157,37 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
         default=35.0 / 3.0,
         help="seconds until gates are closed (default 11.67)",
     )
+    run.add_argument(
+        "--rejection",
+        choices=("paper", "repair"),
+        default="paper",
+        help="an invalid LLM answer: 'paper' rejects it (the pedestrian keeps its plan and is "
+        "told why next turn), 'repair' re-prompts then falls back to the rule policy "
+        "(default paper)",
+    )
+    run.add_argument(
+        "--memory-stream",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also store every memory revision in the pedestrians' Chroma streams under "
+        "memory/ (default on; the memory_versions table is written either way)",
+    )
     run.add_argument("--out", required=True, help="run directory to write")
     run.add_argument(
         "--overwrite", action="store_true", help="replace an earlier run in --out"
     )
     add_brain_arguments(run)
     run.set_defaults(handler=run_command)
+    lanes = commands.add_parser(
+        "lanes",
+        help="draw one pedestrian's perception, affect, appraisal, decision and memory lanes",
+        description="Draw one pedestrian's recorded chain of a saved run in five lanes (the "
+        "paper's Fig. 8): perception events, fear and urgency, appraisal, decisions by "
+        "revision depth, memory write / rewrite / forget.",
+    )
+    lanes.add_argument("run", help="run directory written by mlm evac run")
+    lanes.add_argument("--agent", type=int, required=True, help="pedestrian id")
+    lanes.add_argument(
+        "--out", default=None, help="image file (default <run>/plots/lanes_<agent>.png)"
+    )
+    lanes.set_defaults(handler=lanes_command)

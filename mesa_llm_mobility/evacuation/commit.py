@@ -9,13 +9,14 @@ and feedback, and records the decision's row (:meth:`MobilityModel.record_decisi
 from __future__ import annotations
 
 from time import perf_counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mesa_llm_mobility.evacuation.decisions import (
     EvacuationContext,
     EvacuationDecision,
     PreviousDecision,
 )
+from mesa_llm_mobility.evacuation.memory_flow import queue_revision, turn_summary
 from mesa_llm_mobility.evacuation.perception import heading_index
 from mesa_llm_mobility.evacuation.plaza import Terrain
 from mesa_llm_mobility.evacuation.routing import COMMIT_CELLS, path_to
@@ -78,10 +79,14 @@ def apply_decision(
         result: The brain's answer to its ``EvacuationMove`` request.
     """
     context: EvacuationContext = result.request.context
-    out: EvacuationDecision = result.output
+    out: EvacuationDecision | None = result.output
+    if out is None:
+        keep_previous(model, agent, result)
+        return
     i = agent.index
     x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
     anchor: tuple[int, int] | None = None
+    option = None
     opening: str | None = None
     kind: str | None = None
     route: list[int] = []
@@ -148,20 +153,24 @@ def apply_decision(
     usable = [o for o in known if o.state != "closed"]
     if usable:
         nearest_known = min(usable, key=lambda o: o.distance_m).opening_id
+    target = None
+    if out.action == "move":
+        target = (
+            f"{kind} {opening}"
+            if opening
+            else (
+                f"the frontier to the {option.direction}"
+                if kind == "frontier" and option is not None
+                else f"the cell at offset ({out.target_offset.dx:+d}, {out.target_offset.dy:+d})"
+                if out.target_offset is not None
+                else None
+            )
+        )
+    _remember_turn(model, agent, context, out, target if accepted else None, feedback)
     model.record_decision(
         result,
-        {
-            "request_step": context.step,
-            "applied_step": model.tick,
-            "time_s": step_time_s(model.tick),
-        },
-        trigger=context.trigger,
-        inputs=context.summary(),
-        fear=context.fear,
-        sees_threat=context.sees_adversary or context.sees_casualty,
-        remembered_threat=context.stale_sighting is not None,
-        heard_shouts=len(context.heard_shouts),
-        n_options=len(context.options),
+        _time_columns(model, context),
+        **_context_columns(context),
         action=out.action,
         situation=out.situation,
         intent=out.intent,
@@ -179,6 +188,93 @@ def apply_decision(
         nearest_known_opening=nearest_known,
         x=x,
         y=y,
+    )
+
+
+def _remember_turn(
+    model: EvacuationModel,
+    agent: Pedestrian,
+    context: EvacuationContext,
+    out: EvacuationDecision | None,
+    target: str | None,
+    feedback: str,
+) -> None:
+    """Queue the memory role's revision for the turn just committed."""
+    queue_revision(
+        model,
+        agent,
+        turn_summary(
+            context,
+            out,
+            intent=agent.intent,
+            target=target,
+            feedback=feedback,
+            time_s=step_time_s(model.tick),
+        ),
+    )
+
+
+def _time_columns(model: EvacuationModel, context: EvacuationContext) -> dict[str, Any]:
+    return {
+        "request_step": context.step,
+        "applied_step": model.tick,
+        "time_s": step_time_s(model.tick),
+    }
+
+
+def _context_columns(context: EvacuationContext) -> dict[str, Any]:
+    return {
+        "trigger": context.trigger,
+        "inputs": context.summary(),
+        "fear": context.fear,
+        "sees_threat": context.sees_adversary or context.sees_casualty,
+        "remembered_threat": context.stale_sighting is not None,
+        "heard_shouts": len(context.heard_shouts),
+        "n_options": len(context.options),
+    }
+
+
+def keep_previous(
+    model: EvacuationModel,
+    agent: Pedestrian,
+    result: DecisionResult[EvacuationContext, EvacuationDecision],
+) -> None:
+    """A rejected answer (paper semantics): nothing changes but the feedback for the next turn.
+
+    The pedestrian keeps its route, standing goal and capsule; the reason for the rejection is
+    its feedback on the next turn, and the row records ``outcome`` ``rejected``.
+    """
+    context: EvacuationContext = result.request.context
+    prev = agent.previous
+    feedback = (
+        f"rejected: {result.reason or 'invalid answer'}; your previous plan stays"
+    )
+    agent.previous = PreviousDecision(
+        agent.intent,
+        agent.urgency,
+        agent.situation,
+        prev.route_kind if prev else None,
+        prev.opening_id if prev else None,
+        prev.anchor if prev else None,
+        feedback,
+    )
+    agent.last_effect_step = model.tick
+    agent.blocked_steps = 0
+    _remember_turn(model, agent, context, None, None, feedback)
+    model.record_decision(
+        result,
+        _time_columns(model, context),
+        **_context_columns(context),
+        situation=agent.situation,
+        intent=agent.intent,
+        urgency=agent.urgency,
+        shout=agent.shouting,
+        cells_committed=0,
+        accepted=False,
+        commit_reason=result.reason,
+        revision_level="none",
+        x=int(model.pos[agent.index, 0]),
+        y=int(model.pos[agent.index, 1]),
     )
 
 

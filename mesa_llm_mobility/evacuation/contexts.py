@@ -44,8 +44,13 @@ if TYPE_CHECKING:
     from mesa_llm_mobility.evacuation.agents import Pedestrian
     from mesa_llm_mobility.evacuation.model import EvacuationModel
 
-MEMORY_CHARS = 1200
-"""Length limit of the rule-based memory summary in a context."""
+HIGH_EFFORT_TRIGGERS = frozenset({"first_sighting", "threat_visible"})
+"""Triggers of direct visual evidence: decided at high reasoning effort (paper Sec. 3.4)."""
+
+
+def reasoning_effort(trigger: str) -> str:
+    """``"high"`` for decisions triggered by direct sight of A or D, else ``"low"``."""
+    return "high" if trigger in HIGH_EFFORT_TRIGGERS else "low"
 
 
 def view_codes(model: EvacuationModel) -> np.ndarray:
@@ -117,32 +122,6 @@ def known_openings(
     return known, anchors
 
 
-def memory_text(
-    model: EvacuationModel, agent: Pedestrian, known: list[KnownOpening]
-) -> str:
-    """Rule-based first-person memory summary, at most ``MEMORY_CHARS`` characters."""
-    parts = []
-    for o in known:
-        parts.append(
-            f"I saw {o.kind} {o.opening_id} ({o.state}) to the {o.direction}, about {o.distance_m:.0f} m away."
-        )
-    memory = agent.memory
-    if memory.last_sighting is not None:
-        _cell, step = memory.last_sighting
-        parts.append(
-            f"I saw an armed person at {(model.tick - step) * DT_S:.0f} s ago."
-        )
-    shouters = len(model.heard[agent.index])
-    if shouters:
-        parts.append(f"I heard {shouters} people shouting.")
-    for hint in memory.hints.values():
-        parts.append(
-            f"Pedestrian {hint.sender} told me about {hint.kind} {hint.opening_id}."
-        )
-    text = " ".join(parts)
-    return text[:MEMORY_CHARS]
-
-
 def decision_request(
     model: EvacuationModel, agent: Pedestrian, trigger: str
 ) -> DecisionRequest[EvacuationContext, EvacuationDecision]:
@@ -169,16 +148,19 @@ def decision_request(
     occ = model.occupancy.ravel()[cells]
     entities: dict[int, str] = {}
     people, threats, threat_offsets = [], [], []
+    adversary_ids, body_ids = [], []
     for cell, e in zip(cells.tolist(), occ.tolist(), strict=True):
         if e < 0 or e == i:
             continue
         cx, cy = divmod(cell, height)
         if e == model.n_pedestrians:
             entities[cell] = "A"
+            adversary_ids.append(model.uid(e))
             threats.append((cx, cy))
             threat_offsets.append((cx - x, cy - y))
         elif model.status[e] == REACHED:
             entities[cell] = "D"
+            body_ids.append(model.uid(e))
             threats.append((cx, cy))
             threat_offsets.append((cx - x, cy - y))
         else:
@@ -276,14 +258,22 @@ def decision_request(
         known_openings=tuple(known),
         options=tuple(options),
         capsule=agent.capsule,
-        memory=memory_text(model, agent, known),
+        memory=agent.memory_text,
         previous=agent.previous,
         threat_offsets=tuple(threat_offsets),
+        adversary_ids=tuple(adversary_ids),
+        body_ids=tuple(body_ids),
         grid_size=(width, height),
         reachable=np.isfinite(dist),
         belief_codes=codes,
     )
-    return DecisionRequest(EVACUATION_MOVE, agent.unique_id, context)
+    return DecisionRequest(
+        EVACUATION_MOVE,
+        agent.unique_id,
+        context,
+        sampling={"reasoning_effort": reasoning_effort(trigger)},
+        on_invalid=model.on_invalid,
+    )
 
 
 def due_requests(

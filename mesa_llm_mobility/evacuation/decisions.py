@@ -20,16 +20,16 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
+from mesa_llm_mobility.cognition.kinds import DecisionKind
 from mesa_llm_mobility.evacuation.ascii_view import SymbolicView
 from mesa_llm_mobility.evacuation.communication import ExitHint, HeardShout
 from mesa_llm_mobility.evacuation.personality import Personality
 from mesa_llm_mobility.evacuation.plaza import passable_mask
+from mesa_llm_mobility.evacuation.prompts import CAPSULE_CHARS, render_evacuation_prompt
 from mesa_llm_mobility.evacuation.routing import RouteOption
 
 Situation = Literal["normal", "unsure", "danger"]
 Action = Literal["move", "wait", "turn_and_observe"]
-CAPSULE_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,8 @@ class PreviousDecision:
 class EvacuationContext:
     """What a pedestrian knows when it decides (all of it private).
 
-    The last four fields are engine data for validation and are not shown to the decision maker.
+    The fields after ``previous`` are engine data (validation, the memory role's turn summary)
+    and are not shown to the decision maker.
     """
 
     agent_id: int
@@ -113,6 +114,8 @@ class EvacuationContext:
     memory: str
     previous: PreviousDecision | None
     threat_offsets: tuple[tuple[int, int], ...] = ()
+    adversary_ids: tuple[int, ...] = ()
+    body_ids: tuple[int, ...] = ()
     grid_size: tuple[int, int] = (0, 0)
     reachable: np.ndarray = field(
         default_factory=lambda: np.zeros(0, dtype=bool), repr=False
@@ -213,53 +216,6 @@ def validate_evacuation_move(
     elif decision.route_id is not None:
         errors.append(f"action {decision.action!r} takes no route_id")
     return errors
-
-
-SHARED_POLICY = """You are an ordinary pedestrian in a public plaza. You act only on what you perceive now, your own known map, your memory, your feelings and messages you hear.
-MAP: the view is north-up. Offsets are (dx, dy) relative to @: dx > 0 is east, dy > 0 is north; one cell is 0.4 m. Glyphs: ? unknown, . walkable, # wall/outside, T tree, E exit, G gate open, g gate closing, X gate closed, @ you, p pedestrian, D a person lying motionless, A an armed person rushing at the crowd.
-JUDGMENT: the target is your choice; whether a route is legal is the engine's. Seeing A or D directly is strong evidence of danger; an anonymous shout is uncertain evidence. Targets are usually 5-20 cells away.
-INTENT: intent and urgency are a standing goal; keep them until you decide to change them.
-ROUTE OPTIONS: each route lists its length, familiarity, people along it, clearance from A or D, and whether the 20-cell horizon reaches its anchor. The shortest route need not be chosen.
-PAST EXPERIENCE: use your context capsule and the engine's feedback on your previous answer.
-OUTPUT: one JSON object. For action move give a route_id or a target_offset (observed, passable, reachable through observed cells)."""
-
-
-def render_evacuation_prompt(context: EvacuationContext) -> list[Message]:
-    """System message (shared policy + identity) and user message (view, affect, evidence, options)."""
-    identity = f"IDENTITY: you are pedestrian {context.agent_id}, an adult.\n{context.personality.identity_text()}"
-    lines = [
-        f"Time {context.time_s:.2f} s. You face {context.heading}. Current view:",
-        context.view.text,
-        f"Fear: {context.fear:.2f} ({context.fear_level}); active stimuli: {', '.join(context.stimuli) or 'none'}.",
-    ]
-    if context.heard_shouts:
-        lines.append("Heard: " + "; ".join(s.describe() for s in context.heard_shouts))
-    if context.exit_hints:
-        lines.append("Told: " + "; ".join(h.describe() for h in context.exit_hints))
-    if context.stale_sighting is not None:
-        lines.append(context.stale_sighting.describe())
-    if context.known_openings:
-        lines.append(
-            "Openings you know: "
-            + "; ".join(o.describe() for o in context.known_openings)
-        )
-    lines.append(
-        "Route options:"
-        if context.options
-        else "Route options: none (choose a target_offset, wait or turn_and_observe)"
-    )
-    lines.extend(o.describe() for o in context.options)
-    if context.previous is not None:
-        p = context.previous
-        lines.append(
-            f"Your standing goal: intent {p.intent!r}, urgency {p.urgency:.2f}, situation {p.situation}. Feedback on your previous answer: {p.feedback}"
-        )
-    lines.append(f"Context capsule: {context.capsule or '(empty)'}")
-    lines.append(f"Memory: {context.memory or '(nothing yet)'}")
-    return [
-        {"role": "system", "content": f"{SHARED_POLICY}\n\n{identity}"},
-        {"role": "user", "content": "\n".join(lines)},
-    ]
 
 
 def _angle_between(a: tuple[float, float], b: tuple[float, float]) -> float:

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 from time import perf_counter
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import mesa
 import numpy as np
@@ -24,7 +24,12 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
 from mesa_llm_mobility.cognition.brain import Brain
-from mesa_llm_mobility.cognition.kinds import DecisionResult, dispatch
+from mesa_llm_mobility.cognition.kinds import (
+    DecisionRequest,
+    DecisionResult,
+    OnInvalid,
+    dispatch,
+)
 from mesa_llm_mobility.cognition.settings import BrainOptions
 from mesa_llm_mobility.evacuation.adversary_moves import attack, propose_move
 from mesa_llm_mobility.evacuation.affect import (
@@ -59,6 +64,16 @@ from mesa_llm_mobility.evacuation.layers import (
     EffectiveLayer,
     GateSchedule,
 )
+from mesa_llm_mobility.evacuation.memory_flow import (
+    apply_due_revisions,
+    defer_revision,
+    memory_versions_frame,
+)
+from mesa_llm_mobility.evacuation.memory_role import (
+    EVACUATION_MEMORY,
+    MemoryContext,
+    MemoryRevision,
+)
 from mesa_llm_mobility.evacuation.movement import (
     BLOCKED,
     MOVED,
@@ -89,11 +104,24 @@ from mesa_llm_mobility.evacuation.timing import (
     step_time_s,
 )
 from mesa_llm_mobility.experiment.base_model import MobilityModel
+from mesa_llm_mobility.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
 
 type MoveResult = DecisionResult[EvacuationContext, EvacuationDecision]
 """A brain's answer to an ``EvacuationMove`` request."""
+
+type MemoryResult = DecisionResult[MemoryContext, MemoryRevision]
+"""A brain's answer to an ``EvacuationMemory`` request."""
+
+type Rejection = Literal["paper", "repair"]
+"""How the model treats an invalid LLM answer (see :class:`EvacuationModel`)."""
+
+REJECTION_MODES: dict[str, OnInvalid] = {"paper": "reject", "repair": "repair"}
+"""``rejection`` setting -> the requests' ``on_invalid``."""
+
+PAPER_TEMPERATURE = 0.2
+"""Sampling temperature of both LLM roles in the paper (Sec. 3.4)."""
 
 SIGHT_RADIUS_M = 12.0
 CONE_DEG = 120.0
@@ -119,6 +147,15 @@ class EvacuationModel(MobilityModel):
             (default: only when there are more pedestrians than start cells).
         record_positions: Keep the per-step positions table (large for big crowds).
         stimuli: Fear stimulus intensities.
+        rejection: What happens to an LLM answer that fails validation: ``"paper"`` (default)
+            rejects it, the pedestrian keeps its previous route, goal and capsule and is told
+            why on its next turn; ``"repair"`` re-prompts with the errors, then falls back to
+            the rule policy in the same turn.
+        memory_store: A :class:`~mesa_llm_mobility.memory.MemoryStore` whose per-agent streams
+            receive every long-term memory revision (``None``: the ``memory_versions`` table
+            only).
+
+    LLM brains sample at temperature 0.2 (the paper's) unless ``brain_options`` says otherwise.
 
     The constructor builds the world and the first perception but calls no brain: the
     pedestrians' initial decisions are requested and applied at the start of the first
@@ -166,7 +203,13 @@ class EvacuationModel(MobilityModel):
         record_positions: bool = True,
         stimuli: StimulusIntensities | None = None,
         brain_options: BrainOptions | None = None,
+        rejection: Rejection = "paper",
+        memory_store: MemoryStore | None = None,
     ) -> None:
+        if rejection not in REJECTION_MODES:
+            raise ValueError(
+                f"rejection must be one of {', '.join(REJECTION_MODES)}, got {rejection!r}"
+            )
         if time_limit_s <= 0:
             raise ValueError(f"time_limit_s must be positive, got {time_limit_s}")
         if round(time_limit_s * STEPS_PER_SECOND) > np.iinfo(np.int16).max:
@@ -174,7 +217,16 @@ class EvacuationModel(MobilityModel):
                 f"time_limit_s {time_limit_s} exceeds the belief store's step range"
             )
         plaza = plaza if isinstance(plaza, Plaza) else load_plaza(plaza)
-        super().__init__(brain=brain, brain_options=brain_options, rng=rng)
+        options = {"temperature": PAPER_TEMPERATURE, **(brain_options or {})}
+        super().__init__(brain=brain, brain_options=options, rng=rng)
+        self.rejection: Rejection = rejection
+        self.on_invalid: OnInvalid = REJECTION_MODES[rejection]
+        self.memory_store = memory_store
+        self.memory_queue: list[DecisionRequest[MemoryContext, MemoryRevision]] = []
+        """Memory revisions stated this step, sent with the step's decision requests."""
+        self.memory_due: list[tuple[int, int, MemoryResult]] = []
+        """Memory answers waiting for their boundary: (due step, request step, result)."""
+        self.memory_rows: list[dict[str, object]] = []
         try:
             self._build(
                 plaza,
@@ -460,6 +512,7 @@ class EvacuationModel(MobilityModel):
             communicate(self)
         update_crowd_fear(self)
         if boundary:
+            apply_due_revisions(self)
             for agent in self.pedestrians:
                 if (
                     self.status[agent.index] == ACTIVE
@@ -471,11 +524,15 @@ class EvacuationModel(MobilityModel):
         t2 = perf_counter()
         self.timing["other"] += t2 - t1 - (self.timing["routing"] - routing_before)
         routing_before = self.timing["routing"]
-        requests = due_requests(self)
+        requests = [*self.memory_queue, *due_requests(self)]
+        self.memory_queue = []
         due = due_step(self.tick)
         dispatch(
             self.decide(requests, step=self.tick),
-            {EVACUATION_MOVE: lambda result: self._defer(result, due)},
+            {
+                EVACUATION_MOVE: lambda result: self._defer(result, due),
+                EVACUATION_MEMORY: lambda result: defer_revision(self, result, due),
+            },
         )
         t3 = perf_counter()
         self.timing["decisions"] += t3 - t2 - (self.timing["routing"] - routing_before)
@@ -658,6 +715,16 @@ class EvacuationModel(MobilityModel):
                 "exit_used": [self.exit_used.get(a.index) for a in self.pedestrians],
             }
         )
+
+    def memory_versions_frame(self) -> pd.DataFrame:
+        """Every long-term memory revision (see :func:`.memory_flow.memory_versions_frame`)."""
+        return memory_versions_frame(self)
+
+    def close(self) -> None:
+        """Release the brain; write the memory store's deferred revisions."""
+        if self.memory_store is not None:
+            self.memory_store.flush()
+        super().close()
 
     def outcomes_frame(self) -> pd.DataFrame:
         """Per-pedestrian outcome measures (spec list; see :mod:`.outputs`)."""

@@ -8,8 +8,13 @@ only::
         config.json            the resolved configuration (:func:`evacuation_config`)
         metadata.json          versions, creation time; extra: brain, pedestrians, steps, end time
         ledger.jsonl           every LLM exchange (LLM brains only)
-        tables/<name>.parquet  positions, decisions, events, pedestrians, outcomes, model;
-                               llm_summary (the ledger's summary, LLM brains only)
+        tables/<name>.parquet  positions, decisions, events, pedestrians, outcomes, model,
+                               memory_versions, memory_operations; llm_summary (the
+                               ledger's summary, LLM brains only)
+        knowledge_graph.graphml  the run's knowledge graph (memory, decisions, routes,
+                               affect, observations)
+        memory/                the Chroma store: each pedestrian's memory revisions
+                               (``memory_stream=True``, as ``mlm evac run`` does)
         plots/trajectories.png
 
 Resume and fork are urban-only: an evacuation writes no checkpoints.
@@ -28,20 +33,40 @@ import pandas as pd
 
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.settings import BrainOptions, parse_brain_setting
+from mesa_llm_mobility.evacuation.knowledge_graph import (
+    knowledge_graph,
+    memory_links_per_decision,
+    memory_operations,
+    operation_counts,
+    write_graphml,
+)
 from mesa_llm_mobility.evacuation.layers import GateSchedule
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.outputs import plot_trajectories
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
+from mesa_llm_mobility.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
 
-TABLES = ("positions", "decisions", "events", "pedestrians", "outcomes", "model")
+TABLES = (
+    "positions",
+    "decisions",
+    "events",
+    "pedestrians",
+    "outcomes",
+    "model",
+    "memory_versions",
+    "memory_operations",
+)
 """The tables an evacuation run writes (``tables/<name>.parquet``)."""
 
 LLM_SUMMARY_TABLE = "llm_summary"
 """The ledger's summary (one row per decision kind and ``all``), for LLM brains."""
 
 PLOT_FILE = "trajectories.png"
+
+GRAPH_FILE = "knowledge_graph.graphml"
+"""The run's knowledge graph (:func:`~.knowledge_graph.knowledge_graph`), as GraphML."""
 
 
 class GateTimes(TypedDict):
@@ -61,6 +86,7 @@ class EvacuationConfig(TypedDict):
     brain: str
     time_limit_s: float
     gate_schedule: GateTimes
+    rejection: str
 
 
 @dataclass(frozen=True)
@@ -87,6 +113,7 @@ def evacuation_config(
     brain: str = "rules",
     time_limit_s: float = 240.0,
     gate_schedule: GateSchedule | None = None,
+    rejection: str = "paper",
 ) -> EvacuationConfig:
     """The resolved configuration of one evacuation run (what ``config.json`` holds).
 
@@ -98,6 +125,7 @@ def evacuation_config(
         brain: ``"rules"`` or ``"llm:<litellm model>"``.
         time_limit_s: Run length limit in seconds.
         gate_schedule: When the gates close (default: the paper's schedule).
+        rejection: ``"paper"`` or ``"repair"`` (see :class:`EvacuationModel`).
 
     Returns:
         The configuration, JSON-ready.
@@ -116,6 +144,7 @@ def evacuation_config(
             "closing_at_s": schedule.closing_at_s,
             "closed_at_s": schedule.closed_at_s,
         },
+        "rejection": rejection,
     }
 
 
@@ -125,6 +154,7 @@ def run_evacuation(
     *,
     overwrite: bool = False,
     brain_options: BrainOptions | None = None,
+    memory_stream: bool = False,
 ) -> EvacuationRun:
     """Run one evacuation to its end and write its run directory ``out``.
 
@@ -135,6 +165,10 @@ def run_evacuation(
         brain_options: Extra :func:`~mesa_llm_mobility.cognition.make_brain` options for LLM
             brains (``api_base``, ``timeout_s``, ...); never written to the config. An LLM
             brain's ledger is the run's ``ledger.jsonl``.
+        memory_stream: Also store every memory revision in the pedestrians' Chroma memory
+            streams under ``memory/`` (offline hash embedding; about 2.5 s more for a run of
+            11 pedestrians, so sweeps leave it off); the ``memory_versions`` table is written
+            either way. ``mlm evac run`` turns it on.
 
     Returns:
         The run directory, the finished model and the plot.
@@ -148,7 +182,11 @@ def run_evacuation(
     if parse_brain_setting(str(config["brain"]))[0] == "llm":
         options.setdefault("ledger", run.ledger_path)
     schedule = config["gate_schedule"]
+    store = None
     try:
+        if memory_stream:
+            store = MemoryStore.persistent(run.memory_dir, embedding="hash")
+            store.defer_writes = True
         model = EvacuationModel(
             plaza=config["plaza"],
             composition=config["composition"],
@@ -160,13 +198,21 @@ def run_evacuation(
             gate_schedule=GateSchedule(
                 schedule["closing_at_s"], schedule["closed_at_s"]
             ),
+            memory_store=store,
+            rejection=config.get("rejection", "paper"),
         )
     except BaseException:
         # a refused configuration leaves no run behind (it holds only config and metadata)
+        if store is not None:
+            store.close()
         shutil.rmtree(run.path, ignore_errors=True)
         raise
-    with model:
-        model.run()
+    try:
+        with model:
+            model.run()
+    finally:
+        if store is not None:
+            store.close()
     plot = write_run(model, run)
     return EvacuationRun(run, model, plot)
 
@@ -181,13 +227,20 @@ def write_run(model: EvacuationModel, run: RunDirectory) -> Path:
     Returns:
         The trajectory plot (``plots/trajectories.png``).
     """
-    for name, table in run_tables(model).items():
+    tables = run_tables(model)
+    for name, table in tables.items():
         run.write_table(name, table)
+    graph = knowledge_graph(
+        tables["memory_versions"], tables["decisions"], tables["events"]
+    )
+    write_graphml(graph, run.path / GRAPH_FILE)
     extra: dict[str, Any] = {
         "brain": model.brain.name,
         "pedestrians": model.n_pedestrians,
         "steps": model.tick,
         "ended_at_s": round(model.time_s, 4),
+        "memory_operations": operation_counts(tables["memory_operations"]),
+        "memory_links_per_decision": round(memory_links_per_decision(graph), 3),
     }
     run.update_metadata(extra)
     if run.ledger_path.is_file():
@@ -207,8 +260,9 @@ def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
         model: The model.
 
     Returns:
-        ``positions``, ``decisions``, ``events``, ``pedestrians``, ``outcomes`` and ``model``
-        (the per-step model reporters, with a ``step`` column).
+        ``positions``, ``decisions``, ``events``, ``pedestrians``, ``outcomes``, ``model``
+        (the per-step model reporters, with a ``step`` column), ``memory_versions`` and
+        ``memory_operations`` (:func:`~.knowledge_graph.memory_operations`).
     """
     return {
         "positions": model.positions_frame(),
@@ -216,6 +270,8 @@ def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
         "events": model.events_frame(),
         "pedestrians": model.pedestrians_frame(),
         "outcomes": model.outcomes_frame(),
+        "memory_versions": model.memory_versions_frame(),
+        "memory_operations": memory_operations(model.memory_versions_frame()),
         "model": model.datacollector.get_model_vars_dataframe()
         .reset_index(drop=True)
         .rename_axis("step")

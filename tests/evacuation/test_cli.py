@@ -1,5 +1,6 @@
 import json
 
+import networkx as nx
 import pandas as pd
 import pytest
 
@@ -7,10 +8,21 @@ from mesa_llm_mobility.cli import build_parser, main
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, with_faults
 from mesa_llm_mobility.evacuation import scripted_llm
+from mesa_llm_mobility.evacuation.knowledge_graph import operation_counts
 from mesa_llm_mobility.evacuation.timing import due_step
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
+from mesa_llm_mobility.memory.store import MemoryStore
 
-TABLES = ("positions", "decisions", "events", "outcomes", "pedestrians", "model")
+TABLES = (
+    "positions",
+    "decisions",
+    "events",
+    "outcomes",
+    "pedestrians",
+    "model",
+    "memory_versions",
+    "memory_operations",
+)
 
 
 def test_evac_run_writes_run_directory_and_prints_summary(tmp_path, capsys):
@@ -41,6 +53,27 @@ def test_evac_run_writes_run_directory_and_prints_summary(tmp_path, capsys):
     assert run.config["seed"] == 0 and run.config["brain"] == "rules"
     assert run.metadata["extra"]["brain"] == "rules"
     assert not run.ledger_path.exists()  # the rule brain keeps no ledger
+    assert run.config["rejection"] == "paper"
+    # every memory revision is in the table and in the agent's Chroma stream
+    versions = run.read_table("memory_versions")
+    store = MemoryStore.open(run.memory_dir)
+    try:
+        for agent_id, rows in versions.groupby("agent_id"):
+            stored = [n.content for n in store.stream(int(agent_id)).nodes()]
+            assert stored == rows["memory"].tolist()
+    finally:
+        store.close()
+    counts = run.metadata["extra"]["memory_operations"]
+    assert counts == operation_counts(run.read_table("memory_operations"))
+    assert counts["write"] > 0
+    graph = nx.read_graphml(out / "knowledge_graph.graphml")
+    types = {data["type"] for _, data in graph.nodes(data=True)}
+    assert {"memory", "decision", "affect"} <= types
+    agent_id = int(versions["agent_id"].iloc[0])
+    assert main(["evac", "lanes", str(out), "--agent", str(agent_id)]) == 0
+    assert (run.plots_dir / f"lanes_{agent_id}.png").stat().st_size > 10_000
+    assert main(["evac", "lanes", str(out), "--agent", "999"]) == 2
+    assert "no pedestrian 999 in the decisions table" in capsys.readouterr().err
 
 
 def test_evac_run_refuses_an_earlier_run_unless_overwrite(tmp_path, capsys):
@@ -114,9 +147,13 @@ def test_evac_run_through_the_llm_brain_writes_the_ledger(
     assert code == 0
     assert "HTTP calls" in capsys.readouterr().out
     run = RunDirectory.open(out)
-    records = Ledger.read(run.ledger_path)
+    every_record = Ledger.read(run.ledger_path)
     decisions = run.read_table("decisions")
-    assert {r["kind"] for r in records} == set(decisions["kind"]) == {"EvacuationMove"}
+    assert {r["kind"] for r in every_record} == {"EvacuationMove", "EvacuationMemory"}
+    assert set(decisions["kind"]) == {"EvacuationMove"}
+    records = [r for r in every_record if r["kind"] == "EvacuationMove"]
+    memory = run.read_table("memory_versions")
+    assert 0 < len(memory) <= len(every_record) - len(records)
     key = ["request_step", "agent_id"]
     answered = pd.DataFrame(
         {
@@ -155,10 +192,11 @@ def test_evac_run_through_the_llm_brain_writes_the_ledger(
         replaced = ((mine > row.request_step) & (mine < due)).any()
         assert due >= steps or (pd.notna(left) and left <= due) or replaced, row
     summary = run.read_table("llm_summary").set_index("kind")
-    # the faults showed: repair rounds, and more calls than decisions (retries)
-    assert summary.loc["all", "repairs"] >= 1
-    assert summary.loc["all", "http_calls"] > len(records)
+    # the faults showed: rejected decisions (paper semantics) or repaired memory revisions,
+    # and more calls than decisions (retries)
+    assert summary.loc["all", "repairs"] + summary.loc["all", "rejected"] >= 1
+    assert summary.loc["all", "http_calls"] > len(every_record)
     assert summary.loc["all", "http_calls"] == requests
-    assert summary.loc["all", "decisions"] == len(records)
+    assert summary.loc["all", "decisions"] == len(every_record)
     assert "sk-evac-cli-local" not in json.dumps(run.config)
     assert b"sk-evac-cli-local" not in run.ledger_path.read_bytes()

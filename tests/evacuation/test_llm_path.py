@@ -9,9 +9,12 @@ from mesa_llm_mobility.cognition.llm_brain import LLMBrain
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 
 
-@pytest.mark.parametrize(("route_id", "outcome"), [("R1", "ok"), ("R9", "fallback")])
-def test_llm_answers_are_validated_and_fall_back_to_the_rule_policy(
-    tmp_path, route_id, outcome
+@pytest.mark.parametrize(
+    ("route_id", "rejection", "outcome"),
+    [("R1", "paper", "ok"), ("R9", "repair", "fallback"), ("R9", "paper", "rejected")],
+)
+def test_llm_answers_are_validated_then_rejected_or_replaced_by_the_rule_policy(
+    tmp_path, route_id, rejection, outcome
 ):
     answer = {
         "action": "move",
@@ -32,13 +35,25 @@ def test_llm_answers_are_validated_and_fall_back_to_the_rule_policy(
         ledger=Ledger(ledger_path),
     )
     model = EvacuationModel(
-        composition={"average": 3}, rng=0, brain=brain, time_limit_s=1
+        composition={"average": 3},
+        rng=0,
+        brain=brain,
+        time_limit_s=1,
+        rejection=rejection,
     )
     model.run()
     decisions = model.decisions_frame()
     assert (decisions["outcome"] == outcome).all()
-    assert decisions["accepted"].all()
-    if outcome == "ok":
+    assert decisions["accepted"].all() == (outcome != "rejected")
+    if outcome == "rejected":  # the agent keeps its (empty) route and is told why
+        assert (decisions["cells_committed"] == 0).all()
+        assert decisions["commit_reason"].str.contains("R9").all()
+        assert all(
+            p.previous.feedback.startswith("rejected: route_id 'R9' was not offered")
+            and p.route == []
+            for p in model.pedestrians
+        )
+    elif outcome == "ok":
         assert (decisions["intent"] == "seek_exit").all() and (
             decisions["route_id"] == "R1"
         ).all()
@@ -46,7 +61,9 @@ def test_llm_answers_are_validated_and_fall_back_to_the_rule_policy(
         assert (
             decisions["reason"].notna().all() and (decisions["route_id"] != "R9").all()
         )
-    records = Ledger.read(ledger_path)
+    records = [r for r in Ledger.read(ledger_path) if r["kind"] == "EvacuationMove"]
     assert len(records) == len(decisions)
+    assert {r["outcome"] for r in records} == {outcome}
+    assert all(len(r["rounds"]) == (2 if outcome == "fallback" else 1) for r in records)
     prompt = records[0]["messages"][-1]["content"]
     assert "Current view:" in prompt and "@" in prompt and "R1:" in prompt

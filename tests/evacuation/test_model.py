@@ -12,6 +12,7 @@ from mesa_llm_mobility.evacuation.decisions import (
     validate_evacuation_move,
 )
 from mesa_llm_mobility.evacuation.layers import GateSchedule
+from mesa_llm_mobility.evacuation.memory_role import EVACUATION_MEMORY
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.plaza import Terrain, load_plaza
 
@@ -162,7 +163,10 @@ def test_every_composition_runs(plaza, composition):
 
 
 class TargetBrain(Brain):
-    """Answers with a target offset (the first option's anchor, via a waypoint on its path)."""
+    """Answers with a target offset (the first option's anchor, via a waypoint on its path).
+
+    Memory revisions are the rule writer's.
+    """
 
     name = "target"
 
@@ -170,6 +174,15 @@ class TargetBrain(Brain):
         results = []
         for request in requests:
             ctx = request.context
+            if request.kind is EVACUATION_MEMORY:
+                results.append(
+                    DecisionResult(
+                        request,
+                        request.kind.apply_rule_policy(request, self.rng),
+                        Outcome.OK,
+                    )
+                )
+                continue
             option = ctx.options[0]
             height = ctx.grid_size[1]
             wx, wy = divmod(option.path[min(2, len(option.path) - 1)], height)

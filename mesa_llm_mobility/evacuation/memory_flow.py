@@ -1,0 +1,171 @@
+"""The memory role in the model's turn: summaries, requests, due revisions, their records.
+
+When a decision is committed (:func:`~.commit.apply_decision`), :func:`queue_revision` states an
+``EvacuationMemory`` request from the pedestrian's current memory and a :class:`~.memory_role.
+TurnSummary` of the turn. The model sends the queued requests with the step's decision requests
+in one batch; each answer falls due at the next 1 s boundary (:func:`apply_due_revisions`), first
+thing in that turn, as in the paper (Sec. 2.3.1). Every revision is recorded: a row of the
+``memory_versions`` table (agent, version, time, outcome, text) and, when the model has a
+:class:`~mesa_llm_mobility.memory.MemoryStore`, a node of the agent's Chroma memory stream.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from mesa_llm_mobility.cognition.kinds import DecisionRequest, DecisionResult
+from mesa_llm_mobility.evacuation.memory_role import (
+    EVACUATION_MEMORY,
+    MemoryContext,
+    MemoryRevision,
+    TurnSummary,
+)
+from mesa_llm_mobility.evacuation.timing import step_time_s
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.evacuation.agents import Pedestrian
+    from mesa_llm_mobility.evacuation.decisions import (
+        EvacuationContext,
+        EvacuationDecision,
+    )
+    from mesa_llm_mobility.evacuation.model import EvacuationModel
+
+MEMORY_VERSION_COLUMNS = (
+    "agent_id",
+    "version",
+    "request_step",
+    "applied_step",
+    "time_s",
+    "outcome",
+    "chars",
+    "memory",
+)
+"""Columns of the ``memory_versions`` table (one row per revision)."""
+
+MEMORY_EFFORT = "low"
+"""Reasoning effort of the memory role (the paper's ordinary level)."""
+
+
+def turn_summary(
+    context: EvacuationContext,
+    out: EvacuationDecision | None,
+    *,
+    intent: str,
+    target: str | None,
+    feedback: str,
+    time_s: float,
+) -> TurnSummary:
+    """The committed turn as the memory role sees it (paper Sec. 2.3.3).
+
+    Args:
+        context: The decision's context (the observation it was made on).
+        out: The accepted or engine-rejected answer; ``None`` when the brain rejected it.
+        intent: The standing intent after the turn.
+        target: The target in words, for a move.
+        feedback: The engine's feedback.
+        time_s: When the decision took effect.
+
+    Returns:
+        The summary.
+    """
+    events = [f"heard {shout.describe()}" for shout in context.heard_shouts[:2]]
+    if context.fleeing_neighbours:
+        events.append(f"saw {context.fleeing_neighbours} people fleeing nearby")
+
+    def opening(o: Any) -> tuple[str, str, str, str, float]:
+        return (o.kind, o.opening_id, o.state, o.direction, o.distance_m)
+
+    stale = context.stale_sighting
+    return TurnSummary(
+        time_s=time_s,
+        visible_people=context.visible_people,
+        adversary_ids=context.adversary_ids,
+        body_ids=context.body_ids,
+        openings_in_view=tuple(
+            opening(o) for o in context.known_openings if o.seen_age_s == 0
+        ),
+        fear=context.fear,
+        fear_level=context.fear_level,
+        events=tuple(events),
+        known_openings=tuple(opening(o) for o in context.known_openings),
+        stale_threat=None
+        if stale is None
+        else (stale.direction, stale.distance_m, stale.age_s),
+        told=tuple((h.sender, h.kind, h.direction) for h in context.exit_hints),
+        action=None if out is None else out.action,
+        situation=context.previous.situation
+        if out is None and context.previous is not None
+        else (out.situation if out is not None else "normal"),
+        intent=intent,
+        urgency=out.urgency if out is not None else 0.0,
+        target=target,
+        feedback=feedback,
+    )
+
+
+def queue_revision(
+    model: EvacuationModel, agent: Pedestrian, turn: TurnSummary
+) -> None:
+    """State the pedestrian's memory revision for the turn just committed (sent next batch)."""
+    context = MemoryContext(
+        agent_id=agent.unique_id,
+        version=agent.memory_version + 1,
+        memory=agent.memory_text,
+        turn=turn,
+    )
+    model.memory_queue.append(
+        DecisionRequest(
+            EVACUATION_MEMORY,
+            agent.unique_id,
+            context,
+            sampling={"reasoning_effort": MEMORY_EFFORT},
+        )
+    )
+
+
+def apply_due_revisions(model: EvacuationModel) -> None:
+    """Install the revisions due at this step, in request order, and record each one."""
+    due = [entry for entry in model.memory_due if entry[0] <= model.tick]
+    model.memory_due = [entry for entry in model.memory_due if entry[0] > model.tick]
+    for _due, request_step, result in due:
+        agent = model.by_uid[result.agent_id]
+        out: MemoryRevision | None = result.output
+        if out is None:  # a memory answer is never rejected (repair, then the template)
+            continue
+        agent.memory_text = out.memory
+        agent.memory_version += 1
+        row = {
+            "agent_id": agent.unique_id,
+            "version": agent.memory_version,
+            "request_step": request_step,
+            "applied_step": model.tick,
+            "time_s": step_time_s(model.tick),
+            "outcome": str(result.outcome),
+            "chars": len(out.memory),
+            "memory": out.memory,
+        }
+        model.memory_rows.append(row)
+        if model.memory_store is not None:
+            model.memory_store.stream(agent.unique_id).remember(
+                out.memory,
+                node_type="reflection",
+                importance=1.0,
+                now=step_time_s(model.tick) / 60.0,  # the stream's clock is in minutes
+                keywords=("long_term_memory", f"v{agent.memory_version}"),
+            )
+
+
+def defer_revision(
+    model: EvacuationModel,
+    result: DecisionResult[MemoryContext, MemoryRevision],
+    due: int,
+) -> None:
+    """Keep a memory answer until its due step."""
+    model.memory_due.append((due, model.tick, result))
+
+
+def memory_versions_frame(model: EvacuationModel) -> pd.DataFrame:
+    """Every memory revision: ``agent_id, version, request_step, applied_step, time_s, outcome, chars, memory``."""
+    return pd.DataFrame(model.memory_rows, columns=list(MEMORY_VERSION_COLUMNS))
