@@ -330,7 +330,9 @@ def build_evidence(
     )
     chain_groups = _grouped_arrays(day_frame[["agent", "day"]], activity)
     weekday_of_day = (
-        pd.Series(dates.dt.weekday.to_numpy(), index=day_key).groupby(level=0).first()
+        pd.Series(dates.dt.day_of_week.to_numpy(), index=day_key)
+        .groupby(level=0)
+        .first()
     )
     first_start_of_day = pd.Series(start_min, index=day_key).groupby(level=0).first()
     # chains keep their within-day order: _grouped_arrays' lexsort is stable

@@ -51,6 +51,11 @@ class StayPointError(UserFileError):
     """A stay-point file (or table) cannot be used; the message names file, row and field."""
 
 
+def _show(value: Any) -> str:
+    """A value for a message: numpy scalars as plain Python values."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def _source(frame: pd.DataFrame, default: str = "stay points") -> str:
     return str(frame.attrs.get("source", default))
 
@@ -88,7 +93,7 @@ def activity_names(values: pd.Series, source: str, field: str) -> pd.Series:
         position = int(unknown[0])
         raise StayPointError(
             f"{source}: row {position + 1}, field {field}: unknown activity code "
-            f"{values.iloc[position]!r} (codes 0-15 or names {', '.join(ACTIVITIES)})"
+            f"{values.iloc[position]} (codes 0-15 or names {', '.join(ACTIVITIES)})"
         )
     return names
 
@@ -125,7 +130,7 @@ def _timestamps(values: pd.Series, timezone: str, source: str, field: str) -> pd
     if bad.size:
         position = int(bad[0])
         raise StayPointError(
-            f"{source}: row {position + 1}, field {field}: not a timestamp: {values.iloc[position]!r}"
+            f"{source}: row {position + 1}, field {field}: not a timestamp: {_show(values.iloc[position])}"
         )
     if parsed.dt.tz is None:
         try:
@@ -181,7 +186,7 @@ def validate_staypoints(stays: pd.DataFrame, source: str | None = None) -> pd.Da
         position = int(np.flatnonzero(unknown)[0])
         raise StayPointError(
             f"{source}: row {_row_label(stays, position)}, field activity: unknown activity "
-            f"{stays['activity'].iloc[position]!r}"
+            f"{_show(stays['activity'].iloc[position])}"
         )
     for field, limit in (("latitude", 90.0), ("longitude", 180.0)):
         values = pd.to_numeric(stays[field], errors="coerce").to_numpy(dtype=float)
@@ -190,8 +195,8 @@ def validate_staypoints(stays: pd.DataFrame, source: str | None = None) -> pd.Da
             position = int(np.flatnonzero(bad)[0])
             raise StayPointError(
                 f"{source}: row {_row_label(stays, position)}, field {field}: POI "
-                f"{stays['poi_id'].iloc[position]!r} has no valid coordinate "
-                f"({stays[field].iloc[position]!r})"
+                f"{_show(stays['poi_id'].iloc[position])} has no valid coordinate "
+                f"({_show(stays[field].iloc[position])})"
             )
     for field in ("start", "end"):
         if not isinstance(stays[field].dtype, pd.DatetimeTZDtype):
@@ -220,7 +225,7 @@ def validate_staypoints(stays: pd.DataFrame, source: str | None = None) -> pd.Da
         position = int(np.flatnonzero(overlap)[0]) + 1
         raise StayPointError(
             f"{source}: row {_row_label(ordered, position)}, field start: the visit of "
-            f"{ordered['agent_id'].iloc[position]!r} starting {ordered['start'].iloc[position]} "
+            f"{_show(ordered['agent_id'].iloc[position])} starting {ordered['start'].iloc[position]} "
             f"overlaps the one of row {_row_label(ordered, position - 1)} ending "
             f"{ordered['end'].iloc[position - 1]}"
         )
@@ -321,15 +326,15 @@ def read_pois(path: str | Path) -> pd.DataFrame:
         if bad.any():
             position = int(np.flatnonzero(bad)[0])
             raise StayPointError(
-                f"{source}: row {position + 1}, field {field}: POI {pois['poi_id'].iloc[position]!r} "
-                f"has no valid coordinate ({pois[field].iloc[position]!r})"
+                f"{source}: row {position + 1}, field {field}: POI {_show(pois['poi_id'].iloc[position])} "
+                f"has no valid coordinate ({_show(pois[field].iloc[position])})"
             )
         pois[field] = values
     duplicate = np.flatnonzero(pois["poi_id"].duplicated().to_numpy())
     if duplicate.size:
         position = int(duplicate[0])
         raise StayPointError(
-            f"{source}: row {position + 1}, field poi_id: duplicate POI {pois['poi_id'].iloc[position]!r}"
+            f"{source}: row {position + 1}, field poi_id: duplicate POI {_show(pois['poi_id'].iloc[position])}"
         )
     first = pois["act_types"].map(_first_code)
     missing = np.flatnonzero(first.isna().to_numpy())
@@ -397,7 +402,7 @@ def read_numosim(
     if not known.all():
         position = int(np.flatnonzero(~known)[0])
         raise StayPointError(
-            f"{source}: row {position + 1}, field poi_id: unknown POI {raw['poi_id'].iloc[position]!r} "
+            f"{source}: row {position + 1}, field poi_id: unknown POI {_show(raw['poi_id'].iloc[position])} "
             f"(not in {pois_path})"
         )
     located = lookup.loc[raw["poi_id"].to_numpy()]
