@@ -112,10 +112,13 @@ def _first_code(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------- times
-def _timestamps(values: pd.Series, timezone: str, source: str, field: str) -> pd.Series:
+def _timestamps(
+    values: pd.Series, timezone: str | None, source: str, field: str
+) -> pd.Series:
     """Parse a time column into timezone-aware timestamps in ``timezone``.
 
-    Naive times are taken as local times of ``timezone``; aware ones are converted to it.
+    Naive times are taken as local times of ``timezone`` (UTC when ``None``); aware ones are
+    converted to it (kept in their own zone when ``None``).
     """
     if isinstance(
         values.dtype, pd.DatetimeTZDtype
@@ -135,11 +138,13 @@ def _timestamps(values: pd.Series, timezone: str, source: str, field: str) -> pd
     if parsed.dt.tz is None:
         try:
             return parsed.dt.tz_localize(
-                timezone, ambiguous="NaT", nonexistent="shift_forward"
+                timezone or "UTC",
+                ambiguous=np.zeros(len(parsed), dtype=bool),
+                nonexistent="shift_forward",
             )
         except Exception as error:
             raise StayPointError(f"{source}: field {field}: {error}") from None
-    return parsed.dt.tz_convert(timezone)
+    return parsed if timezone is None else parsed.dt.tz_convert(timezone)
 
 
 # ---------------------------------------------------------------------------- validation
@@ -263,7 +268,7 @@ def read_staypoints(
     path: str | Path,
     *,
     columns: Mapping[str, str] | None = None,
-    timezone: str = "UTC",
+    timezone: str | None = None,
 ) -> pd.DataFrame:
     """Read a stay-point CSV or Parquet file with one row per visit.
 
@@ -271,7 +276,8 @@ def read_staypoints(
         path: The file (``.csv`` or ``.parquet``).
         columns: Schema column -> the file's column, for the columns named differently
             (e.g. ``{"start": "arrival", "activity": "act_type"}``).
-        timezone: The time zone of naive times, and the one aware times are converted to.
+        timezone: The time zone of naive times, and the one aware times are converted to
+            (``None``: naive times are UTC, aware ones keep their zone).
 
     Returns:
         The validated table (:data:`STAY_COLUMNS` plus :data:`ROW_COLUMN`), sorted by agent
@@ -476,7 +482,8 @@ def read_history(path: str | Path, *, timezone: str | None = None) -> pd.DataFra
 
     Args:
         path: Folder or file.
-        timezone: Time zone of naive times (default: Los Angeles for NumoSim, UTC otherwise).
+        timezone: Time zone of the times (default: Los Angeles for NumoSim; otherwise aware
+            times keep their zone and naive ones are UTC).
 
     Returns:
         The validated stay-point table.
@@ -492,7 +499,7 @@ def read_history(path: str | Path, *, timezone: str | None = None) -> pd.DataFra
         names = set()
     if "start_datetime" in names:
         return read_numosim(path, timezone=timezone or "America/Los_Angeles")
-    return read_staypoints(path, timezone=timezone or "UTC")
+    return read_staypoints(path, timezone=timezone)
 
 
 # ---------------------------------------------------------------------------- days and split
