@@ -13,6 +13,7 @@ the verifier checks every duration's bounds and that the day ends by midnight.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +53,7 @@ class DurationPrior:
         """A dwell time from the prior: an observed one with a little jitter, else the mean."""
         if self.samples.size:
             value = float(self.samples[int(rng.integers(self.samples.size))])
-            return value * float(np.exp(rng.normal(0.0, DURATION_JITTER_SIGMA)))
+            return value * math.exp(rng.normal(0.0, DURATION_JITTER_SIGMA))
         return self.prior_minutes
 
 
@@ -263,7 +264,7 @@ def day_durations_rule_policy(
     """Draw every duration from its prior, then shrink to fit before midnight."""
     drawn = np.array(
         [
-            np.clip(prior.draw(rng), prior.min_minutes, prior.max_minutes)
+            min(max(prior.draw(rng), prior.min_minutes), prior.max_minutes)
             for prior in context.priors
         ]
     )

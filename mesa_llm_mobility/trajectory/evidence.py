@@ -83,20 +83,23 @@ class IndividualEvidence:
     _markov_cache: dict[int, tuple[np.ndarray, np.ndarray]] = field(
         default_factory=dict, repr=False
     )
+    _days_cache: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
     def evidence_days(self, weekday: int) -> np.ndarray:
         """Indices of the evidence days for a target weekday.
 
         Same weekday, else same day type, else all days (the paper's prioritised policy).
         """
-        same = np.flatnonzero(self.weekdays == weekday)
-        if same.size:
-            return same
-        kind = day_type(weekday)
-        typed = np.flatnonzero(
-            np.array([day_type(int(w)) == kind for w in self.weekdays])
-        )
-        return typed if typed.size else np.arange(len(self.chains))
+        cached = self._days_cache.get(weekday)
+        if cached is not None:
+            return cached
+        days = np.flatnonzero(self.weekdays == weekday)
+        if not days.size:
+            weekend = self.weekdays >= 5
+            typed = np.flatnonzero(weekend if weekday >= 5 else ~weekend)
+            days = typed if typed.size else np.arange(len(self.chains))
+        self._days_cache[weekday] = days
+        return days
 
     def markov(self, weekday: int) -> tuple[np.ndarray, np.ndarray]:
         """The weekday-conditioned activity Markov model of the evidence days.
@@ -196,10 +199,15 @@ class EvidenceBook:
         ]
         if not pools:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        pois = np.concatenate([pois for pois, _ in pools])
-        probs = np.concatenate([probs for _, probs in pools]) / len(pools)
-        unique, inverse = np.unique(pois, return_inverse=True)
-        return unique, np.bincount(inverse, weights=probs)
+        mixed: dict[int, float] = {}
+        for pois, probs in pools:
+            for poi, prob in zip(pois.tolist(), probs.tolist(), strict=True):
+                mixed[poi] = mixed.get(poi, 0.0) + prob
+        order = sorted(mixed)
+        return (
+            np.array(order, dtype=np.int64),
+            np.array([mixed[poi] for poi in order]) / len(pools),
+        )
 
 
 def _grouped_arrays(keys: pd.DataFrame, values: np.ndarray) -> dict[tuple, np.ndarray]:

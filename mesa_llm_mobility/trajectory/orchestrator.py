@@ -153,24 +153,31 @@ def sample_markov_chain(
     """
     start = start_probs if allowed is None else np.where(allowed, start_probs, 0.0)
     if start.sum() <= 0:
-        start = (
-            np.asarray(allowed, dtype=float)
-            if allowed is not None
-            else np.ones_like(start)
-        )
-    chain = [int(rng.choice(len(start), p=start / start.sum()))]
+        start = np.ones_like(start) if allowed is None else allowed.astype(float)
+    transitions = np.array(transition_probs, dtype=float)
+    np.fill_diagonal(transitions[:, :END], 0.0)
+    if allowed is not None:
+        transitions[:, :END][:, ~allowed] = 0.0
+    cumulative = np.cumsum(transitions, axis=1)
+    start_cumulative = np.cumsum(start)
+    chain = [_draw(start_cumulative, rng)]
     while len(chain) < max_length:
-        row = transition_probs[chain[-1]].copy()
-        row[chain[-1]] = 0.0
-        if allowed is not None:
-            row[:END][~allowed] = 0.0
-        if row.sum() <= 0:
+        row = cumulative[chain[-1]]
+        if row[-1] <= 0:
             break
-        following = int(rng.choice(len(row), p=row / row.sum()))
+        following = _draw(row, rng)
         if following == END:
             break
         chain.append(following)
     return chain
+
+
+def _draw(cumulative: np.ndarray, rng: np.random.Generator) -> int:
+    """Index drawn with probabilities given by a cumulative sum (zero entries never drawn)."""
+    index = int(
+        np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right")
+    )
+    return min(index, len(cumulative) - 1)
 
 
 def chain_rule_policy(context: ChainContext, rng: np.random.Generator) -> ActivityChain:

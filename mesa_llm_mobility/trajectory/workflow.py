@@ -22,6 +22,7 @@ K 10, speeds 5 km/h up to 5 km and 40 km/h beyond, durations 5-720 minutes) exce
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -30,7 +31,7 @@ import numpy as np
 from mesa_llm_mobility.trajectory.activities import ACTIVITIES, ACTIVITY_INDEX
 from mesa_llm_mobility.trajectory.durations import DurationPrior
 from mesa_llm_mobility.trajectory.evidence import EvidenceBook, IndividualEvidence
-from mesa_llm_mobility.trajectory.geo import haversine_km
+from mesa_llm_mobility.trajectory.geo import EARTH_RADIUS_KM
 
 INVALID_POI = -1
 """The location worker's explicit marker for a visit without any candidate POI."""
@@ -162,6 +163,33 @@ class LocationWorker:
     _candidates: dict[tuple[object, int], LocationCandidates] = field(
         default_factory=dict
     )
+    _feasible: dict[object, tuple[str, ...]] = field(default_factory=dict)
+    _priors: dict[tuple[object, int, str], DurationPrior] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._lat = np.radians(self.book.poi_lat)
+        self._lon = np.radians(self.book.poi_lon)
+        self._cos_lat = np.cos(self._lat)
+
+    def distances_km(self, origin: int, destinations: np.ndarray) -> np.ndarray:
+        """Haversine km from one POI to others (indices of the evidence book)."""
+        half_lat = np.sin((self._lat[destinations] - self._lat[origin]) / 2.0)
+        half_lon = np.sin((self._lon[destinations] - self._lon[origin]) / 2.0)
+        a = (
+            half_lat**2
+            + self._cos_lat[origin] * self._cos_lat[destinations] * half_lon**2
+        )
+        return 2.0 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
+
+    def distance_km(self, origin: int, destination: int) -> float:
+        """Haversine km between two POIs."""
+        half_lat = math.sin((self._lat[destination] - self._lat[origin]) / 2.0)
+        half_lon = math.sin((self._lon[destination] - self._lon[origin]) / 2.0)
+        a = (
+            half_lat**2
+            + self._cos_lat[origin] * self._cos_lat[destination] * half_lon**2
+        )
+        return 2.0 * EARTH_RADIUS_KM * math.asin(math.sqrt(min(a, 1.0)))
 
     def candidates(self, agent_id: object, activity: int) -> LocationCandidates:
         """The candidate set P(a) = P_u(a) U P_sim(a) with s_freq (cached)."""
@@ -191,11 +219,15 @@ class LocationWorker:
 
     def feasible(self, agent_id: object) -> tuple[str, ...]:
         """Activities with at least one candidate POI for this individual, in code order."""
-        return tuple(
-            name
-            for code, name in enumerate(ACTIVITIES)
-            if self.candidates(agent_id, code).pois.size
-        )
+        cached = self._feasible.get(agent_id)
+        if cached is None:
+            cached = tuple(
+                name
+                for code, name in enumerate(ACTIVITIES)
+                if self.candidates(agent_id, code).pois.size
+            )
+            self._feasible[agent_id] = cached
+        return cached
 
     def location_scores(
         self,
@@ -216,12 +248,7 @@ class LocationWorker:
         expected = evidence.pair_distance_km.get(
             (previous_activity, activity), evidence.mean_distance_km
         )
-        distance = haversine_km(
-            self.book.poi_lat[previous_poi],
-            self.book.poi_lon[previous_poi],
-            self.book.poi_lat[candidates.pois],
-            self.book.poi_lon[candidates.pois],
-        )
+        distance = self.distances_km(previous_poi, candidates.pois)
         distance_scores = np.exp(
             -self.settings.beta_per_km * np.abs(distance - expected)
         )
@@ -271,14 +298,7 @@ class LocationWorker:
         if origin == INVALID_POI or destination == INVALID_POI:
             distance = evidence.mean_distance_km
         else:
-            distance = float(
-                haversine_km(
-                    self.book.poi_lat[origin],
-                    self.book.poi_lon[origin],
-                    self.book.poi_lat[destination],
-                    self.book.poi_lon[destination],
-                )
-            )
+            distance = self.distance_km(origin, destination)
         return travel_minutes(
             distance, evidence.pair_speed_kmh.get(pair), self.settings
         )
@@ -296,15 +316,21 @@ class LocationWorker:
         self, evidence: IndividualEvidence, activity: int, position: str
     ) -> DurationPrior:
         """The dwell-time prior and bounds of one visit (position: first, middle, final)."""
+        key = (evidence.agent_id, activity, position)
+        cached = self._priors.get(key)
+        if cached is not None:
+            return cached
         samples = evidence.duration_samples(activity, position)
         longest = int(np.ceil(samples.max())) if samples.size else 0
-        return DurationPrior(
+        prior = DurationPrior(
             activity=ACTIVITIES[activity],
             prior_minutes=evidence.duration_prior(activity, position),
             samples=samples,
             min_minutes=self.settings.min_duration_minutes,
             max_minutes=max(self.settings.max_duration_minutes, longest),
         )
+        self._priors[key] = prior
+        return prior
 
     def ground_day(
         self,
