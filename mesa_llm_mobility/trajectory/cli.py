@@ -10,7 +10,13 @@ import json
 import time
 from pathlib import Path
 
-from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
+from mesa_llm_mobility.cognition.arguments import (
+    _positive,
+    add_brain_arguments,
+    brain_options,
+)
+
+_positive_int = _positive(int)
 
 
 def synth_command(args: argparse.Namespace) -> int:
@@ -99,16 +105,6 @@ def evaluate_command(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
         print(f"written {args.json}")
     return 0
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
 
 
 def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:

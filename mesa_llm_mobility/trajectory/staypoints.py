@@ -166,6 +166,29 @@ def _first_null(frame: pd.DataFrame, columns: tuple[str, ...], source: str) -> N
             raise StayPointError(f"{source}: row {row}, field {column}: missing value")
 
 
+def _check_coordinates(
+    frame: pd.DataFrame, source: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Latitudes and longitudes as floats; a missing or impossible one names its POI.
+
+    Raises:
+        StayPointError: ``"<file>: row N, field latitude: POI 11 has no valid coordinate"``.
+    """
+    checked = []
+    for field, limit in (("latitude", 90.0), ("longitude", 180.0)):
+        values = pd.to_numeric(frame[field], errors="coerce").to_numpy(dtype=float)
+        bad = ~np.isfinite(values) | (np.abs(values) > limit)
+        if bad.any():
+            position = int(np.flatnonzero(bad)[0])
+            raise StayPointError(
+                f"{source}: row {_row_label(frame, position)}, field {field}: POI "
+                f"{_show(frame['poi_id'].iloc[position])} has no valid coordinate "
+                f"({_show(frame[field].iloc[position])})"
+            )
+        checked.append(values)
+    return checked[0], checked[1]
+
+
 def validate_staypoints(stays: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
     """Check a stay-point table and return it sorted by agent and start.
 
@@ -193,16 +216,7 @@ def validate_staypoints(stays: pd.DataFrame, source: str | None = None) -> pd.Da
             f"{source}: row {_row_label(stays, position)}, field activity: unknown activity "
             f"{_show(stays['activity'].iloc[position])}"
         )
-    for field, limit in (("latitude", 90.0), ("longitude", 180.0)):
-        values = pd.to_numeric(stays[field], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(values) | (np.abs(values) > limit)
-        if bad.any():
-            position = int(np.flatnonzero(bad)[0])
-            raise StayPointError(
-                f"{source}: row {_row_label(stays, position)}, field {field}: POI "
-                f"{_show(stays['poi_id'].iloc[position])} has no valid coordinate "
-                f"({_show(stays[field].iloc[position])})"
-            )
+    _check_coordinates(stays, source)
     for field in ("start", "end"):
         if not isinstance(stays[field].dtype, pd.DatetimeTZDtype):
             raise StayPointError(
@@ -326,16 +340,7 @@ def read_pois(path: str | Path) -> pd.DataFrame:
     _require_columns(pois, NUMOSIM_POI_COLUMNS, source)
     pois = _with_rows(pois, source)
     _first_null(pois, ("poi_id",), source)
-    for field, limit in (("latitude", 90.0), ("longitude", 180.0)):
-        values = pd.to_numeric(pois[field], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(values) | (np.abs(values) > limit)
-        if bad.any():
-            position = int(np.flatnonzero(bad)[0])
-            raise StayPointError(
-                f"{source}: row {position + 1}, field {field}: POI {_show(pois['poi_id'].iloc[position])} "
-                f"has no valid coordinate ({_show(pois[field].iloc[position])})"
-            )
-        pois[field] = values
+    pois["latitude"], pois["longitude"] = _check_coordinates(pois, source)
     duplicate = np.flatnonzero(pois["poi_id"].duplicated().to_numpy())
     if duplicate.size:
         position = int(duplicate[0])
