@@ -15,6 +15,7 @@ from mesa_llm_mobility.trajectory.metrics import (
     evaluate,
     jensen_shannon,
     km_grid,
+    reference_grid,
     transition_matrix,
 )
 
@@ -154,3 +155,25 @@ def test_cell_size_and_compat_are_checked(small_city):
         evaluate(small_city.stays, small_city.stays, compat="geo-llama")
     with pytest.raises(ValueError, match="non-empty"):
         evaluate(small_city.stays.iloc[:0], small_city.stays)
+
+
+def test_reference_grid_cells_follow_the_reference_formula():
+    lat = np.array([34.0, 34.3, 34.15, 34.3, 34.0])
+    lon = np.array([-118.5, -118.0, -118.25, -118.5, -118.0])
+    grid = reference_grid(lat, lon)
+    rows = int(
+        (34.3 - 34.0) / (-118.0 - -118.5) * 100
+    )  # 59: the float ratio truncates as there
+    assert grid.columns == 100 and grid.rows == rows == 59
+    v_res = (34.3 - 34.0) / rows
+    # the reference: y = min(int((lon - lon_min) / h_res), 99), x = min(int((lat - lat_min) / v_res),
+    # rows - 1), id = x * 100 + y + 1 (1-based); ours are 0-based
+    expected = [
+        min(int((b - -118.5) / 0.005), 99)
+        + 100 * min(int((a - 34.0) / v_res), rows - 1)
+        for a, b in zip(lat, lon, strict=True)
+    ]
+    assert grid.cell_of(lat, lon).tolist() == expected
+    north, east = grid.centres(np.array([0, rows * 100 - 1]))
+    assert north.tolist() == pytest.approx([0.5 * v_res, (rows - 0.5) * v_res])
+    assert east.tolist() == pytest.approx([0.0025, 0.4975])
