@@ -19,6 +19,7 @@ from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_opt
 from mesa_llm_mobility.cognition.redaction import redact
 from mesa_llm_mobility.evacuation.cli import add_evac_commands
 from mesa_llm_mobility.experiment.cli import add_sweep_commands
+from mesa_llm_mobility.trajectory.cli import add_traj_commands
 from mesa_llm_mobility.urban.cli import add_urban_commands
 from mesa_llm_mobility.viz.cli import add_viz_commands
 
@@ -108,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     cognition.set_defaults(handler=_demo_cognition)
     add_urban_commands(commands)
     add_evac_commands(commands)
+    add_traj_commands(commands)
     add_sweep_commands(commands)
     add_viz_commands(commands)
     return parser

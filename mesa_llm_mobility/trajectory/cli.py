@@ -1,0 +1,221 @@
+"""``mlm traj ...`` commands: synthesize a history, generate trajectories, evaluate them.
+
+``mesa_llm_mobility/cli.py`` calls :func:`add_traj_commands` on its subparsers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from mesa_llm_mobility.cognition.arguments import (
+    _positive,
+    add_brain_arguments,
+    brain_options,
+)
+
+_positive_int = _positive(int)
+
+
+def synth_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm traj synth``: write a synthetic history in NumoSim's layout."""
+    from mesa_llm_mobility.trajectory.staypoints import write_numosim  # noqa: PLC0415
+    from mesa_llm_mobility.trajectory.synth import synthesize  # noqa: PLC0415
+
+    began = time.perf_counter()
+    city = synthesize(args.individuals, args.weeks, seed=args.seed)
+    stays_path, pois_path = write_numosim(city.stays, args.out)
+    city.people.to_parquet(Path(args.out) / "people.parquet", index=False)
+    stays = city.stays
+    days = stays.groupby(["agent_id", stays["start"].dt.normalize()]).ngroups
+    print(
+        f"{args.individuals} individuals, {days} daily trajectories, {len(stays)} stays "
+        f"({len(stays) / days:.2f} per day), {len(city.pois)} POIs, seed {args.seed}: "
+        f"{time.perf_counter() - began:.1f} s"
+    )
+    print(f"written {stays_path}, {pois_path} and people.parquet")
+    return 0
+
+
+def generate_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm traj generate``: generate into a file and a run directory."""
+    from mesa_llm_mobility.cognition.ledger import llm_summary_lines  # noqa: PLC0415
+    from mesa_llm_mobility.trajectory.runner import (  # noqa: PLC0415
+        LLM_SUMMARY_TABLE,
+        generation_config,
+        run_generation,
+    )
+
+    config = generation_config(
+        args.history,
+        days=args.days,
+        hold_out=args.hold_out,
+        seed=args.seed,
+        brain=args.brain,
+        durations=args.durations,
+        alpha=args.alpha,
+        peers=args.peers,
+        timezone=args.timezone,
+    )
+    began = time.perf_counter()
+    result = run_generation(
+        args.out,
+        config,
+        run_dir=args.run_dir,
+        overwrite=args.overwrite,
+        brain_options=brain_options(args),
+        progress=not args.no_progress,
+    )
+    model = result.model
+    trajectories = result.trajectories
+    print(
+        f"{len(model.book.individuals)} individuals x {len(model.dates)} days, brain "
+        f"{model.brain.name}, seed {args.seed}: {len(trajectories)} visits "
+        f"({len(trajectories) / max(len(model.book.individuals) * len(model.dates), 1):.2f} per day), "
+        f"workflow success {model.workflow_success_rate():.1%}, "
+        f"{time.perf_counter() - began:.1f} s"
+    )
+    if LLM_SUMMARY_TABLE in result.run.table_names():
+        summary = result.run.read_table(LLM_SUMMARY_TABLE).set_index("kind")
+        for line in llm_summary_lines(summary):
+            print(line)
+    print(f"written {result.output} and the run directory {result.run.path}")
+    if not result.held_out.empty:
+        print(f"held-out days: {result.run.table_path('held_out')}")
+    return 0
+
+
+def evaluate_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm traj evaluate``: the seven metrics, printed (and written as JSON)."""
+    from mesa_llm_mobility.trajectory.metrics import evaluate  # noqa: PLC0415
+    from mesa_llm_mobility.trajectory.staypoints import read_history  # noqa: PLC0415
+
+    real = read_history(args.real, timezone=args.timezone)
+    generated = read_history(args.generated, timezone=args.timezone)
+    began = time.perf_counter()
+    result = evaluate(real, generated, cell_km=args.cell_km, compat=args.compat)
+    mode = "trajgenagent compat" if args.compat else f"{args.cell_km:g} km cells"
+    print(f"{len(generated)} generated vs {len(real)} real visits ({mode}):")
+    for name, value in result.items():
+        print(f"  {name:<10} {value:.4f}")
+    print(f"({time.perf_counter() - began:.1f} s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        print(f"written {args.json}")
+    return 0
+
+
+def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``traj synth | generate | evaluate`` on the ``mlm`` subparsers."""
+    traj = subparsers.add_parser(
+        "traj",
+        help="trajectory generation (TrajGenAgent): synthesize, generate, evaluate",
+    )
+    commands = traj.add_subparsers(
+        dest="traj_command", required=True, metavar="COMMAND"
+    )
+
+    synth = commands.add_parser(
+        "synth",
+        help="write a synthetic city's stay-point history (NumoSim layout)",
+        description="Synthesize a city and population (seeded, offline) and write their "
+        "stay-point history in NumoSim's layout: staypoints.parquet, poi.parquet, and "
+        "people.parquet (anchors and preferences).",
+    )
+    synth.add_argument(
+        "--individuals", type=_positive_int, default=1200, help="people (default 1200)"
+    )
+    synth.add_argument(
+        "--weeks", type=_positive_int, default=4, help="weeks of history (default 4)"
+    )
+    synth.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    synth.add_argument("--out", required=True, help="folder to write")
+    synth.set_defaults(handler=synth_command)
+
+    generate = commands.add_parser(
+        "generate",
+        help="generate daily trajectories from a history",
+        description="Generate every individual's daily trajectories from their history: the "
+        "orchestrator's activity chains, then the deterministic workflow (locations, travel "
+        "times, durations). Writes the stay points to --out and a run directory (config, "
+        "ledger, decisions, workflow counts) beside it.",
+    )
+    generate.add_argument(
+        "--history", required=True, help="NumoSim folder or stay-point file"
+    )
+    generate.add_argument(
+        "--days",
+        type=_positive_int,
+        default=7,
+        help="days after the history (default 7)",
+    )
+    generate.add_argument(
+        "--hold-out",
+        type=int,
+        default=0,
+        help="hold out each individual's last N days and generate those dates (default 0)",
+    )
+    generate.add_argument(
+        "--out", required=True, help="generated stay points (.parquet or .csv)"
+    )
+    generate.add_argument(
+        "--run-dir",
+        default=None,
+        help="run directory (default: <out>.run beside --out)",
+    )
+    generate.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    generate.add_argument(
+        "--durations",
+        choices=("day", "visit"),
+        default="day",
+        help="one duration decision per day (default) or per visit (the paper's)",
+    )
+    generate.add_argument(
+        "--alpha", type=float, default=0.3, help="exploration gate (default 0.3)"
+    )
+    generate.add_argument(
+        "--peers",
+        type=_positive_int,
+        default=10,
+        help="similar individuals K (default 10)",
+    )
+    generate.add_argument(
+        "--timezone", default=None, help="time zone of the history's times"
+    )
+    generate.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier run directory"
+    )
+    generate.add_argument(
+        "--no-progress", action="store_true", help="hide the progress bar"
+    )
+    add_brain_arguments(generate)
+    generate.set_defaults(handler=generate_command)
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="the seven distribution metrics of generated vs real stay points",
+        description="Distance, G-radius, Duration, DailyLoc, I-rank, G-rank (JSD) and "
+        "Transition (Frobenius) of generated against real stay points.",
+    )
+    evaluate.add_argument(
+        "--real", required=True, help="real stay points (NumoSim folder or file)"
+    )
+    evaluate.add_argument("--generated", required=True, help="generated stay points")
+    evaluate.add_argument(
+        "--cell-km", type=float, default=0.5, help="grid cell size in km (default 0.5)"
+    )
+    evaluate.add_argument(
+        "--compat",
+        choices=("trajgenagent",),
+        default=None,
+        help="the reference implementation's binning, to compare with published tables",
+    )
+    evaluate.add_argument(
+        "--timezone", default=None, help="time zone of the tables' times"
+    )
+    evaluate.add_argument(
+        "--json", default=None, help="also write the metrics to this JSON file"
+    )
+    evaluate.set_defaults(handler=evaluate_command)

@@ -1,0 +1,487 @@
+"""The trajectory model: one :class:`IndividualAgent` per person, one generated day per step.
+
+A step generates one date for every individual, in the paper's two stages, with each stage's
+decisions batched through the brain:
+
+1. every agent states an ``ActivityChain`` request (:mod:`.orchestrator`); one batch;
+2. the deterministic workflow grounds every chain (locations, travel times, first start;
+   :mod:`.workflow`), then the durations are decided: one ``DayDurations`` request per agent in
+   one batch (``settings.durations == "day"``, the default: two decisions per trajectory), or one
+   ``VisitDuration`` batch per visit position (``"visit"``, the paper's per-visit worker).
+
+:func:`generate` is the same without Mesa in sight: history in, generated stay points out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, ClassVar, Self
+
+import mesa
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from mesa_llm_mobility.clock import MINUTES_PER_DAY
+from mesa_llm_mobility.cognition.brain import Brain
+from mesa_llm_mobility.cognition.kinds import DecisionRequest, DecisionResult, Outcome
+from mesa_llm_mobility.cognition.settings import BrainOptions
+from mesa_llm_mobility.experiment.base_model import MobilityModel
+from mesa_llm_mobility.trajectory.activities import ACTIVITIES, ACTIVITY_INDEX
+from mesa_llm_mobility.trajectory.durations import (
+    DAY_DURATIONS,
+    VISIT_DURATION,
+    DayDurationsContext,
+    VisitDurationContext,
+)
+from mesa_llm_mobility.trajectory.evidence import (
+    EvidenceBook,
+    IndividualEvidence,
+    build_evidence,
+)
+from mesa_llm_mobility.trajectory.orchestrator import ACTIVITY_CHAIN, ChainContext
+from mesa_llm_mobility.trajectory.staypoints import STAY_COLUMNS
+from mesa_llm_mobility.trajectory.workflow import (
+    INVALID_POI,
+    GroundedDay,
+    LocationWorker,
+    WorkflowSettings,
+)
+
+WORKFLOW_COLUMNS = (
+    "day",
+    "date",
+    "trajectories",
+    "visits",
+    "grounded_visits",
+    "invalid_locations",
+    "trimmed_visits",
+    "chain_fallbacks",
+    "duration_fallbacks",
+)
+"""Columns of :meth:`TrajectoryModel.workflow_frame`: one row per generated day."""
+
+
+class IndividualAgent(mesa.Agent):
+    """One person: their evidence, and the orchestrator request they state each day.
+
+    Attributes:
+        person_id: The person's id in the history.
+        evidence: Their evidence profile.
+    """
+
+    def __init__(self, model: TrajectoryModel, evidence: IndividualEvidence) -> None:
+        super().__init__(model)
+        self.person_id = evidence.agent_id
+        self.evidence = evidence
+        self._contexts: dict[int, ChainContext] = {}
+
+    def chain_request(self, date: pd.Timestamp) -> DecisionRequest[ChainContext, Any]:
+        """The ``ActivityChain`` request for a date (evidence of its weekday)."""
+        weekday = int(date.weekday())
+        base = self._contexts.get(weekday)
+        if base is None:
+            base = self._chain_context(weekday)
+            self._contexts[weekday] = base
+        context = dataclasses.replace(base, date=date.date().isoformat())
+        return DecisionRequest(ACTIVITY_CHAIN, self.person_id, context)
+
+    def _chain_context(self, weekday: int) -> ChainContext:
+        settings = self.model.settings
+        evidence = self.evidence
+        days = evidence.evidence_days(weekday)
+        chains = [evidence.chains[day] for day in days]
+        exemplars = tuple(
+            tuple(ACTIVITIES[code] for code in chain)
+            for chain in reversed(chains[-settings.exemplars :])
+        )
+        codes = np.concatenate(chains)
+        counts = np.bincount(codes, minlength=len(ACTIVITIES))
+        order = np.argsort(-counts, kind="stable")[: settings.summary_items]
+        shares = tuple(
+            (ACTIVITIES[code], float(counts[code] / counts.sum()))
+            for code in order
+            if counts[code]
+        )
+        pairs = Counter(
+            (int(first), int(second))
+            for chain in chains
+            for first, second in itertools.pairwise(chain)
+        )
+        total = sum(pairs.values()) or 1
+        transitions = tuple(
+            (ACTIVITIES[first], ACTIVITIES[second], count / total)
+            for (first, second), count in pairs.most_common(settings.summary_items)
+        )
+        start, transition = evidence.markov(weekday)
+        return ChainContext(
+            agent_id=self.person_id,
+            date="",
+            weekday=weekday,
+            exemplars=exemplars,
+            activity_shares=shares,
+            transitions=transitions,
+            feasible=self.model.worker.feasible(self.person_id),
+            max_length=settings.max_chain_length,
+            start_probs=start,
+            transition_probs=transition,
+        )
+
+
+def _resolve_dates(
+    book: EvidenceBook,
+    history: pd.DataFrame,
+    days: int,
+    start_date: str | pd.Timestamp | None,
+    dates: Sequence[str | pd.Timestamp] | None,
+) -> list[pd.Timestamp]:
+    """Local midnights of the dates to generate."""
+    if dates is not None:
+        stamps = [pd.Timestamp(value) for value in dates]
+    else:
+        if days < 0:
+            raise ValueError(f"days must be >= 0, got {days}")
+        first = (
+            pd.Timestamp(start_date)
+            if start_date is not None
+            else history["start"].max().tz_convert(book.timezone).normalize()
+            + pd.Timedelta(days=1)
+        )
+        stamps = [first + pd.Timedelta(days=offset) for offset in range(days)]
+    return [
+        (
+            stamp.tz_localize(book.timezone)
+            if stamp.tzinfo is None
+            else stamp.tz_convert(book.timezone)
+        ).normalize()
+        for stamp in stamps
+    ]
+
+
+class TrajectoryModel(MobilityModel):
+    """Generates daily trajectories of every individual of a history (TrajGenAgent on Mesa).
+
+    Args:
+        history: The evidence: a valid stay-point table.
+        days: Dates to generate, from ``start_date`` (default: the day after the history).
+        start_date: First date to generate.
+        dates: The exact dates to generate (instead of ``days`` and ``start_date``), e.g. the
+            held-out dates.
+        settings: Workflow parameters.
+        evidence: A prebuilt evidence book of ``history`` (built if ``None``).
+        brain: ``"rules"``, ``"llm:<model>"`` or a brain.
+        brain_options: Further brain options.
+        rng: Seed or generator.
+
+    Raises:
+        StayPointError: If an individual has fewer history days than
+            ``settings.min_history_days``.
+    """
+
+    time_columns: ClassVar[tuple[str, ...]] = ("day", "date")
+    decision_columns: ClassVar[tuple[str, ...]] = ("visit",)
+
+    def __init__(
+        self,
+        history: pd.DataFrame,
+        *,
+        days: int = 7,
+        start_date: str | pd.Timestamp | None = None,
+        dates: Sequence[str | pd.Timestamp] | None = None,
+        settings: WorkflowSettings | None = None,
+        evidence: EvidenceBook | None = None,
+        brain: str | Brain | None = "rules",
+        brain_options: BrainOptions | None = None,
+        rng: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(brain=brain, brain_options=brain_options, rng=rng)
+        self.settings = settings or WorkflowSettings()
+        self.book = evidence or build_evidence(
+            history,
+            peers=self.settings.peers,
+            min_history_days=self.settings.min_history_days,
+        )
+        self.worker = LocationWorker(self.book, self.settings)
+        self.dates = _resolve_dates(self.book, history, days, start_date, dates)
+        for item in self.book.individuals.values():
+            IndividualAgent(self, item)
+        self.day = 0
+        self.running = bool(self.dates)
+        self._visits: dict[str, list[Any]] = {
+            "agent_id": [],
+            "poi": [],
+            "activity": [],
+            "date": [],
+            "start": [],
+            "end": [],
+        }
+        self._workflow_rows: list[dict[str, Any]] = []
+
+    @property
+    def individuals(self) -> list[IndividualAgent]:
+        """The agents, in history order."""
+        return list(self.agents_by_type[IndividualAgent])
+
+    # ------------------------------------------------------------------ one day
+    def step(self) -> None:
+        """Generate the next date for every individual."""
+        if self.day >= len(self.dates):
+            self.running = False
+            return
+        date = self.dates[self.day]
+        time = {"day": self.day + 1, "date": date.date().isoformat()}
+        agents = self.individuals
+        chains = self.decide([agent.chain_request(date) for agent in agents], **time)
+        for result in chains:
+            self.record_decision(result, time, visit=None)
+        grounded = [
+            self.worker.ground_day(
+                agent.person_id, result.output.activities, date.weekday(), self.rng
+            )
+            for agent, result in zip(agents, chains, strict=True)
+        ]
+        if self.settings.durations == "day":
+            schedules, duration_results = self._durations_per_day(
+                agents, grounded, time
+            )
+        else:
+            schedules, duration_results = self._durations_per_visit(
+                agents, grounded, time
+            )
+        self._commit(agents, grounded, schedules)
+        self._workflow_rows.append(
+            {
+                **time,
+                "trajectories": len(agents),
+                "visits": sum(len(result.output.activities) for result in chains),
+                "grounded_visits": sum(len(starts) for starts, _ in schedules),
+                "invalid_locations": sum(
+                    poi == INVALID_POI for day in grounded for poi in day.pois
+                ),
+                "trimmed_visits": sum(day.trimmed for day in grounded)
+                + sum(
+                    len(day.pois) - len(starts)
+                    for day, (starts, _) in zip(grounded, schedules, strict=True)
+                ),
+                "chain_fallbacks": sum(
+                    result.outcome == Outcome.FALLBACK for result in chains
+                ),
+                "duration_fallbacks": sum(
+                    result.outcome == Outcome.FALLBACK for result in duration_results
+                ),
+            }
+        )
+        self.day += 1
+        self.running = self.day < len(self.dates)
+
+    def _durations_per_day(
+        self,
+        agents: list[IndividualAgent],
+        grounded: list[GroundedDay],
+        time: dict[str, Any],
+    ) -> tuple[list[tuple[list[float], list[float]]], list[DecisionResult[Any, Any]]]:
+        requests = [
+            DecisionRequest(
+                DAY_DURATIONS,
+                agent.person_id,
+                DayDurationsContext(
+                    agent_id=agent.person_id,
+                    date=time["date"],
+                    first_start_minute=day.first_start,
+                    travel_minutes=tuple(day.travel),
+                    priors=tuple(day.priors),
+                ),
+            )
+            for agent, day in zip(agents, grounded, strict=True)
+        ]
+        results = self.decide(requests, **time)
+        schedules = []
+        for day, result in zip(grounded, results, strict=True):
+            self.record_decision(result, time, visit=None)
+            clock = day.first_start
+            starts, ends = [], []
+            for travel, duration in zip(
+                day.travel, result.output.durations_minutes, strict=True
+            ):
+                clock += travel
+                starts.append(clock)
+                clock += duration
+                ends.append(clock)
+            schedules.append((starts, ends))
+        return schedules, results
+
+    def _durations_per_visit(
+        self,
+        agents: list[IndividualAgent],
+        grounded: list[GroundedDay],
+        time: dict[str, Any],
+    ) -> tuple[list[tuple[list[float], list[float]]], list[DecisionResult[Any, Any]]]:
+        schedules: list[tuple[list[float], list[float]]] = [([], []) for _ in grounded]
+        open_days = set(range(len(grounded)))
+        every_result: list[DecisionResult[Any, Any]] = []
+        for visit in range(max((len(day.pois) for day in grounded), default=0)):
+            owners, requests = [], []
+            for index in sorted(open_days):
+                day = grounded[index]
+                if visit >= len(day.pois):
+                    open_days.discard(index)
+                    continue
+                starts, ends = schedules[index]
+                start = day.first_start if visit == 0 else ends[-1] + day.travel[visit]
+                if start >= MINUTES_PER_DAY:
+                    open_days.discard(index)  # the day is over: the rest is trimmed
+                    continue
+                owners.append(index)
+                requests.append(
+                    DecisionRequest(
+                        VISIT_DURATION,
+                        agents[index].person_id,
+                        VisitDurationContext(
+                            agent_id=agents[index].person_id,
+                            prior=day.priors[visit],
+                            start_minute=start,
+                            remaining=tuple(day.activities[visit + 1 :]),
+                            remaining_expected_minutes=float(
+                                sum(
+                                    prior.prior_minutes
+                                    for prior in day.priors[visit + 1 :]
+                                )
+                            ),
+                        ),
+                    )
+                )
+            results = self.decide(requests, **time)
+            every_result += results
+            for index, request, result in zip(owners, requests, results, strict=True):
+                self.record_decision(result, time, visit=visit)
+                starts, ends = schedules[index]
+                starts.append(request.context.start_minute)
+                ends.append(
+                    request.context.start_minute + result.output.duration_minutes
+                )
+        return schedules, every_result
+
+    def _commit(
+        self,
+        agents: list[IndividualAgent],
+        grounded: list[GroundedDay],
+        schedules: list[tuple[list[float], list[float]]],
+    ) -> None:
+        visits = self._visits
+        for agent, day, (starts, ends) in zip(agents, grounded, schedules, strict=True):
+            for index, (start, end) in enumerate(zip(starts, ends, strict=True)):
+                if day.pois[index] == INVALID_POI:
+                    continue
+                visits["agent_id"].append(agent.person_id)
+                visits["poi"].append(day.pois[index])
+                visits["activity"].append(ACTIVITY_INDEX[day.activities[index]])
+                visits["date"].append(self.day)
+                visits["start"].append(start)
+                visits["end"].append(end)
+
+    # ------------------------------------------------------------------ running and tables
+    def run(self, days: int | None = None, *, progress: bool = False) -> Self:
+        """Generate ``days`` more dates (default: all that remain).
+
+        Args:
+            days: Dates to generate now.
+            progress: Show a progress bar.
+
+        Returns:
+            The model.
+        """
+        remaining = len(self.dates) - self.day
+        count = remaining if days is None else min(days, remaining)
+        for _ in tqdm(range(count), desc="days", unit="day", disable=not progress):
+            self.step()
+        return self
+
+    def trajectories_frame(self) -> pd.DataFrame:
+        """The generated stay points (:data:`~.staypoints.STAY_COLUMNS`), by agent and start."""
+        visits = self._visits
+        poi = np.asarray(visits["poi"], dtype=np.int64)
+        midnights = pd.DatetimeIndex(self.dates)
+        date_index = np.asarray(visits["date"], dtype=np.int64)
+        base = (
+            midnights[date_index]
+            if len(date_index)
+            else pd.DatetimeIndex([], tz=self.book.timezone)
+        )
+        start = base + pd.to_timedelta(
+            np.asarray(visits["start"], dtype=float), unit="min"
+        )
+        end = base + pd.to_timedelta(np.asarray(visits["end"], dtype=float), unit="min")
+        frame = pd.DataFrame(
+            {
+                "agent_id": visits["agent_id"],
+                "poi_id": self.book.poi_ids[poi] if poi.size else [],
+                "latitude": self.book.poi_lat[poi],
+                "longitude": self.book.poi_lon[poi],
+                "activity": [ACTIVITIES[code] for code in visits["activity"]],
+                "start": start.round("s"),
+                "end": end.round("s"),
+            },
+            columns=list(STAY_COLUMNS),
+        )
+        return frame.sort_values(["agent_id", "start"], kind="stable").reset_index(
+            drop=True
+        )
+
+    def workflow_frame(self) -> pd.DataFrame:
+        """One row per generated day: visits planned and grounded, and every fallback counted."""
+        return pd.DataFrame(self._workflow_rows, columns=list(WORKFLOW_COLUMNS))
+
+    def workflow_success_rate(self) -> float:
+        """Share of the kept visits that got a POI, a start and a duration (1.0 when none)."""
+        frame = self.workflow_frame()
+        kept = frame["visits"].sum() - frame["trimmed_visits"].sum()
+        if kept <= 0:
+            return 1.0
+        return float(
+            (frame["grounded_visits"].sum() - frame["invalid_locations"].sum()) / kept
+        )
+
+
+def generate(
+    history: pd.DataFrame,
+    days: int = 7,
+    *,
+    brain: str | Brain | None = "rules",
+    rng: int | np.random.Generator | None = None,
+    start_date: str | pd.Timestamp | None = None,
+    dates: Sequence[str | pd.Timestamp] | None = None,
+    settings: WorkflowSettings | None = None,
+    brain_options: BrainOptions | None = None,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Generate daily trajectories for every individual of a history.
+
+    Args:
+        history: A valid stay-point table (e.g. from :func:`~.staypoints.read_history`).
+        days: Dates to generate, from the day after the history (or ``start_date``).
+        brain: ``"rules"`` (offline), ``"llm:<model>"`` or a brain.
+        rng: Seed or generator.
+        start_date: First date to generate.
+        dates: Exact dates to generate instead.
+        settings: Workflow parameters.
+        brain_options: Further brain options (``api_base``, ...).
+        progress: Show a progress bar.
+
+    Returns:
+        The generated stay points, one row per visit.
+    """
+    with TrajectoryModel(
+        history,
+        days=days,
+        start_date=start_date,
+        dates=dates,
+        settings=settings,
+        brain=brain,
+        brain_options=brain_options,
+        rng=rng,
+    ) as model:
+        model.run(progress=progress)
+        return model.trajectories_frame()

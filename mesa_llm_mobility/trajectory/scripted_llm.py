@@ -1,0 +1,86 @@
+"""Answers a sensible planner would give, read from the trajectory prompts alone.
+
+:func:`respond` is a responder for the local OpenAI-compatible server
+(:class:`~mesa_llm_mobility.cognition.testing.FakeLLMServer`), so the trajectory model can be
+driven through the real LLM brain without a model (soak and fault tests, benchmarks):
+
+* ``ActivityChain``: the first exemplar chain of the prompt, keeping the allowed activities and
+  dropping adjacent repeats;
+* ``VisitDuration``: the historical average, clipped to the allowed range;
+* ``DayDurations``: every visit's historical average, clipped to its range and shrunk to the
+  day's budget.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from mesa_llm_mobility.cognition.testing import Reply, json_content
+
+_EXEMPLAR = re.compile(r"^1\. (\[.*\])$", re.MULTILINE)
+_ALLOWED = re.compile(r"use only these activities: (.*)$", re.MULTILINE)
+_VISIT_AVERAGE = re.compile(r"historical average: (\d+) minutes")
+_VISIT_RANGE = re.compile(r"duration between (\d+) and (\d+) minutes")
+_DAY_LINE = re.compile(
+    r"^\d+\. \S+: travel \d+ min before, historical average (\d+) min, allowed (\d+)-(\d+) min$",
+    re.MULTILINE,
+)
+_DAY_BUDGET = re.compile(r"add up to at most (-?\d+) minutes")
+
+
+def _chain(prompt: str) -> dict[str, Any]:
+    allowed_match = _ALLOWED.search(prompt)
+    allowed = (
+        {name.strip() for name in allowed_match.group(1).split(",")}
+        if allowed_match
+        else set()
+    )
+    exemplar = _EXEMPLAR.search(prompt)
+    names = ast.literal_eval(exemplar.group(1)) if exemplar else ["Home"]
+    chain: list[str] = []
+    for name in names:
+        if name in allowed and (not chain or chain[-1] != name):
+            chain.append(name)
+    return {"activities": chain or sorted(allowed)[:1]}
+
+
+def _day(prompt: str) -> dict[str, Any]:
+    visits = [tuple(map(int, match)) for match in _DAY_LINE.findall(prompt)]
+    budget_match = _DAY_BUDGET.search(prompt)
+    budget = int(budget_match.group(1)) if budget_match else 10**6
+    durations = [min(max(average, low), high) for average, low, high in visits]
+    minimum = sum(low for _, low, _ in visits)
+    while sum(durations) > max(budget, minimum):
+        excess = sum(durations) - max(budget, minimum)
+        longest = max(
+            range(len(durations)), key=lambda index: durations[index] - visits[index][1]
+        )
+        durations[longest] -= min(excess, durations[longest] - visits[longest][1])
+    return {"durations_minutes": durations}
+
+
+def respond(body: dict[str, Any]) -> Reply:
+    """Answer an ``ActivityChain``, ``VisitDuration`` or ``DayDurations`` request.
+
+    Args:
+        body: The chat-completion request body.
+
+    Returns:
+        The assistant content (a JSON decision).
+    """
+    # the first user message is the question; a repair round appends the errors after it
+    prompt = next(
+        message["content"] for message in body["messages"] if message["role"] == "user"
+    )
+    if "Exemplar chains" in prompt:
+        return json_content(_chain(prompt))
+    if "Visits in order:" in prompt:
+        return json_content(_day(prompt))
+    average = _VISIT_AVERAGE.search(prompt)
+    bounds = _VISIT_RANGE.search(prompt)
+    value = int(average.group(1)) if average else 60
+    if bounds:
+        value = min(max(value, int(bounds.group(1))), int(bounds.group(2)))
+    return json_content({"duration_minutes": value})

@@ -1,0 +1,382 @@
+"""Stage 2, the deterministic worker workflow: location, then travel time, then duration.
+
+Per visit, in the paper's fixed order (Sec. III-D):
+
+* **location** (eqs. 6-8): the candidates are the individual's POIs for the activity united with
+  those of the top-K similar individuals; each scores
+  ``S(p) = lf * s_freq(p) + ld * s_dist(p)`` with ``s_freq = (1 - alpha) P_u(p | a) + alpha
+  P_sim(p | a)`` and ``s_dist = exp(-beta |dist(p_prev, p) - mean_dist_u(a_prev, a)|)``
+  (Haversine km); the POI is drawn from the normalised scores. The first visit has no previous
+  POI and scores ``s_freq`` alone. No candidate gives the explicit :data:`INVALID_POI` marker,
+  never a silent random POI;
+* **travel time** (eq. 9): ``t_s(i) = t_e(i - 1) + clip(dist / v_u(a_prev, a) * 60, 5, 180)``
+  minutes, with the speed by distance regime (:func:`default_speed_kmh`) when the individual has
+  no speed prior for the pair; the first visit starts at a first start of the evidence days;
+* **duration**: a decision kind (:mod:`.durations`), per visit or for the whole day at once.
+
+The defaults are the reference implementation's (alpha 0.3, beta 0.5 per km, lf 0.4, ld 0.6,
+K 10, speeds 5 km/h up to 5 km and 40 km/h beyond, durations 5-720 minutes) except
+:attr:`WorkflowSettings.own_anchors`: by default a person's Home, Work and School are their own
+(where they have one), not a similar individual's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from mesa_llm_mobility.trajectory.activities import ACTIVITIES, ACTIVITY_INDEX
+from mesa_llm_mobility.trajectory.durations import DurationPrior
+from mesa_llm_mobility.trajectory.evidence import EvidenceBook, IndividualEvidence
+from mesa_llm_mobility.trajectory.geo import EARTH_RADIUS_KM
+
+INVALID_POI = -1
+"""The location worker's explicit marker for a visit without any candidate POI."""
+
+DEFAULT_FIRST_START_MINUTE = 480.0
+"""First start when the evidence has none (08:00, plus a random offset below an hour)."""
+
+
+@dataclass(frozen=True)
+class WorkflowSettings:
+    """Parameters of the orchestrator and the worker workflow.
+
+    Attributes:
+        alpha: Exploration gate of s_freq (weight of the similar individuals).
+        beta_per_km: Decay of s_dist per km of mismatch.
+        frequency_weight: lf.
+        distance_weight: ld.
+        peers: K of the similar-individual pool.
+        own_anchors: Activities grounded at the individual's own POIs when they have any.
+        walk_limit_km: Up to this distance the default speed is :attr:`walk_speed_kmh`.
+        walk_speed_kmh: Default speed of short trips.
+        drive_speed_kmh: Default speed of longer trips.
+        min_travel_minutes: Lower clip of a travel time.
+        max_travel_minutes: Upper clip of a travel time.
+        min_duration_minutes: d_min.
+        max_duration_minutes: d_max (raised per activity to the longest observed dwell).
+        durations: ``"day"``: one duration decision per trajectory; ``"visit"``: one per visit.
+        max_chain_length: Most activities per chain.
+        exemplars: Exemplar chains in the orchestrator prompt.
+        summary_items: Activity shares and transitions listed in the prompt.
+        min_history_days: Individuals with fewer history days are refused.
+    """
+
+    alpha: float = 0.3
+    beta_per_km: float = 0.5
+    frequency_weight: float = 0.4
+    distance_weight: float = 0.6
+    peers: int = 10
+    own_anchors: tuple[str, ...] = ("Home", "Work", "School")
+    walk_limit_km: float = 5.0
+    walk_speed_kmh: float = 5.0
+    drive_speed_kmh: float = 40.0
+    min_travel_minutes: float = 5.0
+    max_travel_minutes: float = 180.0
+    min_duration_minutes: int = 5
+    max_duration_minutes: int = 720
+    durations: Literal["day", "visit"] = "day"
+    max_chain_length: int = 24
+    exemplars: int = 3
+    summary_items: int = 8
+    min_history_days: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+        if self.durations not in ("day", "visit"):
+            raise ValueError(
+                f"durations must be 'day' or 'visit', got {self.durations!r}"
+            )
+        if self.min_travel_minutes > self.max_travel_minutes:
+            raise ValueError("min_travel_minutes must not exceed max_travel_minutes")
+        if self.max_chain_length < 1:
+            raise ValueError(
+                f"max_chain_length must be >= 1, got {self.max_chain_length}"
+            )
+
+
+def default_speed_kmh(distance_km: float, settings: WorkflowSettings) -> float:
+    """The speed of a trip without a prior, by distance regime (walk vs drive)."""
+    return (
+        settings.walk_speed_kmh
+        if distance_km <= settings.walk_limit_km
+        else settings.drive_speed_kmh
+    )
+
+
+def travel_minutes(
+    distance_km: float, speed_kmh: float | None, settings: WorkflowSettings
+) -> float:
+    """Eq. 9's travel time: ``clip(dist / v * 60, min, max)``; no prior: the regime's speed."""
+    if speed_kmh is None or not np.isfinite(speed_kmh) or speed_kmh <= 0:
+        speed_kmh = default_speed_kmh(distance_km, settings)
+    minutes = distance_km / max(speed_kmh, 1.0) * 60.0
+    return float(
+        min(max(minutes, settings.min_travel_minutes), settings.max_travel_minutes)
+    )
+
+
+@dataclass
+class LocationCandidates:
+    """One individual's candidate POIs for one activity, with s_freq (eq. 7).
+
+    Attributes:
+        pois: POI indices of the evidence book.
+        frequency_scores: s_freq of each.
+    """
+
+    pois: np.ndarray
+    frequency_scores: np.ndarray
+
+
+@dataclass
+class GroundedDay:
+    """A day after location and travel-time grounding, before durations.
+
+    Attributes:
+        activities: Activity names, in order.
+        pois: POI indices (:data:`INVALID_POI` where no candidate existed).
+        travel: Travel minutes before each visit (0 for the first).
+        first_start: When the first visit starts (minutes after midnight).
+        priors: Dwell-time priors of each visit.
+        trimmed: Activities dropped because the day could not hold them.
+    """
+
+    activities: list[str]
+    pois: list[int]
+    travel: list[float]
+    first_start: float
+    priors: list[DurationPrior]
+    trimmed: int = 0
+
+
+@dataclass
+class LocationWorker:
+    """Grounds activities at POIs and times travel, for every individual of an evidence book."""
+
+    book: EvidenceBook
+    settings: WorkflowSettings
+    _candidates: dict[tuple[object, int], LocationCandidates] = field(
+        default_factory=dict
+    )
+    _feasible: dict[object, tuple[str, ...]] = field(default_factory=dict)
+    _priors: dict[tuple[object, int, str], DurationPrior] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._lat = np.radians(self.book.poi_lat)
+        self._lon = np.radians(self.book.poi_lon)
+        self._cos_lat = np.cos(self._lat)
+
+    def distances_km(self, origin: int, destinations: np.ndarray) -> np.ndarray:
+        """Haversine km from one POI to others (indices of the evidence book)."""
+        half_lat = np.sin((self._lat[destinations] - self._lat[origin]) / 2.0)
+        half_lon = np.sin((self._lon[destinations] - self._lon[origin]) / 2.0)
+        a = (
+            half_lat**2
+            + self._cos_lat[origin] * self._cos_lat[destinations] * half_lon**2
+        )
+        return 2.0 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
+
+    def distance_km(self, origin: int, destination: int) -> float:
+        """Haversine km between two POIs."""
+        half_lat = math.sin((self._lat[destination] - self._lat[origin]) / 2.0)
+        half_lon = math.sin((self._lon[destination] - self._lon[origin]) / 2.0)
+        a = (
+            half_lat**2
+            + self._cos_lat[origin] * self._cos_lat[destination] * half_lon**2
+        )
+        return 2.0 * EARTH_RADIUS_KM * math.asin(math.sqrt(min(a, 1.0)))
+
+    def candidates(self, agent_id: object, activity: int) -> LocationCandidates:
+        """The candidate set P(a) = P_u(a) U P_sim(a) with s_freq (cached)."""
+        key = (agent_id, activity)
+        cached = self._candidates.get(key)
+        if cached is not None:
+            return cached
+        evidence = self.book.individuals[agent_id]
+        own_pois, own_probs = evidence.poi_preferences.get(
+            activity, (np.zeros(0, dtype=np.int64), np.zeros(0))
+        )
+        if own_pois.size and ACTIVITIES[activity] in self.settings.own_anchors:
+            peer_pois, peer_probs = np.zeros(0, dtype=np.int64), np.zeros(0)
+        else:
+            peer_pois, peer_probs = self.book.peer_preferences(agent_id, activity)
+        pois = np.union1d(own_pois, peer_pois).astype(np.int64)
+        scores = np.zeros(pois.size)
+        if own_pois.size:
+            scores[np.searchsorted(pois, own_pois)] += (
+                1.0 - self.settings.alpha
+            ) * own_probs
+        if peer_pois.size:
+            scores[np.searchsorted(pois, peer_pois)] += self.settings.alpha * peer_probs
+        result = LocationCandidates(pois, scores)
+        self._candidates[key] = result
+        return result
+
+    def feasible(self, agent_id: object) -> tuple[str, ...]:
+        """Activities with at least one candidate POI for this individual, in code order."""
+        cached = self._feasible.get(agent_id)
+        if cached is None:
+            cached = tuple(
+                name
+                for code, name in enumerate(ACTIVITIES)
+                if self.candidates(agent_id, code).pois.size
+            )
+            self._feasible[agent_id] = cached
+        return cached
+
+    def location_scores(
+        self,
+        agent_id: object,
+        activity: int,
+        previous_poi: int | None,
+        previous_activity: int | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Eq. 6: the candidates and their scores S(p) (unnormalised)."""
+        candidates = self.candidates(agent_id, activity)
+        if (
+            previous_poi is None
+            or previous_poi == INVALID_POI
+            or not candidates.pois.size
+        ):
+            return candidates.pois, candidates.frequency_scores
+        evidence = self.book.individuals[agent_id]
+        expected = evidence.pair_distance_km.get(
+            (previous_activity, activity), evidence.mean_distance_km
+        )
+        distance = self.distances_km(previous_poi, candidates.pois)
+        distance_scores = np.exp(
+            -self.settings.beta_per_km * np.abs(distance - expected)
+        )
+        scores = (
+            self.settings.frequency_weight * candidates.frequency_scores
+            + self.settings.distance_weight * distance_scores
+        )
+        return candidates.pois, scores
+
+    def choose_location(
+        self,
+        agent_id: object,
+        activity: int,
+        previous_poi: int | None,
+        previous_activity: int | None,
+        rng: np.random.Generator,
+    ) -> int:
+        """Draw a POI from the normalised S(p); :data:`INVALID_POI` without candidates."""
+        pois, scores = self.location_scores(
+            agent_id, activity, previous_poi, previous_activity
+        )
+        if not pois.size:
+            return INVALID_POI
+        total = scores.sum()
+        if total <= 0:
+            return int(pois[int(rng.integers(pois.size))])
+        cumulative = np.cumsum(scores)
+        return int(
+            pois[
+                min(
+                    int(
+                        np.searchsorted(cumulative, rng.random() * total, side="right")
+                    ),
+                    pois.size - 1,
+                )
+            ]
+        )
+
+    def travel(
+        self,
+        evidence: IndividualEvidence,
+        origin: int,
+        destination: int,
+        pair: tuple[int, int],
+    ) -> float:
+        """Travel minutes between two POIs for an activity pair (eq. 9)."""
+        if origin == INVALID_POI or destination == INVALID_POI:
+            distance = evidence.mean_distance_km
+        else:
+            distance = self.distance_km(origin, destination)
+        return travel_minutes(
+            distance, evidence.pair_speed_kmh.get(pair), self.settings
+        )
+
+    def first_start(
+        self, evidence: IndividualEvidence, weekday: int, rng: np.random.Generator
+    ) -> float:
+        """A first start of the weekday's evidence days; 08:00 plus up to an hour without any."""
+        samples = evidence.first_start_samples(weekday)
+        if samples.size:
+            return float(samples[int(rng.integers(samples.size))])
+        return DEFAULT_FIRST_START_MINUTE + float(rng.uniform(0.0, 60.0))
+
+    def prior(
+        self, evidence: IndividualEvidence, activity: int, position: str
+    ) -> DurationPrior:
+        """The dwell-time prior and bounds of one visit (position: first, middle, final)."""
+        key = (evidence.agent_id, activity, position)
+        cached = self._priors.get(key)
+        if cached is not None:
+            return cached
+        samples = evidence.duration_samples(activity, position)
+        longest = int(np.ceil(samples.max())) if samples.size else 0
+        prior = DurationPrior(
+            activity=ACTIVITIES[activity],
+            prior_minutes=evidence.duration_prior(activity, position),
+            samples=samples,
+            min_minutes=self.settings.min_duration_minutes,
+            max_minutes=max(self.settings.max_duration_minutes, longest),
+        )
+        self._priors[key] = prior
+        return prior
+
+    def ground_day(
+        self,
+        agent_id: object,
+        activities: list[str],
+        weekday: int,
+        rng: np.random.Generator,
+    ) -> GroundedDay:
+        """Locations and travel times of a whole chain, trimmed to what fits in the day.
+
+        Locations do not depend on times, so the chain is grounded first; then, if even the
+        shortest dwell times would run past midnight, trailing visits are dropped (counted in
+        :attr:`GroundedDay.trimmed`).
+        """
+        evidence = self.book.individuals[agent_id]
+        codes = [ACTIVITY_INDEX[name] for name in activities]
+        pois: list[int] = []
+        travel: list[float] = []
+        for index, code in enumerate(codes):
+            previous = pois[-1] if index else None
+            previous_code = codes[index - 1] if index else None
+            poi = self.choose_location(agent_id, code, previous, previous_code, rng)
+            travel.append(
+                self.travel(evidence, previous, poi, (previous_code, code))
+                if index
+                else 0.0
+            )
+            pois.append(poi)
+        first_start = self.first_start(evidence, weekday, rng)
+        keep = len(codes)
+        minimum = self.settings.min_duration_minutes
+        while keep > 1 and first_start + sum(travel[:keep]) + minimum * keep > 1440:
+            keep -= 1
+        priors = [
+            self.prior(
+                evidence,
+                code,
+                "final" if index == keep - 1 else "first" if index == 0 else "middle",
+            )
+            for index, code in enumerate(codes[:keep])
+        ]
+        return GroundedDay(
+            activities=list(activities[:keep]),
+            pois=pois[:keep],
+            travel=travel[:keep],
+            first_start=first_start,
+            priors=priors,
+            trimmed=len(codes) - keep,
+        )
