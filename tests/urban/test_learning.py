@@ -67,9 +67,9 @@ def test_expected_cost_and_best_departure():
 def test_inertia():
     assert adjusted_departure(440, 475, 480, 400) == 440  # 5 min early: inside the band
     assert adjusted_departure(440, 490, 480, 435) == 430  # 10 late: at least 10 earlier
-    assert (
-        adjusted_departure(400, 450, 480, 430) == 415
-    )  # 30 early: half way to optimum
+    # 30 early: a quarter of the way toward the optimum
+    assert adjusted_departure(400, 450, 480, 440) == 410
+    assert adjusted_departure(440, 481, 480, 450) == 439  # 1 min late: no tolerance
     assert worth_switching(40, 33) and not worth_switching(40, 35)
 
 

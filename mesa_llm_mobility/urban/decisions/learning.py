@@ -74,8 +74,8 @@ SMALL_1982 = ScheduleCoefficients(
 
 EARLY_BAND_MINUTES = 10.0
 """Arriving up to this much early is "on time enough" (indifference band, early side)."""
-LATE_BAND_MINUTES = 2.0
-"""Arriving up to this much late is tolerated (indifference band, late side)."""
+LATE_BAND_MINUTES = 0.0
+"""Lateness tolerated (indifference band, late side): none, the band is asymmetric."""
 SWITCH_BAND = 0.15
 """Relative indifference band for switching route or mode."""
 SWITCH_BAND_MINUTES = 2.0
@@ -259,7 +259,7 @@ def within_indifference_band(
     return -late_band <= target - arrival <= early_band
 
 
-EARLY_ADJUSTMENT = 0.5
+EARLY_ADJUSTMENT = 0.25
 """Share of the way toward the optimum an early commuter moves its departure (caution)."""
 
 
@@ -271,7 +271,8 @@ def adjusted_departure(
     Inside the indifference band the traveller keeps ``previous``. Late beyond it, it leaves at
     least its lateness earlier (and no later than ``optimum``); early beyond it, it moves only
     :data:`EARLY_ADJUSTMENT` of the way toward a later ``optimum`` (a lost minute at work costs
-    less than a late one).
+    less than a late one). The band is asymmetric, as Mahmassani and Chang observed: commuters
+    tolerate arriving early far more than arriving late.
 
     Args:
         previous: Yesterday's departure minute.
