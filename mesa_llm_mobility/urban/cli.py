@@ -37,6 +37,8 @@ def add_urban_commands(commands: Any) -> Any:
     add_urban_fork_command(urban_commands)
     add_urban_snapshot_command(urban_commands)
     add_urban_animate_command(urban_commands)
+    add_urban_experiment_command(urban_commands)
+    add_urban_believability_commands(urban_commands)
     return urban_commands
 
 
@@ -434,4 +436,162 @@ def _synthesize(args: argparse.Namespace) -> int:
     if args.out:
         path = report.population.save(args.out)
         print(f"population of {len(report.population)} written to {path}")
+    return 0
+
+
+def add_urban_experiment_command(urban_commands: Any) -> argparse.ArgumentParser:
+    """Register ``mlm urban experiment`` (the macroscopic experiment over seeds).
+
+    Returns:
+        The ``experiment`` parser.
+    """
+    from mesa_llm_mobility.experiment.executors import EXECUTORS  # noqa: PLC0415
+
+    parser = urban_commands.add_parser(
+        "experiment",
+        help="the paper's macroscopic experiment over seeds: per-day means and 95 % intervals",
+        description=(
+            "Run the urban model for --days days for each of --seeds seeds on the sweep engine "
+            "(one run directory per seed under --out; finished runs are skipped) and print, per "
+            "day, the mean and 95 % interval of the 8:00 starters' departure and on-time count, "
+            "punctuality, mean delay, mode shares, distinct peak paths and the relative gap. "
+            "Writes macro_runs.csv, macro_summary.csv and figure10.png into --out."
+        ),
+    )
+    parser.add_argument("--days", type=int, default=3, help="days per run (default 3)")
+    parser.add_argument(
+        "--seeds", type=int, default=10, help="seeds 0..N-1 (default 10)"
+    )
+    parser.add_argument(
+        "--out", default="runs/urban_experiment", help="experiment folder"
+    )
+    parser.add_argument(
+        "--executor", choices=EXECUTORS, default="serial", help="how runs execute"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="worker processes (process executor)"
+    )
+    add_brain_arguments(parser)
+    _add_progress_option(parser)
+    parser.set_defaults(handler=_experiment)
+    return parser
+
+
+def _experiment(args: argparse.Namespace) -> int:
+    import pandas as pd  # noqa: PLC0415
+
+    from mesa_llm_mobility.urban import macro  # noqa: PLC0415
+
+    if args.seeds < 1 or args.days < 1:
+        raise ValueError(
+            f"--seeds and --days must be >= 1, got {args.seeds} and {args.days}"
+        )
+    _, summary = macro.run_macro_experiment(
+        args.out,
+        days=args.days,
+        seeds=args.seeds,
+        brain=args.brain,
+        executor=args.executor,
+        max_workers=args.workers,
+        brain_options=brain_options(args),
+        progress=not args.no_progress,
+    )
+    with pd.option_context("display.width", 200, "display.max_colwidth", 60):
+        print(macro.summary_table(summary).to_string())
+    print(
+        f"\n{args.seeds} seeds x {args.days} days; mean [95 % interval] over seeds; "
+        f"tables and figure10.png in {args.out}"
+    )
+    return 0
+
+
+def add_urban_believability_commands(urban_commands: Any) -> None:
+    """Register ``mlm urban scenarios`` and ``mlm urban judge`` (the microscopic validation)."""
+    scenarios = urban_commands.add_parser(
+        "scenarios",
+        help="sample evaluation scenarios (plans, revisions, reflections) for annotators",
+        description=(
+            "Run the urban model with --brain and sample scenarios of a few travellers: writes "
+            "annotators.csv/json (the situation, empty reflection and plan columns, no source) "
+            "and responses.json (the brain's and the rule baseline's responses) into --out."
+        ),
+    )
+    scenarios.add_argument("--out", default="runs/believability", help="output folder")
+    scenarios.add_argument(
+        "--scenarios", type=int, default=50, help="how many (default 50)"
+    )
+    scenarios.add_argument("--agents", type=int, default=10, help="travellers sampled")
+    scenarios.add_argument(
+        "--days", type=int, default=1, help="days to run (default 1)"
+    )
+    scenarios.add_argument(
+        "--seed", type=int, default=0, help="random seed (default 0)"
+    )
+    add_brain_arguments(scenarios)
+    scenarios.set_defaults(handler=_scenarios)
+    judge = urban_commands.add_parser(
+        "judge",
+        help="judge agent vs human (or rule baseline) responses; binomial, sign, Bayes tests",
+        description=(
+            "Pair each scenario's agent response with the annotators' response (--human, a "
+            "filled-in annotators.csv) or else the rule baseline's, in random order; write "
+            "pairs.csv (blinded) and key.csv; judge each pair with --brain (the rule judge "
+            "offline); write verdicts.csv and print the paper's three tests."
+        ),
+    )
+    judge.add_argument(
+        "--scenarios", default="runs/believability", help="scenarios folder"
+    )
+    judge.add_argument("--human", default=None, help="annotators' filled-in CSV")
+    judge.add_argument("--seed", type=int, default=0, help="seed of the pair order")
+    add_brain_arguments(judge)
+    judge.set_defaults(handler=_judge)
+
+
+def _scenarios(args: argparse.Namespace) -> int:
+    from mesa_llm_mobility.urban import believability  # noqa: PLC0415
+
+    found = believability.generate_scenarios(
+        args.scenarios, days=args.days, seed=args.seed, agents=args.agents,
+        brain=args.brain, brain_options=brain_options(args),
+    )  # fmt: skip
+    paths = believability.write_annotator_files(found, args.out)
+    kinds = ", ".join(
+        f"{kind} {sum(s.kind == kind for s in found)}"
+        for kind in believability.SCENARIO_KINDS
+    )
+    print(f"{len(found)} scenarios ({kinds}): " + ", ".join(p.name for p in paths))
+    return 0
+
+
+def _judge(args: argparse.Namespace) -> int:
+    from pathlib import Path  # noqa: PLC0415
+
+    from mesa_llm_mobility.cognition.settings import make_brain  # noqa: PLC0415
+    from mesa_llm_mobility.urban import believability  # noqa: PLC0415
+
+    folder = Path(args.scenarios)
+    found = believability.read_scenarios(folder / "responses.json")
+    human = (
+        None if args.human is None else believability.read_human_responses(args.human)
+    )
+    pairs = believability.blinded_pairs(found, human, seed=args.seed)
+    if not pairs:
+        raise ValueError(f"{args.human}: no scenario has a human response")
+    believability.write_pairs(pairs, folder)
+    brain = make_brain(args.brain, rng=args.seed, **brain_options(args))
+    try:
+        verdicts, tests = believability.evaluate(pairs, brain)
+    finally:
+        brain.close()
+    verdicts.to_csv(folder / "verdicts.csv", index=False)
+    other = "human" if human is not None else "rule baseline"
+    print(
+        f"{tests.n} pairs judged by {brain.name}: agent {tests.wins}, {other} {tests.losses}, "
+        f"ties {tests.ties}\n"
+        f"binomial test (H0: agent wins <= 1/3, ties half): p = {tests.binomial_p:.3f}\n"
+        f"sign test (H0: p_agent <= 0.5, ties dropped): p = {tests.sign_p:.3f}\n"
+        f"posterior P(agent at least as good) = {tests.posterior_at_least_as_good:.3f}\n"
+        f"pairs.csv, key.csv, verdicts.csv in {folder}"
+    )
     return 0

@@ -6,9 +6,10 @@ of the four decision kinds and change nothing. Travellers state their own reques
 (:meth:`~mesa_llm_mobility.urban.agents.TravellerAgent.plan_request` and its siblings); the model
 only gathers them.
 
-LLM travellers see more than rule travellers (recalled reflections and chats, congestion lines,
-their contacts' states, further paths): rule policies do not read them, and leaving them out
-keeps rule runs cheap.
+LLM travellers see more than rule travellers (semantically recalled reflections and chats,
+congestion lines, their contacts' states, further paths); rule travellers recall their route
+lessons by keyword and see the next trip's paths when they leave, which is what their policies
+read, and leaving the rest out keeps rule runs cheap.
 """
 
 from __future__ import annotations
@@ -144,6 +145,7 @@ class WorldView:
             persona=agent.persona,
             situation=situation,
             social=self.social(agent),
+            day=t // MINUTES_PER_DAY + 1,
             place=agent.place,
             facts=facts,
             future=[r.activity for r in pending],
@@ -156,7 +158,7 @@ class WorldView:
             events=self.events(t),
             memories=self.recall_text(agent, t, f"{agent.place} plan change"),
         )
-        if self.uses_llm:
+        if self.uses_llm or situation == "end_of_activity":
             self._next_trip_paths(context, pending[0], t)
         return context
 
@@ -213,6 +215,7 @@ class WorldView:
         return RevisionContext(
             persona=agent.persona,
             situation="at_node",
+            day=t // MINUTES_PER_DAY + 1,
             social=self.social(agent),
             place=node,
             facts=self.plan_facts(agent, t % MINUTES_PER_DAY, record.destination),
@@ -260,9 +263,16 @@ class WorldView:
         )
 
     def recall_text(self, agent: TravellerAgent, t: int, text: str) -> list[str]:
-        """Reflections, chats and plans ``agent`` recalls about ``text`` (LLM travellers)."""
+        """Reflections, chats and plans ``agent`` recalls about ``text``.
+
+        Rule travellers recall their route lessons by keyword (no vector query, so a rule run
+        still makes no Chroma collection).
+        """
         if not self.uses_llm:
-            return []
+            hits = agent.memory.retrieve(
+                t, keywords=["queues", "route"], k=10, node_types=["reflection"]
+            )
+            return [hit.node.content for hit in hits]
         hits = agent.memory.retrieve(
             t, text=text, k=6, node_types=["reflection", "chat", "plan"]
         )

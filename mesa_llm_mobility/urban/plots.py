@@ -468,6 +468,7 @@ def traffic_snapshot(
     linewidth: float = 2.6,
     path: str | os.PathLike[str] | None = None,
     dpi: int = 150,
+    label_size: float = 6.0,
 ) -> Figure:
     """The network at its real coordinates, road links coloured by congestion at a minute.
 
@@ -490,6 +491,7 @@ def traffic_snapshot(
         linewidth: Width of a road link direction in points (metro lines are thinner).
         path: Write the figure as PNG here.
         dpi: Resolution of the PNG.
+        label_size: Font size of the facility names in points.
 
     Returns:
         The figure holding the axes. The road links are the ``LineCollection`` with gid
@@ -546,14 +548,17 @@ def traffic_snapshot(
         zorder=3,
     )
     if label_facilities:
-        for facility in scenario.facilities.values():
-            x, y = positions[facility.node]
+        names = {f.node: f.name for f in scenario.facilities.values()}
+        below = _labels_below(ax, positions, names, label_size, span)
+        for node, name in names.items():
+            x, y = positions[node]
             ax.annotate(
-                facility.name,
+                name,
                 (x, y),
-                xytext=(3, 3),
+                xytext=(3, -4) if node in below else (3, 3),
                 textcoords="offset points",
-                fontsize=6,
+                va="top" if node in below else "baseline",
+                fontsize=label_size,
                 color="#333333",
                 zorder=4,
             )
@@ -576,6 +581,39 @@ def traffic_snapshot(
         )
     _save(figure, path, dpi)
     return figure
+
+
+def _labels_below(
+    ax: Axes,
+    positions: dict[str, tuple[float, float]],
+    names: dict[str, str],
+    size: float,
+    span: float,
+) -> set[str]:
+    """Nodes whose name, written to the right, would run into the next node on its row.
+
+    A name is about ``0.6 * size`` points per character wide; the axes' size in points and
+    the drawing's extent (plus the margins of ``0.06 * span``, equal aspect) convert it to data
+    units. Those names go below their node instead.
+    """
+    box = ax.get_window_extent()  # display pixels, on figures and subfigures alike
+    to_points = 72.0 / ax.figure.dpi
+    width_points, height_points = box.width * to_points, box.height * to_points
+    xy = np.array(list(positions.values()))
+    extent = np.ptp(xy, axis=0) + 0.12 * span
+    per_point = max(
+        extent[0] / max(width_points, 1.0), extent[1] / max(height_points, 1.0)
+    )
+    below = set()
+    for node, name in names.items():
+        x, y = positions[node]
+        reach = x + 0.6 * size * len(name) * per_point
+        if any(
+            other != node and x < ox <= reach and abs(oy - y) < 2 * size * per_point
+            for other, (ox, oy) in positions.items()
+        ):
+            below.add(node)
+    return below
 
 
 def _snapshot_title(ax: Axes, minute: float) -> None:

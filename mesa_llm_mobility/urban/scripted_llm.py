@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
+
 from mesa_llm_mobility.cognition.testing import Fault, Reply, json_content
 from mesa_llm_mobility.urban.clock import format_hhmm, parse_hhmm
 
@@ -114,3 +116,22 @@ def respond(body: dict[str, Any]) -> Reply:
     if "you message one person" in prompt:
         return json_content(_chat(prompt))
     return Fault.schema_violation()
+
+
+def respond_as_judge(body: dict[str, Any]) -> Reply:
+    """A ``RealismJudgement``: the response that names more of the scenario, else a tie."""
+    from mesa_llm_mobility.urban.decisions.judge import (  # noqa: PLC0415
+        JudgeContext,
+        judge_rule_policy,
+    )
+
+    prompt = body["messages"][1]["content"]
+    if "Which response is more realistic" not in prompt:
+        return Fault.schema_violation()
+    situation, _, rest = prompt.partition("\n\nResponse 1:\n")
+    first, _, rest = rest.partition("\n\nResponse 2:\n")
+    second = rest.partition("\n\nWhich response")[0]
+    verdict = judge_rule_policy(
+        JudgeContext("scripted", situation, first, second), np.random.default_rng(0)
+    )
+    return json_content({"verdict": verdict.verdict, "reason": "scripted judge"})

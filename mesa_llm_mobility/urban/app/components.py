@@ -268,44 +268,50 @@ def DecisionsPanel(source: LiveSource | ReplaySource) -> None:
             html_table(llm.reset_index())
 
 
-# ---------------------------------------------------------------------------- live app
-def _live(
-    panel: Callable[..., Any], *, with_model: bool = False
-) -> Callable[[Any], Any]:
-    """A SolaraViz component function showing ``panel`` for the live model."""
-
-    def component(model: UrbanMobilityModel) -> Any:
-        update_counter.get()
-        extra = {"live_model": model} if with_model else {}
-        return panel(LiveSource(model), **extra)
-
-    component.__name__ = panel.__name__
-    return component
-
-
-LIVE_COMPONENTS: list[tuple[Callable[[Any], Any], int]] = [
-    (_live(TownMapPanel, with_model=True), 0),
-    (_live(InspectorPanel), 0),
-    (_live(TimelinePanel), 1),
-    (_live(DeparturesPanel), 1),
-    (_live(ModeSharesPanel), 1),
-    (_live(DecisionsPanel), 1),
-]
-"""SolaraViz components of the live app: map and inspector (page 0), charts (page 1)."""
+# ---------------------------------------------------------------------------- tabs
+TAB_NAMES = ("Town map and traveller", "Charts: network, departures, modes, decisions")
+"""The app's tabs, named for what they hold."""
 
 
 @solara.component
+def AppTabs(source: LiveSource | ReplaySource, live_model: Any = None) -> None:
+    """The two tabs of the live and the replay app: map and inspector, then the charts.
+
+    The app's own tabs rather than SolaraViz pages: those are called "Page 0", "Page 1" and
+    give each component half the width in a grid; here the map takes three fifths of the
+    panel and each chart half.
+    """
+    with solara.lab.Tabs():
+        with solara.lab.Tab(TAB_NAMES[0]), solara.Columns([3, 2]):
+            TownMapPanel(source, live_model=live_model)
+            InspectorPanel(source)
+        with solara.lab.Tab(TAB_NAMES[1]):
+            with solara.Columns([1, 1]):
+                TimelinePanel(source)
+                DeparturesPanel(source)
+            with solara.Columns([1, 1]):
+                ModeSharesPanel(source)
+                DecisionsPanel(source)
+
+
+# ---------------------------------------------------------------------------- live app
+@solara.component
 def LiveApp() -> None:
-    """Mesa's SolaraViz around this session's own model."""
-    model = solara.use_memo(AppModel, [])
+    """Mesa's SolaraViz controls around this session's own model, and the app's tabs.
+
+    SolaraViz gets the model as a reactive value it replaces on Reset, and no components: the
+    tabs below read the current model.
+    """
+    model = solara.use_memo(lambda: solara.reactive(AppModel()), [])
     SolaraViz(
         model,
-        components=LIVE_COMPONENTS,
+        components=[],
         model_params=model_params(),
         name="GATSim: urban daily travel",
         play_interval=150,
         render_interval=5,
     )
+    AppTabs(LiveSource(model.value), live_model=model.value)
 
 
 # ---------------------------------------------------------------------------- replay
@@ -364,15 +370,7 @@ def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
                         ),
                     )
         ForkForm(run, on_open)
-    with solara.Columns([3, 2]):
-        TownMapPanel(source)
-        InspectorPanel(source)
-    with solara.Columns([1, 1]):
-        TimelinePanel(source)
-        DeparturesPanel(source)
-    with solara.Columns([1, 1]):
-        ModeSharesPanel(source)
-        DecisionsPanel(source)
+    AppTabs(source)
 
 
 def _open_run(path: str) -> tuple[SavedRun | None, str | None]:

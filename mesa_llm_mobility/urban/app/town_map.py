@@ -124,6 +124,22 @@ def shown_travellers(
     return positions if show_staying else positions[positions["state"] != "staying"]
 
 
+MAP_LABEL_POINTS = 12.0
+"""Font size of the app map's facility names (counts and legend one point smaller)."""
+LEGIBLE_PIXELS = 10.0
+"""Smallest on-screen text height (CSS pixels) the app's labels should have."""
+
+
+def label_pixels(
+    points: float, dpi: float, image_width: float, shown_width: float
+) -> float:
+    """On-screen height of ``points``-sized text in an image drawn ``shown_width`` wide.
+
+    ``points * dpi / 72`` pixels in the image, scaled by ``shown_width / image_width``.
+    """
+    return points * dpi / 72.0 * shown_width / image_width
+
+
 def draw_town(
     view: TownView,
     *,
@@ -131,7 +147,7 @@ def draw_town(
     ax: Axes | None = None,
     show_staying: bool = False,
     positions: pd.DataFrame | None = None,
-    figsize: tuple[float, float] = (8.0, 6.4),
+    figsize: tuple[float, float] = (8.0, 5.4),
 ) -> Figure:
     """Draw the town at the view's minute.
 
@@ -151,12 +167,16 @@ def draw_town(
         # fixed margins, not constrained layout: a redraw a few times a second in the app
         figure = Figure(figsize=figsize)
         FigureCanvasAgg(figure)
-        figure.subplots_adjust(left=0.01, right=0.8, bottom=0.01, top=0.94)
+        # the legend goes below the map, so the town takes the panel's whole width
+        figure.subplots_adjust(left=0.01, right=0.99, bottom=0.16, top=0.93)
         ax = figure.subplots()
     figure = ax.figure.figure
     step = float(view.link_states["time"].max())  # the step that left the links so
-    plots.traffic_snapshot(view.scenario, view.link_states, step, ax=ax, legend=False)
-    ax.set_title(view.clock, fontsize=11)
+    plots.traffic_snapshot(
+        view.scenario, view.link_states, step, ax=ax, legend=False,
+        label_size=MAP_LABEL_POINTS,
+    )  # fmt: skip
+    ax.set_title(view.clock, fontsize=MAP_LABEL_POINTS + 3)
 
     handles = list(plots.congestion_handles())
     trains = metro_drawing_positions(
@@ -180,9 +200,11 @@ def draw_town(
         ax.annotate(
             text,
             (node.x, node.y),
-            xytext=(3, -9),
+            xytext=(-4, -4),  # left below the node: names sit to the right or below
             textcoords="offset points",
-            fontsize=7,
+            ha="right",
+            va="top",
+            fontsize=MAP_LABEL_POINTS - 1,
             color="#b71c1c" if queue else "#37474f",
             zorder=7,
         )
@@ -213,13 +235,14 @@ def draw_town(
             ax.scatter([x], [y], s=160, facecolors="none", edgecolors="#d500f9",
                        linewidths=2.0, zorder=9, gid="selected")  # fmt: skip
             ax.annotate(selected, (x, y), xytext=(6, 6), textcoords="offset points",
-                        fontsize=8, color="#6a1b9a", weight="bold", zorder=9)  # fmt: skip
+                        fontsize=MAP_LABEL_POINTS + 1, color="#6a1b9a", weight="bold", zorder=9)  # fmt: skip
     ax.legend(
         handles=handles,
-        fontsize=7,
+        fontsize=MAP_LABEL_POINTS - 1,
         frameon=False,
-        loc="upper left",
-        bbox_to_anchor=(1.0, 1.0),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=4,
     )
     return figure
 

@@ -108,7 +108,11 @@ def validate_chat(ctx: ChatContext, out: ChatOutput) -> list[str]:
 
 
 def chat_rule_policy(ctx: ChatContext, rng: np.random.Generator) -> ChatOutput:
-    """Pick a contact and a topic not yet discussed with them; share the worst recent trip."""
+    """Pick a contact and a topic not yet discussed with them; share the worst recent trip.
+
+    The trip is told as its memory text, so the partner's rule plan can read it as a tip
+    (:func:`~mesa_llm_mobility.urban.decisions.learning.learnt_link_waits`).
+    """
     options = [
         (name, [t for t in CHAT_TOPICS if t not in ctx.used_topics.get(name, [])])
         for name in ctx.contacts
@@ -120,8 +124,7 @@ def chat_rule_policy(ctx: ChatContext, rng: np.random.Generator) -> ChatOutput:
     topic = topics[int(rng.integers(len(topics)))]
     worst = max(ctx.experiences, key=lambda e: e.delay, default=None)
     news = (
-        f"my trip to {worst.destination} took {worst.travel_time} min ({worst.delay} min delay) "
-        f"leaving at {format_hhmm(worst.departure)}"
+        trip_memory_text(worst).removesuffix(".")
         if worst is not None
         else "nothing special happened"
     )

@@ -1,21 +1,35 @@
 """The ``DailyPlan`` decision: the day's activities planned at 00:01.
 
 Context, prompt, validator and rule policy. The rule policy is the classical day-to-day
-learning baseline, and it learns only through memory: expected travel times come from
-experienced trips recalled from the traveller's memory, so on day 1 a commuter expects
-free-flow times and leaves about 30-40 minutes before an 8:00 start, meets the congestion that
-everybody leaving then creates, remembers it, and leaves earlier the next day.
+learning baseline of :mod:`.learning`, and it learns only through what the traveller wrote and
+reads back: travel-time beliefs from its long-term reflection, yesterday's commute from its trip
+memories, queue lessons from its reflections, road works from announcements and tips from
+today's chats. On day 1 a commuter believes free-flow times and leaves about 30-40 minutes
+before an 8:00 start, meets the congestion everybody leaving then creates, and adjusts.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm
+from mesa_llm_mobility.urban.decisions.learning import (
+    MIN_SPREAD_MINUTES,
+    adjusted_departure,
+    best_departure,
+    learnt_link_waits,
+    learnt_path,
+    link_costs,
+    parse_beliefs,
+    update_beliefs,
+    worth_switching,
+)
 from mesa_llm_mobility.urban.decisions.persona import (
     SCHOOL,
     PersonaFacts,
@@ -327,16 +341,48 @@ def validate_daily_plan(ctx: PlanningContext, plan: DailyPlan) -> list[str]:
     return [str(issue) for issue in check_plan(plan.activities, ctx.facts)]
 
 
+def _habitual_mode(ctx: PlanningContext, destination: str) -> str | None:
+    """The mode of the latest remembered trip from here to ``destination`` (the habit)."""
+    home = ctx.facts.start_place
+    same = [
+        e for e in ctx.experiences if (e.origin, e.destination) == (home, destination)
+    ]
+    return max(same, key=lambda e: (e.day, e.departure)).mode if same else None
+
+
+def _belief(
+    ctx: PlanningContext, origin: str, destination: str, mode: str, prior_spread: float
+) -> tuple[float, float]:
+    """Believed minutes and spread of a trip.
+
+    The long-term reflection's belief; without one (a new trip, or a reflection written by an
+    LLM), the recalled trips smoothed from free flow; without those, free flow (transit plus 5
+    minutes of expected waiting) and ``prior_spread``.
+    """
+    key = (origin, destination, mode)
+    belief = parse_beliefs(ctx.long_term_reflection).get(key)
+    if belief is None:
+        belief = update_beliefs(
+            {}, [e for e in ctx.experiences if (e.origin, e.destination, e.mode) == key]
+        ).get(key)
+    if belief is not None:
+        return belief.minutes, belief.spread
+    free = ctx.travel_times.get((origin, destination, mode), 0.0)
+    return free + (5.0 if mode == "transit" else 0.0), prior_spread
+
+
 def choose_mode(
     ctx: PlanningContext, destination: str, rng: np.random.Generator
 ) -> str:
-    """Mode by licence, vehicle assignment, stated preference and experienced costs.
+    """Mode by licence, vehicle assignment, stated preference and learnt costs, with inertia.
 
-    Without a car: walk short trips (at most 25 min), else transit. With one: transit when the
-    stated preference names the metro without driving, or names both and remembered driving
-    delays to this destination reached 10 minutes ("takes the metro when traffic is bad"), or
-    (half the time) when remembered driving took 30 % longer than transit is expected to; walk
-    short trips (at most 20 min) when the preference mentions walking; else drive.
+    Without a car: walk short trips (at most 25 min), else transit. With one and no habit yet
+    (no remembered trip to ``destination``): transit when the stated preference names the
+    metro without driving; walk short trips (at most 20 min) when it mentions walking; else
+    drive. With a habit: transit when the preference names the metro and a remembered drive
+    there was delayed 10 minutes or more; else the traveller compares believed costs (minutes plus a reliability
+    buffer of one standard deviation, liked modes 10 % cheaper) and leaves the habitual mode
+    only when another saves more than the indifference band (:func:`worth_switching`).
     """
     facts, home = ctx.facts, ctx.facts.start_place
     transit_ok = (home, destination, "transit") in ctx.travel_times
@@ -348,34 +394,34 @@ def choose_mode(
     prefs = ctx.persona.preferences.lower()
     likes_transit = any(w in prefs for w in ("metro", "transit", "public transport"))
     likes_driving = any(w in prefs for w in ("driv", "car"))
-    if "walk" in prefs and walk_time <= 20:
-        return "walk"
-    if transit_ok and likes_transit and not likes_driving:
-        return "transit"
-    drive = expected_travel_minutes(
-        ctx.experiences, ctx.travel_times, home, destination, "drive"
+    likes_walking = "walk" in prefs
+    habit = _habitual_mode(ctx, destination)
+    if habit is None:
+        if likes_walking and walk_time <= 20:
+            return "walk"
+        if transit_ok and likes_transit and not likes_driving:
+            return "transit"
+        return "drive"
+    bad_traffic = any(
+        e.mode == "drive" and e.destination == destination and e.delay >= 10
+        for e in ctx.experiences
     )
-    if transit_ok:
-        bad_traffic = any(
-            e.mode == "drive" and e.destination == destination and e.delay >= 10
-            for e in ctx.experiences
-        )
-        if likes_transit and bad_traffic:
-            return "transit"
-        transit = (
-            expected_travel_minutes(
-                ctx.experiences, ctx.travel_times, home, destination, "transit"
-            )
-            + 5.0
-        )  # the expected wait for a train
-        if drive > 1.3 * transit and rng.random() < 0.5:
-            return "transit"
-    return "drive"
-
-
-def _lateness_margin(ctx: PlanningContext, destination: str) -> float:
-    late = [e.late or 0 for e in ctx.experiences if e.destination == destination]
-    return 0.5 * max(late, default=0)
+    if transit_ok and likes_transit and bad_traffic:
+        return "transit"  # "takes the metro when traffic is bad"
+    liked = {"drive": likes_driving, "transit": likes_transit, "walk": likes_walking}
+    costs: dict[str, float] = {}
+    for mode in ("drive", "transit", "walk"):
+        if (mode == "transit" and not transit_ok) or (
+            mode == "walk" and walk_time > 25
+        ):
+            continue
+        minutes, spread = _belief(ctx, home, destination, mode, MIN_SPREAD_MINUTES)
+        cost = minutes + spread * math.sqrt(math.pi / 2.0)
+        costs[mode] = 0.9 * cost if liked[mode] else cost
+    if habit not in costs:
+        return min(costs, key=costs.__getitem__)
+    best = min(costs, key=costs.__getitem__)
+    return best if worth_switching(costs[habit], costs[best]) else habit
 
 
 def _leisure_place(ctx: PlanningContext, rng: np.random.Generator) -> str:
@@ -385,12 +431,72 @@ def _leisure_place(ctx: PlanningContext, rng: np.random.Generator) -> str:
     )
 
 
+def commute_departure(
+    ctx: PlanningContext,
+    legs: Sequence[tuple[str, str | None]],
+    mode: str,
+    target: int,
+    start: int,
+    prior_spread: float,
+) -> int:
+    """When to leave for work: yesterday's time inside the indifference band, else the optimum.
+
+    The believed door-to-door time is the sum of the legs' beliefs (:func:`parse_beliefs`, else
+    free flow) plus 5 minutes at each intermediate stop, with the legs' spreads added in
+    quadrature. The optimum minimises the expected scheduling cost against ``target``
+    (:func:`best_departure`, Small 1982); the remembered last commute by ``mode`` is then
+    adjusted toward it (:func:`adjusted_departure`).
+    """
+    minutes, variance = 5.0 * (len(legs) - 1), 0.0
+    for origin, destination in legs:
+        mean, spread = _belief(ctx, origin, str(destination), mode, prior_spread)
+        minutes += mean
+        variance += spread**2
+    work = legs[-1][1]
+    last = max(
+        (
+            e
+            for e in ctx.experiences
+            if e.destination == work and e.target == start and e.mode == mode
+        ),
+        key=lambda e: (e.day, e.departure),
+        default=None,
+    )
+    best = best_departure(target, minutes, math.sqrt(variance))
+    if last is None:
+        return best
+    first = [
+        e
+        for e in ctx.experiences
+        if e.day == last.day and e.origin == legs[0][0] and e.destination == legs[0][1]
+    ]
+    previous = min(e.departure for e in first) if first else last.departure
+    return adjusted_departure(previous, last.departure + last.travel_time, start, best)
+
+
+def _planned_path(
+    ctx: PlanningContext, origin: str, destination: str, mode: str, leave: int
+) -> Literal["shortest"] | list[str]:
+    """A drive path around what the traveller learnt (queue lessons, works, tips), if worth it."""
+    index = ctx.facts.index
+    if mode != "drive" or index is None:
+        return "shortest"
+    waits = learnt_link_waits(
+        index, ctx.day, reflections=ctx.memories, announcements=ctx.events,
+        chats=ctx.chats, routes=ctx.routes,
+    )  # fmt: skip
+    path = learnt_path(index, origin, destination, link_costs(waits, leave))
+    return "shortest" if path is None else [link.name for link in path]
+
+
 def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPlan:
     """Classical day plan: commute timed from remembered travel times, duties, leisure.
 
-    Departure = desired arrival - expected travel time (remembered, else free flow) - a safety
-    margin of 4-10 minutes (10 more for those who prefer to leave early) - half the worst
-    remembered lateness for that destination.
+    The commute follows the day-to-day learning model of :mod:`.learning`: the departure is
+    yesterday's while it arrived inside the indifference band, else the one minimising the
+    expected scheduling cost with the believed travel time (those who prefer to leave early aim
+    10 minutes before the work start); drivers route around what they learnt (queue lessons,
+    announced road works, chat tips) when it is worth switching.
     """
     persona, facts = ctx.persona, ctx.facts
     home = facts.start_place
@@ -428,49 +534,33 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
         return DailyPlan(activities=activities, long_term_reflection="", concepts=[])
 
     mode = choose_mode(ctx, work, rng)
-    margin = float(rng.integers(4, 11))
-    if "early" in ctx.persona.preferences.lower():
-        margin += 10.0  # "leaves early to avoid queues"
+    prior_spread = float(rng.integers(3, 9))  # a first-day guess of the variability
     start = persona.work_start if persona.work_start is not None else 8 * 60
     end = persona.work_end if persona.work_end is not None else 17 * 60
     if end <= start:  # a night shift: the day plan ends it before midnight
         end = min(start + 8 * 60, 23 * 60)
-    if (
+    target = start - (10 if "early" in persona.preferences.lower() else 0)
+    drop_off = (
         school is not None
         and school != work
         and ctx.school_duty in ("drop_off", "both")
-    ):
-        travel = (
-            expected_travel_minutes(
-                ctx.experiences, ctx.travel_times, home, school, mode
-            )
-            + expected_travel_minutes(
-                ctx.experiences, ctx.travel_times, school, work, mode
-            )
-            + 5
+    )
+    legs = [(home, school), (school, work)] if drop_off else [(home, work)]
+    leave = commute_departure(ctx, legs, mode, target, start, prior_spread)
+    first = legs[0][1]
+    activities.append(
+        Activity(
+            facility=first, departure_time=format_hhmm(max(earliest, leave)),
+            reflect_every=30 if drop_off else 150, mode=mode,
+            path=_planned_path(ctx, home, first, mode, leave),
+            description="Drop the children off at school" if drop_off else f"Work at the {work}",
         )
-        leave = start - travel - margin - _lateness_margin(ctx, work)
-        activities.append(
-            Activity(
-                facility=school, departure_time=format_hhmm(max(earliest, leave)), reflect_every=30,
-                mode=mode, description="Drop the children off at school",
-            )
-        )  # fmt: skip
+    )  # fmt: skip
+    if drop_off:
         activities.append(
             Activity(
                 facility=work, departure_time=None, reflect_every=150, mode=mode,
                 description=f"Work at the {work}",
-            )
-        )  # fmt: skip
-    else:
-        travel = expected_travel_minutes(
-            ctx.experiences, ctx.travel_times, home, work, mode
-        )
-        leave = start - travel - margin - _lateness_margin(ctx, work)
-        activities.append(
-            Activity(
-                facility=work, departure_time=format_hhmm(max(earliest, leave)), reflect_every=150,
-                mode=mode, description=f"Work at the {work}",
             )
         )  # fmt: skip
     after = max(end, earliest + 60)

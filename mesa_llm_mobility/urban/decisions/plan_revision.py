@@ -5,6 +5,7 @@ Asked at the end of an activity, during one (reconsiderations) and at nodes whil
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -13,7 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
 from mesa_llm_mobility.urban.clock import format_hhmm, parse_hhmm
+from mesa_llm_mobility.urban.decisions.learning import (
+    learnt_link_waits,
+    link_costs,
+    queue_lesson_text,
+)
 from mesa_llm_mobility.urban.decisions.persona import (
+    SCHOOL,
     PersonaFacts,
     prompt_section,
     prompt_sections,
@@ -35,6 +42,12 @@ from mesa_llm_mobility.urban.routing import (
 
 REROUTE_THRESHOLD_MINUTES = 5.0
 """A driver at a node switches path when the alternative is expected this much faster."""
+POSTPONE_WAIT_MINUTES = 10.0
+"""Queues on the next trip's path that make a trip without a target wait or be dropped."""
+POSTPONE_MINUTES = 20
+"""How long a traveller waits for queues to clear."""
+POSTPONE_LATEST = 21 * 60
+"""Nobody waits for queues to clear past this minute of the day."""
 
 
 Situation = Literal["at_node", "during_activity", "end_of_activity"]
@@ -78,6 +91,7 @@ class RevisionContext:
         events: Announcements.
         memories: Recalled memories (text).
         social: Family members' and friends' current states.
+        day: Day number (1 = first simulated day).
     """
 
     persona: PersonaFacts
@@ -98,6 +112,7 @@ class RevisionContext:
     events: list[str] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
     social: list[str] = field(default_factory=list)
+    day: int = 1
 
 
 class PlanRevisionOutput(BaseModel):
@@ -278,22 +293,200 @@ def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str
     return errors
 
 
+def _free_minutes(ctx: RevisionContext, links: Sequence[str]) -> float | None:
+    """Free-flow minutes of the next trip's ``links`` (``None`` when they do not resolve)."""
+    origin, target = _new_path_ends(ctx)
+    if ctx.facts.index is None or target is None:
+        return None
+    mode = ctx.facts.day_mode or "drive"
+    try:
+        path = validate_path(ctx.facts.index, origin, target, list(links), mode)
+    except PathError:
+        return None
+    return sum(link.free_time for link in path)
+
+
+def _remembered_queues(ctx: RevisionContext) -> float:
+    """Queues the traveller remembers on the next trip's path within 20 minutes of now."""
+    index = ctx.facts.index
+    origin, target = _new_path_ends(ctx)
+    if index is None or target is None:
+        return 0.0
+    try:
+        path = validate_path(index, origin, target, ctx.remaining_path, "drive")
+    except PathError:
+        return 0.0
+    waits = learnt_link_waits(index, ctx.day, reflections=ctx.memories)
+    costs = link_costs(waits, ctx.facts.now, window=POSTPONE_MINUTES)
+    return sum(costs.get(link.index, 0.0) for link in path)
+
+
+THREAT_WORDS = ("close", "fire", "evacuat")
+"""Words of an announcement that make a named place one to leave."""
+
+
+def _threatened(ctx: RevisionContext, place: str) -> bool:
+    """Whether an announcement names ``place`` with a threat (closing, fire, evacuation)."""
+    return any(
+        place in event and any(word in event.lower() for word in THREAT_WORDS)
+        for event in ctx.events
+    )
+
+
+def _announced_on(ctx: RevisionContext, links: Sequence[str]) -> bool:
+    """Whether an announcement of road works names one of ``links``."""
+    return any(
+        "road works" in event.lower() and any(name in event for name in links)
+        for event in ctx.events
+    )
+
+
+def _skip_leisure(ctx: RevisionContext) -> list[Activity] | None:
+    """The rest of the day without the next (leisure) activity: straight home after a wait."""
+    if len(ctx.future) != 2 or ctx.future[1].facility != ctx.persona.home:
+        return None
+    leisure = ctx.future[0]
+    if leisure.facility in (ctx.persona.home, ctx.persona.work_facility, SCHOOL):
+        return None
+    home = ctx.future[1].model_copy(
+        update={
+            "departure_time": format_hhmm(
+                min(ctx.facts.now + POSTPONE_MINUTES, 23 * 60 + 59)
+            ),
+            "path": "shortest",
+            "description": f"Skip the {leisure.facility}: the roads are jammed; go home later",
+        }
+    )
+    return None if check_plan([home], ctx.facts) else [home]
+
+
 def revision_rule_policy(
     ctx: RevisionContext, rng: np.random.Generator
 ) -> PlanRevisionOutput:
-    """En-route rerouting when the planned path is expected to be much slower; else keep."""
+    """Reroute, re-time or drop an activity when the situation warrants; else keep.
+
+    - During an activity at a place an announcement threatens (closing, fire): go home early.
+    - At a node: take the fastest path when the planned one is expected more than
+      :data:`REROUTE_THRESHOLD_MINUTES` slower, and write the queues met as a lesson
+      (:func:`~mesa_llm_mobility.urban.decisions.learning.queue_lesson_text`) that tomorrow's
+      plan routes around.
+    - Leaving for the next activity: take the other path when the planned one crosses announced
+      road works or is that much slower now; for a drive without a target arrival whose path
+      carries at least :data:`POSTPONE_WAIT_MINUTES` of queues, now or remembered within
+      :data:`POSTPONE_MINUTES` of now (queue lessons), until
+      :data:`POSTPONE_LATEST`), drop a leisure activity (go
+      home :data:`POSTPONE_MINUTES` later; also when an announcement threatens it) or leave
+      :data:`POSTPONE_MINUTES` later.
+    """
+    if ctx.situation == "at_node":
+        lesson = _queue_lesson(ctx)
+        if (
+            ctx.alternative_path
+            and ctx.alternative_path != ctx.remaining_path
+            and ctx.remaining_minutes - ctx.alternative_minutes
+            > REROUTE_THRESHOLD_MINUTES
+        ):
+            return PlanRevisionOutput(
+                action="new_path",
+                new_path=list(ctx.alternative_path),
+                reason=f"planned path ~{ctx.remaining_minutes:.0f} min, alternative ~{ctx.alternative_minutes:.0f} min",
+                concept=lesson,
+            )
+        return PlanRevisionOutput(
+            action="keep", reason="queues ahead, no faster path", concept=lesson
+        )
     if (
-        ctx.situation == "at_node"
-        and ctx.alternative_path
-        and ctx.alternative_path != ctx.remaining_path
+        ctx.situation == "during_activity"
+        and ctx.future
+        and _threatened(ctx, ctx.place)
+    ):
+        home = ctx.future[-1]
+        rest = [
+            home.model_copy(update={
+                "departure_time": format_hhmm(min(ctx.facts.now + 15, 23 * 60 + 59)),
+                "description": f"Leave the {ctx.place} early: {ctx.events[-1][:60]}",
+            })
+        ]  # fmt: skip
+        if home.facility == ctx.persona.home and not check_plan(rest, ctx.facts):
+            return PlanRevisionOutput(
+                action="replace_activities", activities=rest,
+                reason=f"an announcement threatens the {ctx.place}: go home early",
+            )  # fmt: skip
+    if ctx.situation != "end_of_activity" or not ctx.future or not ctx.remaining_path:
+        return PlanRevisionOutput(action="keep", reason="plan still fine")
+    has_other = (
+        bool(ctx.alternative_path) and ctx.alternative_path != ctx.remaining_path
+    )
+    if (
+        has_other
+        and _announced_on(ctx, ctx.remaining_path)
+        and not _announced_on(ctx, ctx.alternative_path)
+    ):
+        return PlanRevisionOutput(
+            action="new_path", new_path=list(ctx.alternative_path),
+            reason="announced road works on the planned path",
+        )  # fmt: skip
+    if (
+        has_other
         and ctx.remaining_minutes - ctx.alternative_minutes > REROUTE_THRESHOLD_MINUTES
     ):
         return PlanRevisionOutput(
-            action="new_path",
-            new_path=list(ctx.alternative_path),
-            reason=f"planned path ~{ctx.remaining_minutes:.0f} min, alternative ~{ctx.alternative_minutes:.0f} min",
+            action="new_path", new_path=list(ctx.alternative_path),
+            reason=f"planned path ~{ctx.remaining_minutes:.0f} min now, other ~{ctx.alternative_minutes:.0f} min",
+        )  # fmt: skip
+    threatened = _threatened(ctx, ctx.future[0].facility)
+    free = _free_minutes(ctx, ctx.remaining_path)
+    queues = (
+        None
+        if free is None
+        else max(ctx.remaining_minutes - free, _remembered_queues(ctx))
+    )
+    if (
+        ctx.target_arrival is not None
+        or (ctx.facts.day_mode or "drive") != "drive"  # road queues only
+        or ctx.facts.now + POSTPONE_MINUTES > POSTPONE_LATEST
+        or queues is None
+        or (queues < POSTPONE_WAIT_MINUTES and not threatened)
+    ):
+        return PlanRevisionOutput(action="keep", reason="plan still fine")
+    rest = _skip_leisure(ctx) if queues >= POSTPONE_WAIT_MINUTES or threatened else None
+    if rest is not None:
+        return PlanRevisionOutput(
+            action="replace_activities", activities=rest,
+            reason=f"~{queues:.0f} min of queues to the {ctx.future[0].facility}: skip it",
+        )  # fmt: skip
+    if queues < POSTPONE_WAIT_MINUTES:
+        return PlanRevisionOutput(action="keep", reason="plan still fine")
+    later = min(ctx.facts.now + POSTPONE_MINUTES, 23 * 60 + 59)
+    out = PlanRevisionOutput(
+        action="new_departure_time", new_departure_time=format_hhmm(later),
+        reason=f"~{queues:.0f} min of queues now: wait for them to clear",
+    )  # fmt: skip
+    if validate_revision(ctx, out):
+        return PlanRevisionOutput(action="keep", reason="queues, but no time to wait")
+    return out
+
+
+def _queue_lesson(ctx: RevisionContext) -> Concept | None:
+    """The queues a driver meets ahead of a node, as a lesson to remember."""
+    if not ctx.remaining_path or ctx.destination is None or ctx.facts.index is None:
+        return None
+    try:
+        ahead = validate_path(
+            ctx.facts.index, ctx.place, ctx.destination, ctx.remaining_path, "drive"
         )
-    return PlanRevisionOutput(action="keep", reason="plan still fine")
+    except PathError:
+        return None
+    wait = ctx.remaining_minutes - sum(link.free_time for link in ahead)
+    if wait < 1:
+        return None
+    return Concept(
+        content=queue_lesson_text(
+            ctx.day, ctx.facts.now, ctx.place, wait, ctx.remaining_path, ctx.destination
+        ),
+        importance=min(1.0, 0.3 + wait / 30),
+        keywords=["queues", "route", ctx.destination, *ctx.remaining_path],
+    )
 
 
 PLAN_REVISION: DecisionKind[RevisionContext, PlanRevisionOutput] = DecisionKind(

@@ -9,6 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
 from mesa_llm_mobility.urban.clock import format_hhmm
+from mesa_llm_mobility.urban.decisions.learning import (
+    belief_text,
+    parse_beliefs,
+    update_beliefs,
+)
 from mesa_llm_mobility.urban.decisions.persona import (
     PersonaFacts,
     TripExperience,
@@ -74,7 +79,11 @@ def render_reflection_prompt(ctx: ReflectionContext) -> list[Message]:
 def reflection_rule_policy(
     ctx: ReflectionContext, rng: np.random.Generator
 ) -> ReflectionOutput:
-    """One lesson per late trip (importance grows with lateness), else a calm day."""
+    """One lesson per late trip (importance grows with lateness), else a calm day.
+
+    The long-term reflection carries the traveller's smoothed travel-time beliefs
+    (:func:`long_term_beliefs`), which tomorrow's rule plan reads back.
+    """
     concepts = [
         Concept(
             content=(
@@ -96,8 +105,28 @@ def reflection_rule_policy(
             )
         ]
     summary = f"Day {ctx.day}: {len(ctx.trips)} trips, {sum(1 for t in ctx.trips if t.late)} late."
-    long_term = f"{ctx.long_term_reflection} {summary}".strip()[-800:]
-    return ReflectionOutput(reflections=concepts, long_term_reflection=long_term)
+    return ReflectionOutput(
+        reflections=concepts, long_term_reflection=long_term_beliefs(ctx, summary)
+    )
+
+
+def long_term_beliefs(ctx: ReflectionContext, summary: str) -> str:
+    """The long-term reflection of a rule traveller: smoothed travel-time beliefs, then the day.
+
+    The beliefs of the previous long-term reflection are smoothed with today's trips
+    (:func:`~mesa_llm_mobility.urban.decisions.learning.update_beliefs`); the trips just made
+    come first and as many as fit in 800 characters are kept.
+    """
+    beliefs = update_beliefs(parse_beliefs(ctx.long_term_reflection), ctx.trips)
+    recent = {(t.origin, t.destination, t.mode) for t in ctx.trips}
+    ordered = sorted(beliefs.items(), key=lambda item: (item[0] not in recent, item[0]))
+    text = summary
+    for _, belief in ordered:
+        sentence = belief_text(belief)
+        if len(text) + 1 + len(sentence) > 800:
+            break
+        text = f"{text} {sentence}"
+    return text
 
 
 DAILY_REFLECTION: DecisionKind[ReflectionContext, ReflectionOutput] = DecisionKind(

@@ -24,6 +24,12 @@ from pathlib import Path
 import pytest
 from playwright import sync_api as playwright
 
+from mesa_llm_mobility.urban.app.components import MAP_DPI, TAB_NAMES
+from mesa_llm_mobility.urban.app.town_map import (
+    LEGIBLE_PIXELS,
+    MAP_LABEL_POINTS,
+    label_pixels,
+)
 from mesa_llm_mobility.viz.assets import cdn_packages, default_cache_dir
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -202,10 +208,20 @@ def test_live_app_steps_draws_travellers_and_inspects_a_plan(browser, tmp_path):
         shot = _screenshot(page, tmp_path, "live.png")
         assert shot.stat().st_size > 10_000
 
-        page.get_by_role("tab", name="Page 1").click()  # the charts
+        # the map at 1,400 px: its smallest labels stay legible
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        page.wait_for_timeout(500)
+        natural = image.evaluate("img => img.naturalWidth")
+        shown = image.bounding_box()["width"]
+        smallest = label_pixels(MAP_LABEL_POINTS - 1, MAP_DPI, natural, shown)
+        assert smallest >= LEGIBLE_PIXELS, (natural, shown, smallest)
+        tabs = [t.inner_text().strip() for t in page.get_by_role("tab").all()]
+        assert [t.lower() for t in tabs] == [n.lower() for n in TAB_NAMES]
+        page.get_by_role("tab", name=TAB_NAMES[1]).click()  # the charts
         page.wait_for_function(
             "document.querySelectorAll('.v-window-item--active img').length >= 4"
         )
+        page.wait_for_timeout(1000)  # the tab's slide transition
         _screenshot(page, tmp_path, "charts.png")
         assert not failed, failed
 
