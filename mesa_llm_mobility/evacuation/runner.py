@@ -8,7 +8,8 @@ only::
         config.json            the resolved configuration (:func:`evacuation_config`)
         metadata.json          versions, creation time; extra: brain, pedestrians, steps, end time
         ledger.jsonl           every LLM exchange (LLM brains only)
-        tables/<name>.parquet  positions, decisions, events, pedestrians, outcomes, model;
+        tables/<name>.parquet  positions, decisions, events, pedestrians, outcomes, model,
+                               opening_observations, exit_information;
                                llm_summary (the ledger's summary, LLM brains only)
         plots/trajectories.png
 
@@ -35,7 +36,16 @@ from mesa_llm_mobility.experiment.run_directory import RunDirectory
 
 logger = logging.getLogger(__name__)
 
-TABLES = ("positions", "decisions", "events", "pedestrians", "outcomes", "model")
+TABLES = (
+    "positions",
+    "decisions",
+    "events",
+    "pedestrians",
+    "outcomes",
+    "model",
+    "opening_observations",
+    "exit_information",
+)
 """The tables an evacuation run writes (``tables/<name>.parquet``)."""
 
 LLM_SUMMARY_TABLE = "llm_summary"
@@ -208,7 +218,8 @@ def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
 
     Returns:
         ``positions``, ``decisions``, ``events``, ``pedestrians``, ``outcomes`` and ``model``
-        (the per-step model reporters, with a ``step`` column).
+        (the per-step model reporters, with a ``step`` column), ``opening_observations`` and
+        ``exit_information`` (:mod:`~mesa_llm_mobility.evacuation.exit_knowledge`).
     """
     return {
         "positions": model.positions_frame(),
@@ -220,4 +231,6 @@ def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
         .reset_index(drop=True)
         .rename_axis("step")
         .reset_index(),
+        "opening_observations": model.opening_observations_frame(),
+        "exit_information": model.exit_information_frame(),
     }
