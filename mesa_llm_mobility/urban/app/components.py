@@ -13,7 +13,6 @@ import base64
 import io
 import logging
 import os
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,6 +35,8 @@ from mesa_llm_mobility.urban.app.town_map import (
 )
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, day_clock
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
+from mesa_llm_mobility.viz.clickable import ClickableMap
+from mesa_llm_mobility.viz.launch import run_from_argv
 
 logger = logging.getLogger(__name__)
 
@@ -120,17 +121,6 @@ def html_table(frame: pd.DataFrame, empty: str = "none") -> solara.Element:
 
 
 # ---------------------------------------------------------------------------- panels
-@solara.component_vue("clickable_map.vue")
-def ClickableMap(
-    src: str, markers: str = "[]", event_click: Callable[[dict], None] | None = None
-) -> None:
-    """An image that reports where it was clicked (fractions of its size, from the top left).
-
-    ``markers`` (the travellers' marker fractions as JSON) is kept on the element as
-    ``data-markers``, for tests and scripts that click a traveller.
-    """
-
-
 @solara.component
 def TownMapPanel(source: LiveSource | ReplaySource, live_model: Any = None) -> None:
     """The network map with the clock and what is on it (and fast-forward when live).
@@ -442,19 +432,6 @@ def RunPicker(current: str | None, on_open: Callable[[str], None]) -> None:
                           disabled=not typed.value, classes=["mlm-open-run"])  # fmt: skip
             if current:
                 solara.Button("Live model", on_click=lambda: on_open(""), text=True)
-
-
-def run_from_argv(argv: Sequence[str] | None = None) -> str | None:
-    """The ``--run DIR`` given after ``--`` to ``solara run`` (or ``MLM_APP_RUN``)."""
-    args = list(sys.argv if argv is None else argv)
-    if "--" in args:
-        rest = args[args.index("--") + 1 :]
-        for k, arg in enumerate(rest):
-            if arg == "--run" and k + 1 < len(rest):
-                return rest[k + 1]
-            if arg.startswith("--run="):
-                return arg.split("=", 1)[1]
-    return os.environ.get("MLM_APP_RUN") or None
 
 
 @solara.component
