@@ -37,7 +37,7 @@ def pedestrian_seconds(run_dir: str) -> float:
     """Seconds the run's pedestrians spent in the plaza (until resolved, or the run's end)."""
     run = RunDirectory.open(run_dir)
     peds = run.read_table("pedestrians")
-    end = int(run.metadata["steps"])
+    end = int(run.metadata["extra"]["steps"])
     steps = peds["resolved_step"].fillna(end).astype(float)
     return float(steps.sum()) / STEPS_PER_SECOND
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,22 +39,12 @@ from mesa_llm_mobility.evacuation.app.sources import (
 from mesa_llm_mobility.evacuation.personality import COMPOSITIONS
 from mesa_llm_mobility.viz.clickable import ClickableMap, marker_at, marker_fractions
 from mesa_llm_mobility.viz.launch import run_from_argv
+from mesa_llm_mobility.viz.panels import brain_choices, html_table, png_bytes
 
 logger = logging.getLogger(__name__)
 
 selected_pedestrian: solara.Reactive[int | None] = solara.reactive(None)
 """The pedestrian shown in the inspector and ringed on the map (per browser session)."""
-
-MAP_DPI = 90
-
-
-def brain_choices() -> list[str]:
-    """``"rules"``, plus the LLM brain of ``MLM_BRAIN`` when it names one."""
-    choices = ["rules"]
-    configured = os.environ.get("MLM_BRAIN", "")
-    if configured.startswith("llm:"):
-        choices.append(configured)
-    return choices
 
 
 def model_params() -> dict[str, Any]:
@@ -73,25 +61,6 @@ def model_params() -> dict[str, Any]:
         "seed": {"type": "SliderInt", "value": 0, "min": 0, "max": 99, "step": 1,
                  "label": "Seed"},
     }  # fmt: skip
-
-
-def png_bytes(figure: Figure) -> bytes:
-    """A matplotlib figure as PNG bytes at the app's resolution."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=MAP_DPI)
-    return buffer.getvalue()
-
-
-def html_table(frame: pd.DataFrame, empty: str = "none") -> solara.Element:
-    """A small escaped HTML table, or a note when empty."""
-    if not len(frame):
-        return solara.Text(empty, style={"color": "#757575"})
-    return solara.HTML(
-        tag="div",
-        unsafe_innerHTML=frame.to_html(index=False, escape=True, border=0),
-        classes=["mlm-table"],
-        style="font-size: 12px; overflow-x: auto;",
-    )
 
 
 def pre_text(text: str, css_class: str) -> solara.Element:

@@ -10,9 +10,7 @@ or the run directly. Every browser session builds its own model (``Page`` makes 
 from __future__ import annotations
 
 import base64
-import io
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,13 +35,12 @@ from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, day_clock
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
 from mesa_llm_mobility.viz.clickable import ClickableMap
 from mesa_llm_mobility.viz.launch import run_from_argv
+from mesa_llm_mobility.viz.panels import brain_choices, html_table, png_bytes
 
 logger = logging.getLogger(__name__)
 
 selected_traveller: solara.Reactive[str | None] = solara.reactive(None)
 """The traveller shown in the inspector and ringed on the map (per browser session)."""
-
-MAP_DPI = 90
 
 
 class AppModel(UrbanMobilityModel):
@@ -72,15 +69,6 @@ class AppModel(UrbanMobilityModel):
         )
 
 
-def brain_choices() -> list[str]:
-    """``"rules"``, plus the LLM brain of ``MLM_BRAIN`` when it names one."""
-    choices = ["rules"]
-    configured = os.environ.get("MLM_BRAIN", "")
-    if configured.startswith("llm:"):
-        choices.append(configured)
-    return choices
-
-
 def model_params() -> dict[str, Any]:
     """SolaraViz model parameters: population size, brain, days, seed, events."""
     return {
@@ -96,28 +84,9 @@ def model_params() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def png_bytes(figure: Any) -> bytes:
-    """A matplotlib figure as PNG bytes at the app's resolution."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=MAP_DPI)
-    return buffer.getvalue()
-
-
 def figure_image(figure: Any, classes: Sequence[str] = ()) -> solara.Element:
     """A matplotlib figure as a PNG that fills its panel's width (panels are resizable)."""
     return solara.Image(png_bytes(figure), width="100%", classes=list(classes))
-
-
-def html_table(frame: pd.DataFrame, empty: str = "none") -> solara.Element:
-    """A small escaped HTML table (no widget needed), or a note when empty."""
-    if not len(frame):
-        return solara.Text(empty, style={"color": "#757575"})
-    return solara.HTML(
-        tag="div",
-        unsafe_innerHTML=frame.to_html(index=False, escape=True, border=0),
-        classes=["mlm-table"],
-        style="font-size: 12px; overflow-x: auto;",
-    )
 
 
 # ---------------------------------------------------------------------------- panels
