@@ -111,8 +111,59 @@ def lanes_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def experiment_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm evac experiment``: the compositions x blocks design, then the report."""
+    from mesa_llm_mobility.evacuation.experiment import run_experiment  # noqa: PLC0415
+
+    result = run_experiment(
+        args.out,
+        compositions=args.compositions,
+        blocks=args.blocks,
+        brain=args.brain,
+        seed=args.seed,
+        time_limit_s=args.time_limit,
+        plaza=args.plaza,
+        executor=args.executor,
+        max_workers=args.workers,
+        ray_address=args.ray_address,
+        brain_options=brain_options(args),
+        progress=not args.no_progress,
+    )
+    attrs = result.results.attrs
+    print(
+        f"{result.results['RunId'].nunique()} runs ({attrs['executed']} executed, "
+        f"{attrs['skipped']} already complete, {attrs['failed']} failed) in "
+        f"{result.wall_s:.1f} s wall, {result.cpu_s:.1f} s CPU; "
+        f"{len(result.pooled['pedestrians'])} pedestrians"
+    )
+    return _print_report(args.out)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm evac report``: (re)write an experiment folder's report."""
+    from mesa_llm_mobility.evacuation.report import write_report  # noqa: PLC0415
+
+    write_report(args.experiment)
+    return _print_report(args.experiment)
+
+
+def _print_report(out: str) -> int:
+    from mesa_llm_mobility.evacuation.report import NUMBERS_FILE, REPORT_FILE  # noqa: PLC0415
+
+    numbers = json.loads((Path(out) / NUMBERS_FILE).read_text())["ours"]
+    print(
+        f"evacuated {100 * numbers['evacuated_share']:.1f} %, killed "
+        f"{100 * numbers['killed_share']:.1f} %, unresolved {100 * numbers['unresolved_share']:.1f} % "
+        "(paper: 65.6 / 28.7 / 5.7 %); evacuated with / without a usable exit known: "
+        f"{100 * numbers['evacuated_if_usable_exit_known']:.1f} % / "
+        f"{100 * numbers['evacuated_if_no_usable_exit_known']:.1f} % (paper: 89.5 / 1.05 %)"
+    )
+    print(f"report: {Path(out) / REPORT_FILE}")
+    return 0
+
+
 def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``evac run`` and ``evac lanes`` on the ``mlm`` subparsers."""
+    """Register ``evac run``, ``evac lanes``, ``evac experiment`` and ``evac report``."""
     evac = subparsers.add_parser(
         "evac", help="crowd evacuation under a moving threat (plaza)"
     )
@@ -191,3 +242,50 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
         "--out", default=None, help="image file (default <run>/plots/lanes_<agent>.png)"
     )
     lanes.set_defaults(handler=lanes_command)
+    _add_experiment_commands(commands)
+
+
+def _add_experiment_commands(commands: argparse._SubParsersAction) -> None:
+    from mesa_llm_mobility.experiment.executors import EXECUTORS  # noqa: PLC0415
+
+    experiment = commands.add_parser(
+        "experiment",
+        help="the paper's compositions x matched blocks design on the sweep engine, with its report",
+        description="Run every composition in every matched block (the paper's 8 x 8 design, 704 pedestrians, by default) as one sweep (serial, process or Ray; finished runs are skipped on a rerun, failures are recorded), pool the runs and write report.md with figures into --out.",
+    )
+    experiment.add_argument(
+        "--compositions", default="A-H", help="letters: A-H, A,D,H (default A-H)"
+    )
+    experiment.add_argument(
+        "--blocks", type=int, default=8, help="matched blocks 1..N (default 8)"
+    )
+    experiment.add_argument(
+        "--seed", type=int, default=0, help="seed of every run (default 0)"
+    )
+    experiment.add_argument("--plaza", default=None, help="plaza map file")
+    experiment.add_argument(
+        "--time-limit", type=float, default=240.0, help="seconds (default 240)"
+    )
+    experiment.add_argument("--out", required=True, help="the experiment folder")
+    experiment.add_argument(
+        "--executor", choices=EXECUTORS, default="serial", help="default serial"
+    )
+    experiment.add_argument(
+        "--workers", type=int, default=None, help="worker processes (process executor)"
+    )
+    experiment.add_argument(
+        "--ray-address", default=None, help="Ray cluster address (default: a local Ray)"
+    )
+    experiment.add_argument(
+        "--no-progress", action="store_true", help="no progress bar"
+    )
+    add_brain_arguments(experiment)
+    experiment.set_defaults(handler=experiment_command)
+    report = commands.add_parser(
+        "report",
+        help="(re)write an experiment folder's report.md, report.json and figures",
+    )
+    report.add_argument(
+        "experiment", help="the experiment folder (--out of evac experiment)"
+    )
+    report.set_defaults(handler=report_command)

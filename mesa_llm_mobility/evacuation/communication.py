@@ -211,3 +211,4 @@ def communicate(model: EvacuationModel) -> None:
         receiver.memory.hint_steps[opening.opening_id] = model.tick
         model.record_event("exit_info_sent", si, ri, opening.opening_id)
         model.record_event("exit_info_received", ri, si, opening.opening_id)
+        model.exit_knowledge.inform(model, si, ri, k)

@@ -31,6 +31,7 @@ def observe_initial(model: EvacuationModel) -> None:
         model.heading[active],
     )
     model.belief.observe(active[perc.viewer], perc.cell, 0, model.effective.codes)
+    model.exit_knowledge.observe(model, active[perc.viewer], perc.cell, 0)
 
 
 def observe(model: EvacuationModel) -> None:
@@ -53,6 +54,7 @@ def observe(model: EvacuationModel) -> None:
     model.batch_index[active] = np.arange(active.size)
     viewers = active[perc.viewer]
     model.belief.observe(viewers, perc.cell, model.tick, model.effective.codes)
+    model.exit_knowledge.observe(model, viewers, perc.cell, model.tick)
     seen = model.occupancy.ravel()[perc.cell]
     other = (seen >= 0) & (seen != viewers)
     viewers, seen = viewers[other], seen[other]

@@ -59,6 +59,7 @@ from mesa_llm_mobility.evacuation.evidence import (
     observe_initial,
     update_crowd_fear,
 )
+from mesa_llm_mobility.evacuation.exit_knowledge import ExitKnowledgeRecorder
 from mesa_llm_mobility.evacuation.layers import (
     BeliefStore,
     EffectiveLayer,
@@ -356,6 +357,8 @@ class EvacuationModel(MobilityModel):
         )
         for opening in plaza_.gates:
             self.record_event("gate_state", None, None, f"{opening.opening_id}:open")
+        self.exit_knowledge = ExitKnowledgeRecorder(plaza_)
+        """Openings seen and exit information passed (:mod:`.exit_knowledge`)."""
         observe_initial(self)
         observe(self)
         self._started = False
@@ -695,6 +698,14 @@ class EvacuationModel(MobilityModel):
             self._events,
             columns=["step", "time_s", "event", "agent_id", "other_id", "detail"],
         )
+
+    def opening_observations_frame(self) -> pd.DataFrame:
+        """Openings seen: one row per first sight and per changed state (:mod:`.exit_knowledge`)."""
+        return self.exit_knowledge.observations_frame()
+
+    def exit_information_frame(self) -> pd.DataFrame:
+        """Exit information passed: sender, receiver, opening, its state, hops (:mod:`.exit_knowledge`)."""
+        return self.exit_knowledge.information_frame()
 
     def pedestrians_frame(self) -> pd.DataFrame:
         """Static facts per pedestrian: archetype, start cell, shortest exit distance, outcome."""

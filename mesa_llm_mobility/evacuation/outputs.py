@@ -75,6 +75,64 @@ def _herding(moves: pd.DataFrame, radius_cells: float) -> dict[int, tuple[int, i
     return {a: (c[0], c[1]) for a, c in counts.items()}
 
 
+def pedestrian_track(
+    positions: pd.DataFrame, agent_id: int, resolved_step: float | None
+) -> pd.DataFrame:
+    """One pedestrian's rows of the positions table, up to and including its resolving step."""
+    track = positions[positions["agent_id"] == agent_id]
+    if resolved_step is not None and not pd.isna(resolved_step):
+        track = track[track["step"] <= int(resolved_step)]
+    return track
+
+
+def track_step_lengths(xy: np.ndarray, cell_size_m: float) -> np.ndarray:
+    """Metres walked between successive cells of a track (0.4 m or 0.4 sqrt 2 m a step)."""
+    delta = np.diff(xy, axis=0)
+    return (
+        np.hypot(delta[:, 0], delta[:, 1]) * cell_size_m if len(delta) else np.zeros(0)
+    )
+
+
+def directness_after(
+    steps: np.ndarray,
+    xy: np.ndarray,
+    step_len_m: np.ndarray,
+    applied_steps: list[int],
+    cell_size_m: float,
+) -> list[float | None]:
+    """Movement directness over the 10 s (30 steps) after each applied decision.
+
+    Net displacement / path length from the decision's applied step to 30 steps later, or to
+    the track's end (evacuation, death or the limit), whichever comes first.
+
+    Args:
+        steps: The pedestrian's track steps (ascending).
+        xy: Its cells at those steps, ``(len(steps), 2)``.
+        step_len_m: Metres walked between successive track rows.
+        applied_steps: Applied step of each decision.
+        cell_size_m: Cell size in metres.
+
+    Returns:
+        One value per decision; ``None`` where the decision's step is not on the track or the
+        pedestrian did not move in the window.
+    """
+    step_index = {int(s): k for k, s in enumerate(steps)}
+    values: list[float | None] = []
+    for applied in applied_steps:
+        k0 = step_index.get(int(applied))
+        if k0 is None:
+            values.append(None)
+            continue
+        k1 = min(len(steps) - 1, k0 + DIRECTNESS_WINDOW_STEPS)
+        path = float(step_len_m[k0:k1].sum())
+        values.append(
+            float(np.hypot(*(xy[k1] - xy[k0]))) * cell_size_m / path
+            if path > 0
+            else None
+        )
+    return values
+
+
 def outcome_measures(
     positions: pd.DataFrame,
     decisions: pd.DataFrame,
@@ -104,9 +162,7 @@ def outcome_measures(
     all_moves = []
     per_agent: dict[int, pd.DataFrame] = {}
     for info in pedestrians.itertuples(index=False):
-        track = peds[peds["agent_id"] == info.agent_id]
-        if info.resolved_step is not None and not pd.isna(info.resolved_step):
-            track = track[track["step"] <= int(info.resolved_step)]
+        track = pedestrian_track(peds, info.agent_id, info.resolved_step)
         per_agent[int(info.agent_id)] = track
         xy = track[["x", "y"]].to_numpy(float)
         steps = track["step"].to_numpy()
@@ -139,11 +195,7 @@ def outcome_measures(
         xy = track[["x", "y"]].to_numpy(float)
         steps = track["step"].to_numpy()
         delta = np.diff(xy, axis=0)
-        step_len = (
-            np.hypot(delta[:, 0], delta[:, 1]) * cell_size_m
-            if len(delta)
-            else np.zeros(0)
-        )
+        step_len = track_step_lengths(xy, cell_size_m)
         walked = float(step_len.sum())
         evacuated = info.outcome == "evacuated"
         turns = int(info.resolved_step) if evacuated else None
@@ -184,20 +236,17 @@ def outcome_measures(
                 later = moved_steps[moved_steps > applied]
                 if len(later):
                     delay = int(later.min()) - first_evidence
-        directness = []
-        step_index = {int(s): k for k, s in enumerate(steps)}
-        for applied in (
-            my_decisions["applied_step"].tolist() if len(my_decisions) else []
-        ):
-            k0 = step_index.get(int(applied))
-            if k0 is None:
-                continue
-            k1 = min(len(steps) - 1, k0 + DIRECTNESS_WINDOW_STEPS)
-            path = float(step_len[k0:k1].sum())
-            if path > 0:
-                directness.append(
-                    float(np.hypot(*(xy[k1] - xy[k0]))) * cell_size_m / path
-                )
+        directness = [
+            d
+            for d in directness_after(
+                steps,
+                xy,
+                step_len,
+                my_decisions["applied_step"].tolist() if len(my_decisions) else [],
+                cell_size_m,
+            )
+            if d is not None
+        ]
         move_vectors = (
             delta[np.any(delta != 0, axis=1)] if len(delta) else np.zeros((0, 2))
         )

@@ -9,7 +9,8 @@ only::
         metadata.json          versions, creation time; extra: brain, pedestrians, steps, end time
         ledger.jsonl           every LLM exchange (LLM brains only)
         tables/<name>.parquet  positions, decisions, events, pedestrians, outcomes, model,
-                               memory_versions, memory_operations; llm_summary (the
+                               memory_versions, memory_operations,
+                               opening_observations, exit_information; llm_summary (the
                                ledger's summary, LLM brains only)
         knowledge_graph.graphml  the run's knowledge graph (memory, decisions, routes,
                                affect, observations)
@@ -57,6 +58,8 @@ TABLES = (
     "model",
     "memory_versions",
     "memory_operations",
+    "opening_observations",
+    "exit_information",
 )
 """The tables an evacuation run writes (``tables/<name>.parquet``)."""
 
@@ -261,8 +264,10 @@ def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
 
     Returns:
         ``positions``, ``decisions``, ``events``, ``pedestrians``, ``outcomes``, ``model``
-        (the per-step model reporters, with a ``step`` column), ``memory_versions`` and
-        ``memory_operations`` (:func:`~.knowledge_graph.memory_operations`).
+        (the per-step model reporters, with a ``step`` column), ``memory_versions``,
+        ``memory_operations`` (:func:`~.knowledge_graph.memory_operations`),
+        ``opening_observations`` and ``exit_information``
+        (:mod:`~mesa_llm_mobility.evacuation.exit_knowledge`).
     """
     return {
         "positions": model.positions_frame(),
@@ -276,4 +281,6 @@ def run_tables(model: EvacuationModel) -> dict[str, pd.DataFrame]:
         .reset_index(drop=True)
         .rename_axis("step")
         .reset_index(),
+        "opening_observations": model.opening_observations_frame(),
+        "exit_information": model.exit_information_frame(),
     }

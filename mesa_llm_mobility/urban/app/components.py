@@ -10,10 +10,7 @@ or the run directly. Every browser session builds its own model (``Page`` makes 
 from __future__ import annotations
 
 import base64
-import io
 import logging
-import os
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -36,13 +33,14 @@ from mesa_llm_mobility.urban.app.town_map import (
 )
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, day_clock
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
+from mesa_llm_mobility.viz.clickable import ClickableMap
+from mesa_llm_mobility.viz.launch import run_from_argv
+from mesa_llm_mobility.viz.panels import brain_choices, html_table, png_bytes
 
 logger = logging.getLogger(__name__)
 
 selected_traveller: solara.Reactive[str | None] = solara.reactive(None)
 """The traveller shown in the inspector and ringed on the map (per browser session)."""
-
-MAP_DPI = 90
 
 
 class AppModel(UrbanMobilityModel):
@@ -71,15 +69,6 @@ class AppModel(UrbanMobilityModel):
         )
 
 
-def brain_choices() -> list[str]:
-    """``"rules"``, plus the LLM brain of ``MLM_BRAIN`` when it names one."""
-    choices = ["rules"]
-    configured = os.environ.get("MLM_BRAIN", "")
-    if configured.startswith("llm:"):
-        choices.append(configured)
-    return choices
-
-
 def model_params() -> dict[str, Any]:
     """SolaraViz model parameters: population size, brain, days, seed, events."""
     return {
@@ -95,42 +84,12 @@ def model_params() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def png_bytes(figure: Any) -> bytes:
-    """A matplotlib figure as PNG bytes at the app's resolution."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=MAP_DPI)
-    return buffer.getvalue()
-
-
 def figure_image(figure: Any, classes: Sequence[str] = ()) -> solara.Element:
     """A matplotlib figure as a PNG that fills its panel's width (panels are resizable)."""
     return solara.Image(png_bytes(figure), width="100%", classes=list(classes))
 
 
-def html_table(frame: pd.DataFrame, empty: str = "none") -> solara.Element:
-    """A small escaped HTML table (no widget needed), or a note when empty."""
-    if not len(frame):
-        return solara.Text(empty, style={"color": "#757575"})
-    return solara.HTML(
-        tag="div",
-        unsafe_innerHTML=frame.to_html(index=False, escape=True, border=0),
-        classes=["mlm-table"],
-        style="font-size: 12px; overflow-x: auto;",
-    )
-
-
 # ---------------------------------------------------------------------------- panels
-@solara.component_vue("clickable_map.vue")
-def ClickableMap(
-    src: str, markers: str = "[]", event_click: Callable[[dict], None] | None = None
-) -> None:
-    """An image that reports where it was clicked (fractions of its size, from the top left).
-
-    ``markers`` (the travellers' marker fractions as JSON) is kept on the element as
-    ``data-markers``, for tests and scripts that click a traveller.
-    """
-
-
 @solara.component
 def TownMapPanel(source: LiveSource | ReplaySource, live_model: Any = None) -> None:
     """The network map with the clock and what is on it (and fast-forward when live).
@@ -440,19 +399,6 @@ def RunPicker(current: str | None, on_open: Callable[[str], None]) -> None:
                           disabled=not typed.value, classes=["mlm-open-run"])  # fmt: skip
             if current:
                 solara.Button("Live model", on_click=lambda: on_open(""), text=True)
-
-
-def run_from_argv(argv: Sequence[str] | None = None) -> str | None:
-    """The ``--run DIR`` given after ``--`` to ``solara run`` (or ``MLM_APP_RUN``)."""
-    args = list(sys.argv if argv is None else argv)
-    if "--" in args:
-        rest = args[args.index("--") + 1 :]
-        for k, arg in enumerate(rest):
-            if arg == "--run" and k + 1 < len(rest):
-                return rest[k + 1]
-            if arg.startswith("--run="):
-                return arg.split("=", 1)[1]
-    return os.environ.get("MLM_APP_RUN") or None
 
 
 @solara.component

@@ -21,6 +21,10 @@ from mesa_llm_mobility.urban import plots
 from mesa_llm_mobility.urban.app.town_view import TownView, train_positions
 from mesa_llm_mobility.urban.scenario import Scenario
 
+# the click helpers moved to viz (shared with the evacuation app); re-exported here
+from mesa_llm_mobility.viz.clickable import marker_at as traveller_at  # noqa: F401
+from mesa_llm_mobility.viz.clickable import marker_fractions  # noqa: F401
+
 STATE_COLOURS: dict[str, str] = {
     "driving": "#1565c0",
     "riding": "#00838f",
@@ -245,52 +249,3 @@ def draw_town(
         ncol=4,
     )
     return figure
-
-
-def marker_fractions(figure: Figure, positions: pd.DataFrame) -> pd.DataFrame:
-    """Where travellers' markers sit in the figure's image, as fractions from its top left.
-
-    Args:
-        figure: A figure from :func:`draw_town` (its first axes is the map).
-        positions: Rows of :func:`traveller_positions` (agent, x, y in map coordinates).
-
-    Returns:
-        agent, fx, fy: fractions of the image width and height (the same at any resolution).
-    """
-    ax = figure.axes[0]
-    if not len(positions):
-        return pd.DataFrame(columns=["agent", "fx", "fy"])
-    ax.apply_aspect()  # the equal aspect moves the axes box only when applied (at draw time)
-    pixels = ax.transData.transform(positions[["x", "y"]].to_numpy(dtype=float))
-    width, height = figure.bbox.width, figure.bbox.height
-    return pd.DataFrame(
-        {
-            "agent": positions["agent"].to_numpy(),
-            "fx": pixels[:, 0] / width,
-            "fy": 1.0 - pixels[:, 1] / height,
-        }
-    )
-
-
-def traveller_at(
-    markers: pd.DataFrame, fx: float, fy: float, figure: Figure, radius_px: float = 12.0
-) -> str | None:
-    """The traveller whose marker is nearest to a click, if within ``radius_px`` (figure px).
-
-    Args:
-        markers: From :func:`marker_fractions`.
-        fx: Click position as a fraction of the image width (from the left).
-        fy: Click position as a fraction of the image height (from the top).
-        figure: The figure the markers were placed on (for its size in pixels).
-        radius_px: How far from a marker a click still selects it.
-    """
-    if not len(markers):
-        return None
-    width, height = figure.bbox.width, figure.bbox.height
-    dx = (markers["fx"].to_numpy() - fx) * width
-    dy = (markers["fy"].to_numpy() - fy) * height
-    distance = np.hypot(dx, dy)
-    nearest = int(np.argmin(distance))
-    return (
-        str(markers["agent"].iloc[nearest]) if distance[nearest] <= radius_px else None
-    )

@@ -64,15 +64,15 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serve_app(*app_args: str, log: Path) -> Iterator[str]:
-    """Run ``solara run examples/gatsim_app.py`` on a free port as a user would; yield its URL.
+def serve_app(*app_args: str, log: Path, app: Path = APP) -> Iterator[str]:
+    """Run ``solara run <app>`` (default ``examples/gatsim_app.py``) on a free port as a user would; yield its URL.
 
     Development mode (no ``--production``), none of pytest's variables (Solara skips its
     install check under pytest), no telemetry variable (the app must switch it off itself),
     and a new Solara home, as on a machine that never ran Solara.
     """
     port = _free_port()
-    command = [sys.executable, "-m", "solara", "run", str(APP), "--host", "127.0.0.1",
+    command = [sys.executable, "-m", "solara", "run", str(app), "--host", "127.0.0.1",
                "--port", str(port), "--no-open"]  # fmt: skip
     if app_args:
         command += ["--", *app_args]

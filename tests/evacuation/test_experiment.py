@@ -1,0 +1,277 @@
+"""The compositions x blocks experiment on the sweep engine, its report and its commands."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from mesa_llm_mobility.cli import main
+from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.testing import (
+    FakeLLMServer,
+    Fault,
+    provider_faults,
+    with_faults,
+)
+from mesa_llm_mobility.evacuation import runner as evacuation_runner
+from mesa_llm_mobility.evacuation import scripted_llm as pedestrian
+from mesa_llm_mobility.evacuation.experiment import (
+    EXPERIMENT_FILE,
+    block_list,
+    parse_compositions,
+    read_pooled,
+    run_experiment,
+)
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.report import NUMBERS_FILE, REPORT_FILE
+
+SHORT = 25.0  # seconds: enough for sightings, exit information and evacuations
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    out = tmp_path_factory.mktemp("exp") / "exp"
+    return run_experiment(
+        out, compositions="A,H", blocks=2, time_limit_s=SHORT, progress=False
+    )
+
+
+def test_parse_compositions_and_blocks():
+    assert parse_compositions("A-H") == list("ABCDEFGH")
+    assert parse_compositions("a, d,H") == ["A", "D", "H"]
+    assert parse_compositions("ABD") == ["A", "B", "D"]
+    with pytest.raises(ValueError, match="unknown Z"):
+        parse_compositions("A,Z")
+    with pytest.raises(ValueError, match="bad range"):
+        parse_compositions("H-A")
+    assert block_list(8) == list(range(1, 9))
+    with pytest.raises(ValueError, match="blocks must be 1-8"):
+        block_list(9)
+
+
+def test_every_run_is_one_model_run_pooled_with_its_keys(small):
+    pooled = small.pooled
+    peds = pooled["pedestrians"]
+    assert len(peds) == 4 * 11
+    assert set(zip(peds["composition"], peds["block"], strict=False)) == {
+        ("A", 1),
+        ("A", 2),
+        ("H", 1),
+        ("H", 2),
+    }
+    # a run of the sweep is the plain model run with the same parameters and seed
+    model = EvacuationModel(composition="H", block=2, rng=0, time_limit_s=SHORT).run()
+    mine = peds[(peds["composition"] == "H") & (peds["block"] == 2)]
+    expected = model.pedestrians_frame()["outcome"].map(
+        {"evacuated": "evacuated", "reached": "killed", "unresolved": "unresolved"}
+    )
+    assert mine["outcome"].tolist() == expected.tolist()
+    info = pooled["information"]
+    runs_info = info[(info["composition"] == "H") & (info["block"] == 2)]
+    assert len(runs_info) == len(model.exit_information_frame())
+    decisions = pooled["decisions"]
+    assert (decisions["trigger"] != "initial").all()
+    assert decisions["evidence"].isin(["none", "remembered", "direct"]).all()
+
+
+def test_report_numbers_agree_with_the_pooled_tables(small):
+    numbers = json.loads((small.out / NUMBERS_FILE).read_text())["ours"]
+    peds = read_pooled(small.out)["pedestrians"]
+    assert numbers["pedestrians"] == len(peds)
+    assert numbers["evacuated_share"] == pytest.approx(
+        (peds["outcome"] == "evacuated").mean()
+    )
+    knew = peds["usable_exits_known"] > 0
+    assert numbers["knowledge_table"][0][0] == int(
+        (knew & (peds["outcome"] == "evacuated")).sum()
+    )
+    report = (small.out / REPORT_FILE).read_text()
+    for heading in (
+        "Outcome shares",
+        "usable-exit knowledge",
+        "Urgency x directness",
+        "Danger appraisal",
+        "sign-flip",
+        "revision levels",
+        "propagation",
+    ):
+        assert heading in report
+    for figure in (
+        "outcomes",
+        "exit_knowledge",
+        "urgency_directness",
+        "danger_appraisal",
+    ):
+        assert (small.out / "figures" / f"{figure}.png").stat().st_size > 0
+    experiment = json.loads((small.out / EXPERIMENT_FILE).read_text())
+    assert experiment["runs"] == 4 and experiment["failed"] == 0
+    assert experiment["wall_s"] > 0 and experiment["cpu_s"] > 0
+
+
+def test_resume_skips_finished_runs(small):
+    again = run_experiment(
+        small.out,
+        compositions="A,H",
+        blocks=2,
+        time_limit_s=SHORT,
+        progress=False,
+        report=False,
+    )
+    assert again.results.attrs["executed"] == 0 and again.results.attrs["skipped"] == 4
+    pd.testing.assert_frame_equal(
+        again.pooled["pedestrians"], small.pooled["pedestrians"]
+    )
+
+
+class _FailsForH(EvacuationModel):
+    def run(self, max_steps=None):
+        if self.composition == "H":
+            raise RuntimeError("injected failure of composition H")
+        return super().run(max_steps)
+
+
+def test_a_failed_run_is_recorded_and_run_again_on_resume(tmp_path, monkeypatch):
+    out = tmp_path / "exp"
+    monkeypatch.setattr(evacuation_runner, "EvacuationModel", _FailsForH)
+    first = run_experiment(
+        out, compositions="A,H", blocks=1, time_limit_s=5, progress=False
+    )
+    assert first.results.attrs["failed"] == 1
+    experiment = json.loads((out / EXPERIMENT_FILE).read_text())
+    ((failed_dir, message),) = experiment["failures"].items()
+    assert "composition=H" in failed_dir and "injected failure" in message
+    assert (
+        "injected failure"
+        in (
+            out / "runs" / failed_dir.rsplit("/", 1)[-1] / "sweep_error.txt"
+        ).read_text()
+    )
+    assert set(first.pooled["pedestrians"]["composition"]) == {"A"}
+    monkeypatch.undo()
+    second = run_experiment(
+        out, compositions="A,H", blocks=1, time_limit_s=5, progress=False
+    )
+    assert (
+        second.results.attrs["executed"] == 1 and second.results.attrs["skipped"] == 1
+    )
+    assert set(second.pooled["pedestrians"]["composition"]) == {"A", "H"}
+
+
+def test_process_executor_gives_the_serial_tables(small, tmp_path):
+    parallel = run_experiment(
+        tmp_path / "p",
+        compositions="A,H",
+        blocks=[2],
+        time_limit_s=SHORT,
+        executor="process",
+        max_workers=2,
+        progress=False,
+        report=False,
+    )
+    for name in ("pedestrians", "decisions", "information"):
+        serial = small.pooled[name]
+        pd.testing.assert_frame_equal(
+            parallel.pooled[name],
+            serial[serial["block"] == 2].reset_index(drop=True),
+        )
+
+
+def test_cli_experiment_and_report(tmp_path, capsys):
+    out = tmp_path / "cli"
+    assert (
+        main(
+            [
+                "evac",
+                "experiment",
+                "--compositions",
+                "B",
+                "--blocks",
+                "1",
+                "--time-limit",
+                "10",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert "1 runs (1 executed" in printed and "paper: 65.6 / 28.7 / 5.7 %" in printed
+    (out / REPORT_FILE).unlink()
+    assert main(["evac", "report", str(out)]) == 0
+    assert (out / REPORT_FILE).is_file()
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    assert (
+        main(
+            [
+                "evac",
+                "experiment",
+                "--compositions",
+                "A,Q",
+                "--out",
+                str(tmp_path / "x"),
+            ]
+        )
+        != 0
+    )
+    assert "unknown Q" in capsys.readouterr().err
+    assert main(["evac", "report", str(tmp_path / "nothing")]) != 0
+    assert "no pooled table" in capsys.readouterr().err
+
+
+def _slow_sometimes(body):
+    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.05
+
+
+def test_one_llm_block_through_the_local_server_with_faults(tmp_path):
+    faults = (*provider_faults(hang_s=5.0), Fault.hang(0.4, content="{}"))
+    key = "sk-experiment-local-3f2a"
+    with FakeLLMServer(
+        with_faults(pedestrian.respond, faults, every=4), latency_s=_slow_sometimes
+    ) as server:
+        result = run_experiment(
+            tmp_path / "llm",
+            compositions="A,H",
+            blocks=1,
+            time_limit_s=8,
+            brain="llm:openai/fake-model",
+            brain_options={
+                "api_base": server.api_base,
+                "api_key": key,
+                "timeout_s": 3.0,  # normal answers never time out under load; the 5 s hang does
+                "max_attempts": 3,
+                "max_total_s": 15.0,
+                "max_concurrency": 16,
+            },
+            progress=False,
+        )
+        received = server.request_count
+    assert result.results.attrs["failed"] == 0
+    decisions = result.pooled["decisions"]
+    assert len(decisions) and set(decisions["brain_outcome"]) <= {
+        "ok",
+        "repaired",
+        "fallback",
+    }
+    calls = 0
+    for run_dir in result.results["run_dir"].unique():
+        records = Ledger.read(f"{run_dir}/ledger.jsonl")
+        assert records and all(
+            r["outcome"] in {"ok", "repaired", "fallback"} for r in records
+        )
+        calls += Ledger.summarize_file(f"{run_dir}/ledger.jsonl").loc[
+            "all", "http_calls"
+        ]
+    assert calls == received
+    assert (result.out / REPORT_FILE).is_file()
+    leaked = [
+        p
+        for p in (tmp_path / "llm").rglob("*")
+        if p.is_file() and key.encode() in p.read_bytes()
+    ]
+    assert leaked == []
