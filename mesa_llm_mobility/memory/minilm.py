@@ -163,6 +163,9 @@ def _onnx_session(model_file: str, num_threads: int | None, check_sha256: bool) 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
     options.inter_op_num_threads = 1
+    # Idle threads sleep instead of spinning: on cores shared with other work, spinning burns
+    # the CPU the other thread needs (2 threads on 2 busy cores: 101 -> 148 sentences/CPU-s).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if num_threads is not None:
         options.intra_op_num_threads = num_threads
     logger.info("loading all-MiniLM-L6-v2 (ONNX) from %s", path)
