@@ -24,13 +24,14 @@ from pathlib import Path
 import pytest
 from playwright import sync_api as playwright
 
-from mesa_llm_mobility.urban.app.components import MAP_DPI, TAB_NAMES
+from mesa_llm_mobility.urban.app.components import TAB_NAMES
 from mesa_llm_mobility.urban.app.town_map import (
     LEGIBLE_PIXELS,
     MAP_LABEL_POINTS,
     label_pixels,
 )
 from mesa_llm_mobility.viz.assets import cdn_packages, default_cache_dir
+from mesa_llm_mobility.viz.panels import MAP_DPI
 
 ROOT = Path(__file__).resolve().parents[3]
 APP = ROOT / "examples" / "gatsim_app.py"
