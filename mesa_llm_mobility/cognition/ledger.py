@@ -100,6 +100,7 @@ def decision_record(
     cost_usd: float,
     replayed: bool,
     carried_attempts: int = 0,
+    response_mode: str | None = None,
     tags: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Build one ledger record; these keyword arguments are the only fields a record can hold.
@@ -108,7 +109,8 @@ def decision_record(
     retries and repair rounds included; 0 for a replayed or rule answer). ``carried_attempts``
     are the calls a replayed answer cost when it was first recorded in the same run (a resumed
     run replays the day it was on), so that a run's HTTP calls add up across its processes.
-    ``repairs`` (derived) counts the re-prompts made here.
+    ``repairs`` (derived) counts the re-prompts made here. ``response_mode`` is how the answer
+    format was asked for (``json_schema``, ``json_object``, ...; ``None`` when no call was made).
     """
     return {
         "kind": kind,
@@ -130,6 +132,7 @@ def decision_record(
         "completion_tokens": completion_tokens,
         "cost_usd": cost_usd,
         "replayed": replayed,
+        "response_mode": response_mode,
         "tags": dict(tags) if tags else {},
     }
 

@@ -1,7 +1,10 @@
 """The LLM brain: any litellm model answers decision requests, validated, repaired or replaced.
 
 For a batch of requests the brain renders each prompt, answers what it can from the replay index,
-and sends the rest concurrently through ``litellm.acompletion`` under one semaphore. Each answer
+and sends the rest concurrently under one semaphore: straight to the server for OpenAI-compatible
+endpoints (:mod:`~mesa_llm_mobility.cognition.openai_compatible`), else through
+``litellm.acompletion``, asking for the kind's JSON schema as structured output where the
+endpoint takes it (:mod:`~mesa_llm_mobility.cognition.structured_output`). Each answer
 is parsed (tolerant JSON), validated by the kind's schema and domain validator, and on failure the
 model is re-prompted with the exact errors (at most ``max_repairs`` times). A request that still has
 no valid answer, or whose transport failed for good, is answered by the kind's rule policy and
@@ -13,6 +16,7 @@ answers arrived in.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from collections.abc import Mapping, Sequence
@@ -25,6 +29,7 @@ import numpy as np
 from mesa_llm_mobility.cognition.background_loop import run_in_background
 from mesa_llm_mobility.cognition.brain import Brain
 from mesa_llm_mobility.cognition.kinds import (
+    DecisionKind,
     DecisionRequest,
     DecisionResult,
     Message,
@@ -39,15 +44,29 @@ from mesa_llm_mobility.cognition.ledger import (
     messages_hash,
     request_key,
 )
+from mesa_llm_mobility.cognition.openai_compatible import (
+    DirectClient,
+    is_openai_compatible,
+    uses_direct_client,
+)
 from mesa_llm_mobility.cognition.redaction import (
     install_log_redaction,
     redact,
     register_secret,
 )
+from mesa_llm_mobility.cognition.structured_output import (
+    ResponseModeNegotiator,
+    mode_chain,
+    rejects_format,
+    response_params,
+)
 from mesa_llm_mobility.cognition.transport import (
+    ChatCall,
+    Completion,
     RetryPolicy,
     TransportError,
     complete,
+    litellm_call,
     register_model_price,
 )
 
@@ -76,10 +95,11 @@ class _Exchange:
     cost_usd: float = 0.0
     replayed: bool = False
     carried_attempts: int = 0
+    response_mode: str | None = None
 
 
 class LLMBrain(Brain):
-    """Answers decision requests with an LLM through litellm.
+    """Answers decision requests with an LLM, through litellm or straight to the server.
 
     Args:
         model: Any litellm model string (``"openai/gpt-4o-mini"``, ``"anthropic/claude-..."``,
@@ -91,8 +111,17 @@ class LLMBrain(Brain):
             read the provider's variable.
         temperature: Sampling temperature (recorded).
         max_tokens: Completion token limit (recorded), or ``None``.
-        json_mode: Ask for ``response_format={"type": "json_object"}`` where the provider supports
-            it (litellm drops it where not).
+        json_mode: Ask for JSON (structured output or JSON mode) at all; ``False`` sends no
+            response format (the schema stays in the prompt).
+        structured_output: ``"auto"`` asks for the kind's JSON schema in the best form the
+            provider family takes, stepping down to JSON mode where the endpoint rejects it
+            (see :mod:`~mesa_llm_mobility.cognition.structured_output`); or one mode alone:
+            ``"json_schema"``, ``"json_object_schema"``, ``"ollama_format"``,
+            ``"json_object"``, ``"none"``.
+        client: ``"auto"`` sends ``openai/...`` and ``hosted_vllm/...`` models with an
+            ``api_base`` straight to the server (a pooled aiohttp client, a fraction of
+            litellm's CPU per call) and every other model through litellm; ``"direct"`` or
+            ``"litellm"`` force one.
         max_concurrency: Calls in flight at once, across the whole batch.
         timeout_s: Timeout of one HTTP call (``$MLM_TIMEOUT_S`` through :func:`make_brain`).
         max_attempts: Transport attempts per call, first included (``$MLM_MAX_ATTEMPTS``).
@@ -119,6 +148,8 @@ class LLMBrain(Brain):
         temperature: float = 0.0,
         max_tokens: int | None = None,
         json_mode: bool = True,
+        structured_output: str = "auto",
+        client: str = "auto",
         max_concurrency: int = 16,
         timeout_s: float = 60.0,
         max_attempts: int = 4,
@@ -150,8 +181,6 @@ class LLMBrain(Brain):
         self.params: dict[str, Any] = {"temperature": temperature}
         if max_tokens is not None:
             self.params["max_tokens"] = max_tokens
-        if json_mode:
-            self.params["response_format"] = {"type": "json_object"}
         self.params.update(extra_params or {})
         self._connection: dict[str, Any] = {"drop_params": True}
         if api_base:
@@ -162,6 +191,19 @@ class LLMBrain(Brain):
         register_secret(api_key)
         install_log_redaction()
         register_model_price(model, cost_per_token)
+        self.direct = uses_direct_client(model, api_base, client)
+        self._client: DirectClient | None = (
+            DirectClient(model, api_base or "", api_key) if self.direct else None
+        )
+        self._call: ChatCall = self._client or litellm_call(model, self._connection)
+        self.response_modes = ResponseModeNegotiator(
+            mode_chain(
+                model,
+                openai_compatible=is_openai_compatible(model, api_base),
+                structured_output=structured_output if json_mode else "none",
+            )
+        )
+        self._response_params: dict[tuple[DecisionKind, str], dict[str, Any]] = {}
         self.replay = (
             ReplayIndex.from_ledger(replay)
             if isinstance(replay, str | Path)
@@ -172,7 +214,14 @@ class LLMBrain(Brain):
 
     def __repr__(self) -> str:
         base = self._connection.get("api_base")
-        return f"LLMBrain(model={self.model!r}, api_base={base!r}, max_concurrency={self.max_concurrency})"
+        client = "direct" if self.direct else "litellm"
+        return f"LLMBrain(model={self.model!r}, api_base={base!r}, client={client!r}, max_concurrency={self.max_concurrency})"
+
+    def close(self) -> None:
+        """Close the ledger and the direct client's connection pool."""
+        if self._client is not None:
+            self._client.close()
+        super().close()
 
     def decide_all(
         self,
@@ -204,12 +253,16 @@ class LLMBrain(Brain):
             index for index, exchange in enumerate(exchanges) if exchange is None
         ]
         semaphore = self._semaphore()
-        answered = await asyncio.gather(
-            *(
-                self._converse(prepared[index][0], prepared[index][1], semaphore)
-                for index in pending
+        try:
+            answered = await asyncio.gather(
+                *(
+                    self._converse(prepared[index][0], prepared[index][1], semaphore)
+                    for index in pending
+                )
             )
-        )
+        finally:
+            if self._client is not None:
+                await self._client.release_loop()
         for index, exchange in zip(pending, answered, strict=True):
             exchanges[index] = exchange
 
@@ -277,6 +330,7 @@ class LLMBrain(Brain):
             rounds=list(record.get("rounds") or ()),
             replayed=True,
             carried_attempts=carried_attempts,
+            response_mode=record.get("response_mode"),
         )
         exchange.round_errors = _recheck(request, exchange.rounds)
         if exchange.outcome is Outcome.FALLBACK:
@@ -305,14 +359,8 @@ class LLMBrain(Brain):
         conversation = list(messages)
         for round_index in range(self.max_repairs + 1):
             try:
-                completion = await complete(
-                    model=self.model,
-                    messages=conversation,
-                    params=self.params,
-                    connection=self._connection,
-                    policy=self.policy,
-                    semaphore=semaphore,
-                    jitter=self._jitter,
+                completion, exchange.response_mode = await self._complete(
+                    request, conversation, semaphore
                 )
             except TransportError as error:
                 exchange.attempts += error.attempts
@@ -362,6 +410,43 @@ class LLMBrain(Brain):
         )
         return exchange
 
+    async def _complete(
+        self,
+        request: DecisionRequest,
+        conversation: list[Message],
+        semaphore: asyncio.Semaphore,
+    ) -> tuple[Completion, str]:
+        """One round's completion in the best response mode the endpoint accepts."""
+
+        async def attempt(mode: str) -> Completion:
+            return await complete(
+                call=self._call,
+                messages=conversation,
+                params=self._params_for(request, mode),
+                policy=self.policy,
+                semaphore=semaphore,
+                jitter=self._jitter,
+                format_rejected=None
+                if self.response_modes.confirmed
+                else rejects_format,
+            )
+
+        completion, mode, rejected_attempts = await self.response_modes.send(attempt)
+        if rejected_attempts:
+            completion = dataclasses.replace(
+                completion, attempts=completion.attempts + rejected_attempts
+            )
+        return completion, mode
+
+    def _params_for(self, request: DecisionRequest, mode: str) -> dict[str, Any]:
+        """The sampling parameters plus the kind's response format in ``mode`` (cached)."""
+        key = (request.kind, mode)
+        params = self._response_params.get(key)
+        if params is None:
+            params = self.params | response_params(mode, request.kind)
+            self._response_params[key] = params
+        return params
+
     def _record(
         self,
         request: DecisionRequest,
@@ -392,6 +477,7 @@ class LLMBrain(Brain):
             cost_usd=exchange.cost_usd,
             replayed=exchange.replayed,
             carried_attempts=exchange.carried_attempts,
+            response_mode=exchange.response_mode,
             tags=tags,
         )
 
