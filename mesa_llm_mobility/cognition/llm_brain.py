@@ -26,8 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from mesa_llm_mobility.cognition.background_loop import run_in_background
-from mesa_llm_mobility.cognition.brain import Brain
+from mesa_llm_mobility.cognition.background_loop import (
+    background_loop,
+    run_in_background,
+)
+from mesa_llm_mobility.cognition.brain import Brain, PendingDecisions
 from mesa_llm_mobility.cognition.kinds import (
     DecisionKind,
     DecisionRequest,
@@ -96,6 +99,10 @@ class _Exchange:
     replayed: bool = False
     carried_attempts: int = 0
     response_mode: str | None = None
+
+
+_Prepared = tuple[DecisionRequest, list[Message], str, str]
+"""A request with its rendered messages, their hash and its replay key."""
 
 
 class LLMBrain(Brain):
@@ -245,10 +252,46 @@ class LLMBrain(Brain):
         tags: Mapping[str, Any] | None = None,
     ) -> list[DecisionResult]:
         """Answer a batch from async code; see :meth:`decide_all`."""
+        prepared, exchanges = self._prepare_batch(requests)
+        await self._answer_pending(prepared, exchanges)
+        return self._finish(prepared, exchanges, tags)
+
+    def submit(
+        self,
+        requests: Sequence[DecisionRequest],
+        *,
+        tags: Mapping[str, Any] | None = None,
+    ) -> PendingDecisions:
+        """Send a batch's calls now and take the answers later (see :meth:`Brain.submit`).
+
+        The calls run on the shared brain loop while the caller goes on; the fallbacks (which
+        draw from the model's generator) and the ledger records happen in
+        :meth:`PendingDecisions.result`, on the caller's thread, in request order.
+        """
+        prepared, exchanges = self._prepare_batch(requests)
+        future = asyncio.run_coroutine_threadsafe(
+            self._answer_pending(prepared, exchanges), background_loop()
+        )
+
+        def finish() -> list[DecisionResult]:
+            future.result()
+            return self._finish(prepared, exchanges, tags)
+
+        return PendingDecisions(finish, done=future.done)
+
+    def _prepare_batch(
+        self, requests: Sequence[DecisionRequest]
+    ) -> tuple[list[_Prepared], list[_Exchange | None]]:
         prepared = [self._prepare(request) for request in requests]
         exchanges: list[_Exchange | None] = [
             self._replayed(request, key) for request, _, _, key in prepared
         ]
+        return prepared, exchanges
+
+    async def _answer_pending(
+        self, prepared: list[_Prepared], exchanges: list[_Exchange | None]
+    ) -> None:
+        """Converse about every request the replay did not answer, concurrently (in place)."""
         pending = [
             index for index, exchange in enumerate(exchanges) if exchange is None
         ]
@@ -266,6 +309,13 @@ class LLMBrain(Brain):
         for index, exchange in zip(pending, answered, strict=True):
             exchanges[index] = exchange
 
+    def _finish(
+        self,
+        prepared: list[_Prepared],
+        exchanges: list[_Exchange | None],
+        tags: Mapping[str, Any] | None,
+    ) -> list[DecisionResult]:
+        """Fallbacks in request order, results and ledger records of an answered batch."""
         results: list[DecisionResult] = []
         records: list[dict[str, Any]] = []
         failure: RulePolicyError | None = None
@@ -307,9 +357,7 @@ class LLMBrain(Brain):
             self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
         return self._semaphores[loop]
 
-    def _prepare(
-        self, request: DecisionRequest
-    ) -> tuple[DecisionRequest, list[Message], str, str]:
+    def _prepare(self, request: DecisionRequest) -> _Prepared:
         messages = request.kind.messages(request.context)
         digest = messages_hash(messages)
         key = request_key(

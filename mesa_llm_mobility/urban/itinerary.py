@@ -98,6 +98,8 @@ class Itinerary:
         self.delay_sum = 0.0
         self.in_progress = 0
         self._wake: list[tuple[float, int, str, str, str]] = []
+        # minutes ahead of a departure its revision is asked (the model's reaction time)
+        self.decision_lead_minutes = 0
         self._seq = 0
         self._trip_records: dict[str, TripRecord] = {}
         engine.on_trip_complete.append(self._on_trip_complete)
@@ -302,7 +304,7 @@ class Itinerary:
             agent.trips.append(record)
             self._trip_records[trip_id] = record
             self._push(
-                depart,
+                depart - self.decision_lead_minutes if minute is not None else depart,
                 agent.name,
                 "departure" if minute is not None else "sync",
                 trip_id,
