@@ -79,6 +79,7 @@ def run_llm(
     batches = decisions.groupby(["day", "minute"]).size()
     per_minute = sum(math.ceil(n / concurrency) for n in batches) * latency
     outcomes = decisions.groupby(["kind", "outcome"]).size().to_dict()
+    groups = request_groups(sorted(set(batches.index)), reaction_minutes)
     actions = decisions["action"].value_counts()
     print(
         f"LLM brain ({client} client), {agents} travellers x 1 day, latency "
@@ -90,7 +91,8 @@ def run_llm(
     print(
         f"  ideal calls x latency / concurrency {ideal:.1f} s; per-minute bound "
         f"({len(batches)} minutes with requests) {per_minute:.1f} s; wall / per-minute bound "
-        f"{wall / per_minute:.2f}"
+        f"{wall / per_minute:.2f}; groups of request minutes within d {groups} "
+        f"(x latency: {groups * latency:.1f} s)"
     )
     print(
         f"  trips {summary['trips']}  punctuality {summary['punctuality']:.3f}  "
@@ -98,6 +100,19 @@ def run_llm(
         f"{int(actions.get('stale', 0))}  decisions "
         + ", ".join(f"{k} {o}: {n}" for (k, o), n in sorted(outcomes.items()))
     )
+
+
+def request_groups(minutes: list[tuple[int, int]], reaction_minutes: int) -> int:
+    """Groups of request minutes, each starting at a minute more than d after the last start.
+
+    With a reaction time d the world waits about once per group (for its oldest answer).
+    """
+    groups, start = 0, None
+    for day, minute in minutes:
+        absolute = (day - 1) * 1440 + minute
+        if start is None or absolute - start > reaction_minutes:
+            groups, start = groups + 1, absolute
+    return groups
 
 
 def main() -> None:

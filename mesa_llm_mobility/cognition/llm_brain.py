@@ -31,6 +31,11 @@ from mesa_llm_mobility.cognition.background_loop import (
     run_in_background,
 )
 from mesa_llm_mobility.cognition.brain import Brain, PendingDecisions
+from mesa_llm_mobility.cognition.deduplication import (
+    AnswerMemo,
+    group_identical,
+    shared_key,
+)
 from mesa_llm_mobility.cognition.kinds import (
     DecisionKind,
     DecisionRequest,
@@ -99,6 +104,20 @@ class _Exchange:
     replayed: bool = False
     carried_attempts: int = 0
     response_mode: str | None = None
+    deduplicated: bool = False
+
+    def shared(self) -> _Exchange:
+        """This exchange's answer given to an identical request: no call, same rounds."""
+        return _Exchange(
+            output=None if self.output is None else self.output.model_copy(deep=True),
+            outcome=self.outcome,
+            reason=self.reason,
+            errors=list(self.errors),
+            round_errors=list(self.round_errors),
+            rounds=[dict(round_) for round_ in self.rounds],
+            response_mode=self.response_mode,
+            deduplicated=True,
+        )
 
 
 _Prepared = tuple[DecisionRequest, list[Message], str, str]
@@ -140,6 +159,9 @@ class LLMBrain(Brain):
         replay: A :class:`ReplayIndex` or a ledger path whose identical requests are answered
             without a call.
         extra_params: Further sampling parameters passed to litellm and recorded (e.g. ``seed``).
+        deduplicate: Answer identical requests (same kind, messages and context, any agent)
+            once per run, recorded as ``deduplicated`` (see
+            :mod:`~mesa_llm_mobility.cognition.deduplication`).
         cost_per_token: ``(input, output)`` USD per token for a model litellm's bundled cost
             map does not know (a self-hosted or fine-tuned model); such models are registered
             with this price, zero by default, so costs are recorded and litellm's cost lookup
@@ -167,6 +189,7 @@ class LLMBrain(Brain):
         replay: ReplayIndex | str | Path | None = None,
         extra_params: Mapping[str, Any] | None = None,
         cost_per_token: tuple[float, float] | None = None,
+        deduplicate: bool = True,
     ) -> None:
         super().__init__(rng=rng, ledger=ledger if ledger is not None else Ledger())
         if not model or not isinstance(model, str):
@@ -210,6 +233,7 @@ class LLMBrain(Brain):
                 structured_output=structured_output if json_mode else "none",
             )
         )
+        self.memo: AnswerMemo | None = AnswerMemo() if deduplicate else None
         self._response_params: dict[tuple[DecisionKind, str], dict[str, Any]] = {}
         self.replay = (
             ReplayIndex.from_ledger(replay)
@@ -291,10 +315,11 @@ class LLMBrain(Brain):
     async def _answer_pending(
         self, prepared: list[_Prepared], exchanges: list[_Exchange | None]
     ) -> None:
-        """Converse about every request the replay did not answer, concurrently (in place)."""
-        pending = [
-            index for index, exchange in enumerate(exchanges) if exchange is None
-        ]
+        """Converse about every request the replay did not answer, concurrently (in place).
+
+        Identical requests are sent once (see :meth:`_leaders`).
+        """
+        pending, followers = self._leaders(prepared, exchanges)
         semaphore = self._semaphore()
         try:
             answered = await asyncio.gather(
@@ -308,6 +333,37 @@ class LLMBrain(Brain):
                 await self._client.release_loop()
         for index, exchange in zip(pending, answered, strict=True):
             exchanges[index] = exchange
+            request, _, digest, _ = prepared[index]
+            if self.memo is not None and exchange.output is not None:
+                key = shared_key(request, self.model, self.params, digest)
+                self.memo.put(key, request.context, exchange)
+        for index, leader in followers.items():
+            exchange = exchanges[leader]
+            assert exchange is not None
+            exchanges[index] = exchange.shared()
+
+    def _leaders(
+        self, prepared: list[_Prepared], exchanges: list[_Exchange | None]
+    ) -> tuple[list[int], dict[int, int]]:
+        """The requests to send, and follower -> leader for those identical to another.
+
+        Answers remembered from earlier batches are filled in (in place) without a call.
+        """
+        pending = [
+            index for index, exchange in enumerate(exchanges) if exchange is None
+        ]
+        if self.memo is None:
+            return pending, {}
+        keys = []
+        for index in pending:
+            request, _, digest, _ = prepared[index]
+            key = shared_key(request, self.model, self.params, digest)
+            remembered = self.memo.get(key, request.context)
+            if remembered is not None:
+                exchanges[index] = remembered.shared()
+            else:
+                keys.append((index, key, request.context))
+        return group_identical(keys)
 
     def _finish(
         self,
@@ -526,6 +582,7 @@ class LLMBrain(Brain):
             replayed=exchange.replayed,
             carried_attempts=exchange.carried_attempts,
             response_mode=exchange.response_mode,
+            deduplicated=exchange.deduplicated,
             tags=tags,
         )
 

@@ -56,6 +56,7 @@ class BrainOptions(TypedDict, total=False):
     max_repairs: int
     extra_params: Mapping[str, Any] | None
     cost_per_token: tuple[float, float] | None
+    deduplicate: bool
 
 
 DEFAULT_BRAIN = "rules"

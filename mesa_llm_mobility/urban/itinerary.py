@@ -131,7 +131,12 @@ class Itinerary:
         while self._wake and self._wake[0][0] <= t:
             _, _, name, purpose, payload = heapq.heappop(self._wake)
             agent = self.travellers[name]
-            if purpose != "check":  # leaving: mirror the agent from now on
+            if purpose == "mirror":
+                self.active.add(name)
+                continue
+            if purpose == "sync" or (
+                purpose == "departure" and not self.decision_lead_minutes
+            ):  # leaving: mirror the agent from now on
                 self.active.add(name)
             if name in seen or t % MINUTES_PER_DAY in (CHAT_MINUTE, PLAN_MINUTE):
                 continue
@@ -303,12 +308,22 @@ class Itinerary:
             )
             agent.trips.append(record)
             self._trip_records[trip_id] = record
-            self._push(
-                depart - self.decision_lead_minutes if minute is not None else depart,
-                agent.name,
-                "departure" if minute is not None else "sync",
-                trip_id,
-            )
+            if minute is not None and self.decision_lead_minutes:
+                # the revision is asked ahead; the traveller is mirrored from its departure
+                self._push(depart, agent.name, "mirror", trip_id)
+                self._push(
+                    depart - self.decision_lead_minutes,
+                    agent.name,
+                    "departure",
+                    trip_id,
+                )
+            else:
+                self._push(
+                    depart,
+                    agent.name,
+                    "departure" if minute is not None else "sync",
+                    trip_id,
+                )
             previous_departure = depart
             place = activity.facility
 
