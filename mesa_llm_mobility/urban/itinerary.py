@@ -77,6 +77,10 @@ class Itinerary:
         in_progress: Trips departed and not yet arrived.
     """
 
+    decision_lead_minutes: int = 0
+    """Minutes ahead of a departure its revision is asked (the model's reaction time); a class
+    default so that checkpoints pickled before reaction times existed still load."""
+
     def __init__(
         self,
         engine: TrafficEngine,
@@ -98,8 +102,6 @@ class Itinerary:
         self.delay_sum = 0.0
         self.in_progress = 0
         self._wake: list[tuple[float, int, str, str, str]] = []
-        # minutes ahead of a departure its revision is asked (the model's reaction time)
-        self.decision_lead_minutes = 0
         self._seq = 0
         self._trip_records: dict[str, TripRecord] = {}
         engine.on_trip_complete.append(self._on_trip_complete)

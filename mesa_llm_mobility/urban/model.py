@@ -337,6 +337,11 @@ class UrbanMobilityModel(MobilityModel):
         state["memory_store"] = None
         return state
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a checkpoint; one pickled before reaction times existed decides as ``d = 0``."""
+        state.setdefault("reactions", ReactionSchedule(0))
+        self.__dict__.update(state)
+
     def attach(
         self,
         brain: str | Brain,

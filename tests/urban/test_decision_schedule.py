@@ -107,3 +107,14 @@ def test_an_llm_day_with_a_reaction_time_resolves_every_decision(
     assert llm["repairs"] > 0 and llm["fallback"] > 0
     assert (decisions["kind"] == "PlanRevision").any()
     assert KEY.encode() not in result.run.ledger_path.read_bytes()
+
+
+def test_a_checkpoint_from_before_reaction_times_restores_as_d0():
+    with UrbanMobilityModel(days=1, rng=0, n_agents=3, reaction_minutes=4) as model:
+        state = model.__getstate__()
+    state.pop("reactions")  # as pickled before reaction times existed
+    del state["itinerary"].__dict__["decision_lead_minutes"]
+    restored = UrbanMobilityModel.__new__(UrbanMobilityModel)
+    restored.__setstate__(state)
+    assert restored.reactions.reaction_minutes == 0
+    assert restored.itinerary.decision_lead_minutes == 0
