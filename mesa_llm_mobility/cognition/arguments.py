@@ -13,6 +13,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from mesa_llm_mobility.cognition.openai_compatible import CLIENT_CHOICES
+from mesa_llm_mobility.cognition.structured_output import STRUCTURED_OUTPUT_CHOICES
+
 BRAIN_FLAGS: dict[str, str] = {
     "api_base": "api_base",
     "concurrency": "max_concurrency",
@@ -21,6 +24,8 @@ BRAIN_FLAGS: dict[str, str] = {
     "max_attempts": "max_attempts",
     "max_total": "max_total_s",
     "max_repairs": "max_repairs",
+    "client": "client",
+    "structured_output": "structured_output",
 }
 """Parsed flag (``args`` attribute) -> :func:`make_brain` option."""
 
@@ -121,6 +126,21 @@ def add_brain_arguments(
         default=None,
         help="re-prompts with the validation errors before the rule fallback "
         "(else $MLM_MAX_REPAIRS or 2)",
+    )
+    group.add_argument(
+        "--client",
+        choices=CLIENT_CHOICES,
+        default=None,
+        help="'direct' posts to an OpenAI-compatible --api-base itself, 'litellm' goes through "
+        "litellm, 'auto' picks direct for openai/ and hosted_vllm/ models with an api base "
+        "(else $MLM_CLIENT or auto)",
+    )
+    group.add_argument(
+        "--structured-output",
+        choices=STRUCTURED_OUTPUT_CHOICES,
+        default=None,
+        help="how the answer's JSON schema is asked for; 'auto' takes the provider family's "
+        "best and steps down to JSON mode where rejected (else $MLM_STRUCTURED_OUTPUT or auto)",
     )
     return group
 

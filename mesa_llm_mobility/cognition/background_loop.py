@@ -46,3 +46,8 @@ def run_in_background[T](coroutine: Coroutine[Any, Any, T]) -> T:
             "run_in_background() called from the brain loop itself; await the coroutine instead"
         )
     return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+
+def is_background_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` is the shared brain loop (which lives as long as the process)."""
+    return loop is _loop

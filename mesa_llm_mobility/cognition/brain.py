@@ -8,13 +8,46 @@ answers them in order with each kind's rule policy.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from mesa_llm_mobility.cognition.kinds import DecisionRequest, DecisionResult, Outcome
 from mesa_llm_mobility.cognition.ledger import Ledger, decision_record
+
+
+class PendingDecisions:
+    """The answers of a submitted batch, taken when the model needs them.
+
+    Args:
+        finish: Returns the batch's results (waiting for them when they are still on the way).
+        done: Tells whether the answers have arrived (``None``: they are made at :meth:`result`).
+    """
+
+    def __init__(
+        self,
+        finish: Callable[[], list[DecisionResult]],
+        *,
+        done: Callable[[], bool] | None = None,
+    ) -> None:
+        self._finish = finish
+        self._done = done
+        self._results: list[DecisionResult] | None = None
+
+    def done(self) -> bool:
+        """Whether :meth:`result` would return without waiting for a model."""
+        return self._results is not None or self._done is None or self._done()
+
+    def result(self) -> list[DecisionResult]:
+        """The results, in request order (computed once; later calls return the same list).
+
+        Raises:
+            RulePolicyError: as :meth:`Brain.decide_all` does.
+        """
+        if self._results is None:
+            self._results = self._finish()
+        return self._results
 
 
 class Brain(abc.ABC):
@@ -52,6 +85,21 @@ class Brain(abc.ABC):
             requests: The batch (typically every request of one model step).
             tags: Extra fields recorded with each ledger record (e.g. ``{"step": 42}``).
         """
+
+    def submit(
+        self,
+        requests: Sequence[DecisionRequest],
+        *,
+        tags: Mapping[str, Any] | None = None,
+    ) -> PendingDecisions:
+        """Hand over a batch now and take its answers later (asynchronous decisions).
+
+        The base brain answers at :meth:`PendingDecisions.result` (the rule brain then draws
+        from its generator in the order the results are taken, on the caller's thread); an LLM
+        brain sends the calls at once and lets them run while the model moves on.
+        """
+        batch = list(requests)
+        return PendingDecisions(lambda: self.decide_all(batch, tags=tags))
 
     def decide(
         self, request: DecisionRequest, *, tags: Mapping[str, Any] | None = None

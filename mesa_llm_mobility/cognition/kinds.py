@@ -139,13 +139,18 @@ class DecisionKind[ContextT, OutputT: BaseModel]:
         object.__setattr__(self, "_schema_text", schema)
 
     def messages(self, context: ContextT) -> list[Message]:
-        """Render the prompt for ``context``, with the schema instruction when enabled."""
+        """Render the prompt for ``context``, with the schema instruction when enabled.
+
+        The instruction (the longest part every prompt of the kind shares) opens the system
+        message, so a provider's prefix cache (vLLM's, OpenAI's, Anthropic's) reuses it across
+        agents; what differs per agent follows it.
+        """
         messages = [dict(message) for message in self.render_prompt(context)]
         if not self.schema_in_prompt:
             return messages
         instruction = f"Answer with a single JSON object conforming to this JSON schema, and nothing else:\n{self._schema_text}"
         if messages and messages[0].get("role") == "system":
-            messages[0]["content"] = f"{messages[0]['content']}\n\n{instruction}"
+            messages[0]["content"] = f"{instruction}\n\n{messages[0]['content']}"
         else:
             messages.insert(0, {"role": "system", "content": instruction})
         return messages

@@ -101,6 +101,8 @@ def decision_record(
     cost_usd: float,
     replayed: bool,
     carried_attempts: int = 0,
+    response_mode: str | None = None,
+    deduplicated: bool = False,
     tags: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Build one ledger record; these keyword arguments are the only fields a record can hold.
@@ -109,7 +111,10 @@ def decision_record(
     retries and repair rounds included; 0 for a replayed or rule answer). ``carried_attempts``
     are the calls a replayed answer cost when it was first recorded in the same run (a resumed
     run replays the day it was on), so that a run's HTTP calls add up across its processes.
-    ``repairs`` (derived) counts the re-prompts made here.
+    ``repairs`` (derived) counts the re-prompts made here. ``response_mode`` is how the answer
+    format was asked for (``json_schema``, ``json_object``, ...; ``None`` when no call was made).
+    ``deduplicated`` marks an answer shared from an identical request of the run (no call; its
+    rounds are the original's and count no repairs).
     """
     return {
         "kind": kind,
@@ -125,12 +130,14 @@ def decision_record(
         "reason": reason,
         "attempts": attempts,
         "carried_attempts": carried_attempts,
-        "repairs": 0 if replayed else max(len(rounds) - 1, 0),
+        "repairs": 0 if replayed or deduplicated else max(len(rounds) - 1, 0),
         "latency_s": round(latency_s, 6),
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "cost_usd": cost_usd,
         "replayed": replayed,
+        "response_mode": response_mode,
+        "deduplicated": deduplicated,
         "tags": dict(tags) if tags else {},
     }
 

@@ -1,7 +1,10 @@
 """The LLM brain: any litellm model answers decision requests, validated, repaired or replaced.
 
 For a batch of requests the brain renders each prompt, answers what it can from the replay index,
-and sends the rest concurrently through ``litellm.acompletion`` under one semaphore. Each answer
+and sends the rest concurrently under one semaphore: straight to the server for OpenAI-compatible
+endpoints (:mod:`~mesa_llm_mobility.cognition.openai_compatible`), else through
+``litellm.acompletion``, asking for the kind's JSON schema as structured output where the
+endpoint takes it (:mod:`~mesa_llm_mobility.cognition.structured_output`). Each answer
 is parsed (tolerant JSON), validated by the kind's schema and domain validator, and on failure the
 model is re-prompted with the exact errors (at most ``max_repairs`` times). A request that still has
 no valid answer, or whose transport failed for good, is answered by the kind's rule policy and
@@ -17,6 +20,7 @@ only to models that support it (``litellm.supports_reasoning``, or ``supports_re
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from collections.abc import Mapping, Sequence
@@ -26,9 +30,18 @@ from typing import Any
 
 import numpy as np
 
-from mesa_llm_mobility.cognition.background_loop import run_in_background
-from mesa_llm_mobility.cognition.brain import Brain
+from mesa_llm_mobility.cognition.background_loop import (
+    background_loop,
+    run_in_background,
+)
+from mesa_llm_mobility.cognition.brain import Brain, PendingDecisions
+from mesa_llm_mobility.cognition.deduplication import (
+    AnswerMemo,
+    group_identical,
+    shared_key,
+)
 from mesa_llm_mobility.cognition.kinds import (
+    DecisionKind,
     DecisionRequest,
     DecisionResult,
     Message,
@@ -44,15 +57,29 @@ from mesa_llm_mobility.cognition.ledger import (
     request_key,
 )
 from mesa_llm_mobility.cognition.offline import import_litellm
+from mesa_llm_mobility.cognition.openai_compatible import (
+    DirectClient,
+    is_openai_compatible,
+    uses_direct_client,
+)
 from mesa_llm_mobility.cognition.redaction import (
     install_log_redaction,
     redact,
     register_secret,
 )
+from mesa_llm_mobility.cognition.structured_output import (
+    ResponseModeNegotiator,
+    mode_chain,
+    rejects_format,
+    response_params,
+)
 from mesa_llm_mobility.cognition.transport import (
+    ChatCall,
+    Completion,
     RetryPolicy,
     TransportError,
     complete,
+    litellm_call,
     register_model_price,
 )
 
@@ -81,10 +108,29 @@ class _Exchange:
     cost_usd: float = 0.0
     replayed: bool = False
     carried_attempts: int = 0
+    response_mode: str | None = None
+    deduplicated: bool = False
+
+    def shared(self) -> _Exchange:
+        """This exchange's answer given to an identical request: no call, same rounds."""
+        return _Exchange(
+            output=None if self.output is None else self.output.model_copy(deep=True),
+            outcome=self.outcome,
+            reason=self.reason,
+            errors=list(self.errors),
+            round_errors=list(self.round_errors),
+            rounds=[dict(round_) for round_ in self.rounds],
+            response_mode=self.response_mode,
+            deduplicated=True,
+        )
+
+
+_Prepared = tuple[DecisionRequest, list[Message], str, str]
+"""A request with its rendered messages, their hash and its replay key."""
 
 
 class LLMBrain(Brain):
-    """Answers decision requests with an LLM through litellm.
+    """Answers decision requests with an LLM, through litellm or straight to the server.
 
     Args:
         model: Any litellm model string (``"openai/gpt-4o-mini"``, ``"anthropic/claude-..."``,
@@ -96,8 +142,17 @@ class LLMBrain(Brain):
             read the provider's variable.
         temperature: Sampling temperature (recorded).
         max_tokens: Completion token limit (recorded), or ``None``.
-        json_mode: Ask for ``response_format={"type": "json_object"}`` where the provider supports
-            it (litellm drops it where not).
+        json_mode: Ask for JSON (structured output or JSON mode) at all; ``False`` sends no
+            response format (the schema stays in the prompt).
+        structured_output: ``"auto"`` asks for the kind's JSON schema in the best form the
+            provider family takes, stepping down to JSON mode where the endpoint rejects it
+            (see :mod:`~mesa_llm_mobility.cognition.structured_output`); or one mode alone:
+            ``"json_schema"``, ``"json_object_schema"``, ``"ollama_format"``,
+            ``"json_object"``, ``"none"``.
+        client: ``"auto"`` sends ``openai/...`` and ``hosted_vllm/...`` models with an
+            ``api_base`` straight to the server (a pooled aiohttp client, a fraction of
+            litellm's CPU per call) and every other model through litellm; ``"direct"`` or
+            ``"litellm"`` force one.
         max_concurrency: Calls in flight at once, across the whole batch.
         timeout_s: Timeout of one HTTP call (``$MLM_TIMEOUT_S`` through :func:`make_brain`).
         max_attempts: Transport attempts per call, first included (``$MLM_MAX_ATTEMPTS``).
@@ -109,13 +164,16 @@ class LLMBrain(Brain):
         replay: A :class:`ReplayIndex` or a ledger path whose identical requests are answered
             without a call.
         extra_params: Further sampling parameters passed to litellm and recorded (e.g. ``seed``).
+        supports_reasoning: Whether to send a request's ``reasoning_effort``; ``None`` asks
+            ``litellm.supports_reasoning`` (litellm would otherwise forward it even to models
+            that reject it).
+        deduplicate: Answer identical requests (same kind, messages and context, any agent)
+            once per run, recorded as ``deduplicated`` (see
+            :mod:`~mesa_llm_mobility.cognition.deduplication`).
         cost_per_token: ``(input, output)`` USD per token for a model litellm's bundled cost
             map does not know (a self-hosted or fine-tuned model); such models are registered
             with this price, zero by default, so costs are recorded and litellm's cost lookup
             does not search its whole map on every call.
-        supports_reasoning: Whether to send a request's ``reasoning_effort``; ``None`` asks
-            ``litellm.supports_reasoning`` (litellm would otherwise forward it even to models
-            that reject it).
     """
 
     def __init__(
@@ -127,6 +185,8 @@ class LLMBrain(Brain):
         temperature: float = 0.0,
         max_tokens: int | None = None,
         json_mode: bool = True,
+        structured_output: str = "auto",
+        client: str = "auto",
         max_concurrency: int = 16,
         timeout_s: float = 60.0,
         max_attempts: int = 4,
@@ -138,6 +198,7 @@ class LLMBrain(Brain):
         extra_params: Mapping[str, Any] | None = None,
         cost_per_token: tuple[float, float] | None = None,
         supports_reasoning: bool | None = None,
+        deduplicate: bool = True,
     ) -> None:
         super().__init__(rng=rng, ledger=ledger if ledger is not None else Ledger())
         if not model or not isinstance(model, str):
@@ -159,8 +220,6 @@ class LLMBrain(Brain):
         self.params: dict[str, Any] = {"temperature": temperature}
         if max_tokens is not None:
             self.params["max_tokens"] = max_tokens
-        if json_mode:
-            self.params["response_format"] = {"type": "json_object"}
         self.params.update(extra_params or {})
         self._connection: dict[str, Any] = {"drop_params": True}
         if api_base:
@@ -176,6 +235,20 @@ class LLMBrain(Brain):
             if supports_reasoning is None
             else bool(supports_reasoning)
         )
+        self.direct = uses_direct_client(model, api_base, client)
+        self._client: DirectClient | None = (
+            DirectClient(model, api_base or "", api_key) if self.direct else None
+        )
+        self._call: ChatCall = self._client or litellm_call(model, self._connection)
+        self.response_modes = ResponseModeNegotiator(
+            mode_chain(
+                model,
+                openai_compatible=is_openai_compatible(model, api_base),
+                structured_output=structured_output if json_mode else "none",
+            )
+        )
+        self.memo: AnswerMemo | None = AnswerMemo() if deduplicate else None
+        self._response_params: dict[tuple[DecisionKind, str], dict[str, Any]] = {}
         self.replay = (
             ReplayIndex.from_ledger(replay)
             if isinstance(replay, str | Path)
@@ -186,7 +259,14 @@ class LLMBrain(Brain):
 
     def __repr__(self) -> str:
         base = self._connection.get("api_base")
-        return f"LLMBrain(model={self.model!r}, api_base={base!r}, max_concurrency={self.max_concurrency})"
+        client = "direct" if self.direct else "litellm"
+        return f"LLMBrain(model={self.model!r}, api_base={base!r}, client={client!r}, max_concurrency={self.max_concurrency})"
+
+    def close(self) -> None:
+        """Close the ledger and the direct client's connection pool."""
+        if self._client is not None:
+            self._client.close()
+        super().close()
 
     def decide_all(
         self,
@@ -210,28 +290,104 @@ class LLMBrain(Brain):
         tags: Mapping[str, Any] | None = None,
     ) -> list[DecisionResult]:
         """Answer a batch from async code; see :meth:`decide_all`."""
+        prepared, exchanges = self._prepare_batch(requests)
+        await self._answer_pending(prepared, exchanges)
+        return self._finish(prepared, exchanges, tags)
+
+    def submit(
+        self,
+        requests: Sequence[DecisionRequest],
+        *,
+        tags: Mapping[str, Any] | None = None,
+    ) -> PendingDecisions:
+        """Send a batch's calls now and take the answers later (see :meth:`Brain.submit`).
+
+        The calls run on the shared brain loop while the caller goes on; the fallbacks (which
+        draw from the model's generator) and the ledger records happen in
+        :meth:`PendingDecisions.result`, on the caller's thread, in request order.
+        """
+        prepared, exchanges = self._prepare_batch(requests)
+        future = asyncio.run_coroutine_threadsafe(
+            self._answer_pending(prepared, exchanges), background_loop()
+        )
+
+        def finish() -> list[DecisionResult]:
+            future.result()
+            return self._finish(prepared, exchanges, tags)
+
+        return PendingDecisions(finish, done=future.done)
+
+    def _prepare_batch(
+        self, requests: Sequence[DecisionRequest]
+    ) -> tuple[list[_Prepared], list[_Exchange | None]]:
         prepared = [self._prepare(request) for request in requests]
         exchanges: list[_Exchange | None] = [
             self._replayed(request, key) for request, _, _, key in prepared
         ]
+        return prepared, exchanges
+
+    async def _answer_pending(
+        self, prepared: list[_Prepared], exchanges: list[_Exchange | None]
+    ) -> None:
+        """Converse about every request the replay did not answer, concurrently (in place).
+
+        Identical requests are sent once (see :meth:`_leaders`).
+        """
+        pending, followers = self._leaders(prepared, exchanges)
+        semaphore = self._semaphore()
+        try:
+            answered = await asyncio.gather(
+                *(
+                    self._converse(prepared[index][0], prepared[index][1], semaphore)
+                    for index in pending
+                )
+            )
+        finally:
+            if self._client is not None:
+                await self._client.release_loop()
+        for index, exchange in zip(pending, answered, strict=True):
+            exchanges[index] = exchange
+            request, _, digest, _ = prepared[index]
+            if self.memo is not None and exchange.output is not None:
+                key = shared_key(
+                    request, self.model, self.request_params(request), digest
+                )
+                self.memo.put(key, request.context, exchange)
+        for index, leader in followers.items():
+            exchange = exchanges[leader]
+            assert exchange is not None
+            exchanges[index] = exchange.shared()
+
+    def _leaders(
+        self, prepared: list[_Prepared], exchanges: list[_Exchange | None]
+    ) -> tuple[list[int], dict[int, int]]:
+        """The requests to send, and follower -> leader for those identical to another.
+
+        Answers remembered from earlier batches are filled in (in place) without a call.
+        """
         pending = [
             index for index, exchange in enumerate(exchanges) if exchange is None
         ]
-        semaphore = self._semaphore()
-        answered = await asyncio.gather(
-            *(
-                self._converse(
-                    prepared[index][0],
-                    prepared[index][1],
-                    semaphore,
-                    self.request_params(prepared[index][0]),
-                )
-                for index in pending
-            )
-        )
-        for index, exchange in zip(pending, answered, strict=True):
-            exchanges[index] = exchange
+        if self.memo is None:
+            return pending, {}
+        keys = []
+        for index in pending:
+            request, _, digest, _ = prepared[index]
+            key = shared_key(request, self.model, self.request_params(request), digest)
+            remembered = self.memo.get(key, request.context)
+            if remembered is not None:
+                exchanges[index] = remembered.shared()
+            else:
+                keys.append((index, key, request.context))
+        return group_identical(keys)
 
+    def _finish(
+        self,
+        prepared: list[_Prepared],
+        exchanges: list[_Exchange | None],
+        tags: Mapping[str, Any] | None,
+    ) -> list[DecisionResult]:
+        """Fallbacks in request order, results and ledger records of an answered batch."""
         results: list[DecisionResult] = []
         records: list[dict[str, Any]] = []
         failure: RulePolicyError | None = None
@@ -285,9 +441,7 @@ class LLMBrain(Brain):
             params[name] = value
         return params
 
-    def _prepare(
-        self, request: DecisionRequest
-    ) -> tuple[DecisionRequest, list[Message], str, str]:
+    def _prepare(self, request: DecisionRequest) -> _Prepared:
         messages = request.kind.messages(request.context)
         digest = messages_hash(messages)
         params = self.request_params(request)
@@ -311,6 +465,7 @@ class LLMBrain(Brain):
             rounds=list(record.get("rounds") or ()),
             replayed=True,
             carried_attempts=carried_attempts,
+            response_mode=record.get("response_mode"),
         )
         exchange.round_errors = _recheck(request, exchange.rounds)
         if exchange.outcome in (Outcome.FALLBACK, Outcome.REJECTED):
@@ -335,7 +490,6 @@ class LLMBrain(Brain):
         request: DecisionRequest,
         messages: list[Message],
         semaphore: asyncio.Semaphore,
-        params: Mapping[str, Any],
     ) -> _Exchange:
         exchange = _Exchange()
         conversation = list(messages)
@@ -343,14 +497,8 @@ class LLMBrain(Brain):
         rounds = 1 if rejecting else self.max_repairs + 1
         for round_index in range(rounds):
             try:
-                completion = await complete(
-                    model=self.model,
-                    messages=conversation,
-                    params=params,
-                    connection=self._connection,
-                    policy=self.policy,
-                    semaphore=semaphore,
-                    jitter=self._jitter,
+                completion, exchange.response_mode = await self._complete(
+                    request, conversation, semaphore
                 )
             except TransportError as error:
                 exchange.attempts += error.attempts
@@ -407,6 +555,48 @@ class LLMBrain(Brain):
         )
         return exchange
 
+    async def _complete(
+        self,
+        request: DecisionRequest,
+        conversation: list[Message],
+        semaphore: asyncio.Semaphore,
+    ) -> tuple[Completion, str]:
+        """One round's completion in the best response mode the endpoint accepts."""
+
+        async def attempt(mode: str) -> Completion:
+            return await complete(
+                call=self._call,
+                messages=conversation,
+                params=self._params_for(request, mode),
+                policy=self.policy,
+                semaphore=semaphore,
+                jitter=self._jitter,
+                format_rejected=None
+                if self.response_modes.confirmed
+                else rejects_format,
+            )
+
+        completion, mode, rejected_attempts = await self.response_modes.send(attempt)
+        if rejected_attempts:
+            completion = dataclasses.replace(
+                completion, attempts=completion.attempts + rejected_attempts
+            )
+        return completion, mode
+
+    def _params_for(self, request: DecisionRequest, mode: str) -> dict[str, Any]:
+        """The request's sampling parameters plus the kind's response format in ``mode``.
+
+        Cached per kind and mode for requests without sampling parameters of their own.
+        """
+        if request.sampling:
+            return self.request_params(request) | response_params(mode, request.kind)
+        key = (request.kind, mode)
+        params = self._response_params.get(key)
+        if params is None:
+            params = self.params | response_params(mode, request.kind)
+            self._response_params[key] = params
+        return params
+
     def _record(
         self,
         request: DecisionRequest,
@@ -437,16 +627,10 @@ class LLMBrain(Brain):
             cost_usd=exchange.cost_usd,
             replayed=exchange.replayed,
             carried_attempts=exchange.carried_attempts,
+            response_mode=exchange.response_mode,
+            deduplicated=exchange.deduplicated,
             tags=tags,
         )
-
-
-def model_supports_reasoning(model: str) -> bool:
-    """Whether litellm knows ``model`` to accept ``reasoning_effort`` (unknown models: no)."""
-    try:
-        return bool(import_litellm().supports_reasoning(model=model))
-    except Exception:  # litellm raises its own "not mapped" error types
-        return False
 
 
 def _recheck(
@@ -463,3 +647,11 @@ def _recheck(
         if failure is not None:
             found.append(failure)
     return found
+
+
+def model_supports_reasoning(model: str) -> bool:
+    """Whether litellm knows ``model`` to accept ``reasoning_effort`` (unknown models: no)."""
+    try:
+        return bool(import_litellm().supports_reasoning(model=model))
+    except Exception:  # litellm raises its own "not mapped" error types
+        return False

@@ -13,6 +13,8 @@ code runs offline by default and on any LLM when the user has one:
 | ``MLM_MAX_ATTEMPTS`` | transport attempts per call, the first included (default 4) |
 | ``MLM_MAX_TOTAL_S`` | time budget of one call's attempts and backoffs, seconds (default 120) |
 | ``MLM_MAX_REPAIRS`` | re-prompts with the validation errors before the rule fallback (default 2) |
+| ``MLM_CLIENT`` | ``auto``, ``direct`` or ``litellm``: who sends the calls (default ``auto``) |
+| ``MLM_STRUCTURED_OUTPUT`` | how the JSON schema is asked for (default ``auto``) |
 
 An argument given to :func:`make_brain` (or a model's ``brain_options``, or a command-line flag)
 wins over the variable.
@@ -46,6 +48,8 @@ class BrainOptions(TypedDict, total=False):
     temperature: float
     max_tokens: int | None
     json_mode: bool
+    structured_output: str
+    client: str
     timeout_s: float
     max_attempts: int
     max_total_s: float
@@ -53,6 +57,7 @@ class BrainOptions(TypedDict, total=False):
     extra_params: Mapping[str, Any] | None
     cost_per_token: tuple[float, float] | None
     supports_reasoning: bool | None
+    deduplicate: bool
 
 
 DEFAULT_BRAIN = "rules"
@@ -64,6 +69,8 @@ ENVIRONMENT_OPTIONS: dict[str, tuple[str, type]] = {
     "max_attempts": ("MLM_MAX_ATTEMPTS", int),
     "max_total_s": ("MLM_MAX_TOTAL_S", float),
     "max_repairs": ("MLM_MAX_REPAIRS", int),
+    "client": ("MLM_CLIENT", str),
+    "structured_output": ("MLM_STRUCTURED_OUTPUT", str),
 }
 """:class:`LLMBrain` options read from the environment when not given: option -> (variable, type)."""
 
@@ -139,7 +146,7 @@ def make_brain(
     )
 
 
-def environment_options() -> dict[str, int | float]:
+def environment_options() -> dict[str, int | float | str]:
     """The :data:`ENVIRONMENT_OPTIONS` set in the environment, parsed.
 
     Returns:
@@ -148,7 +155,7 @@ def environment_options() -> dict[str, int | float]:
     Raises:
         ValueError: naming the variable when its value is not a number of the right type.
     """
-    options: dict[str, int | float] = {}
+    options: dict[str, int | float | str] = {}
     for option, (variable, kind) in ENVIRONMENT_OPTIONS.items():
         raw = os.environ.get(variable, "").strip()
         if not raw:

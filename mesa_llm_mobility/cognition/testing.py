@@ -107,6 +107,17 @@ def _prompt_chars(body: dict[str, Any]) -> int:
     return total
 
 
+def _response_format_type(body: dict[str, Any]) -> str | None:
+    """The response format a request asks for (``json_object_schema``: one with a schema)."""
+    response_format = body.get("response_format")
+    if not isinstance(response_format, dict):
+        return None
+    kind = response_format.get("type")
+    if kind == "json_object" and "schema" in response_format:
+        return "json_object_schema"
+    return kind if isinstance(kind, str) else None
+
+
 _ERROR_TYPES: dict[int, tuple[str, str | None]] = {
     400: ("invalid_request_error", None),
     401: ("authentication_error", "invalid_api_key"),
@@ -163,6 +174,12 @@ class FakeLLMServer:
             including fault answers, or a callable computing it from the request body.
         model_ids: Model ids listed by ``GET /v1/models``; the first is echoed in completions
             when a request names no model.
+        rejected_formats: Response formats the server refuses, as a server without that
+            feature does: ``"json_schema"``, ``"json_object_schema"`` (``json_object`` with a
+            ``schema``), ``"json_object"``. Such a request gets ``rejected_status`` with a
+            message naming ``response_format`` (llama.cpp's server answers 500 to
+            ``json_schema``); it counts as a request.
+        rejected_status: The HTTP status of a refused response format.
         host: Interface to bind; keep the default loopback address for tests.
         port: TCP port, ``0`` to let the OS pick a free one (see :attr:`url`).
 
@@ -179,6 +196,8 @@ class FakeLLMServer:
         script: Iterable[Reply] = (),
         latency_s: float | Callable[[dict[str, Any]], float] = 0.0,
         model_ids: Sequence[str] = ("fake-model",),
+        rejected_formats: Iterable[str] = (),
+        rejected_status: int = 400,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -190,6 +209,8 @@ class FakeLLMServer:
         self._script: deque[Reply] = deque(script)
         self._latency = latency_s
         self._model_ids = tuple(model_ids)
+        self._rejected_formats = frozenset(rejected_formats)
+        self._rejected_status = rejected_status
         self._host = host
         self._port = port
 
@@ -472,6 +493,12 @@ class FakeLLMServer:
                 code="stream_not_supported",
             )
 
+        refused = _response_format_type(body)
+        if refused in self._rejected_formats:
+            return _error_response(
+                self._rejected_status,
+                f"response_format type {refused!r} is not supported by this server",
+            )
         try:
             reply = self._next_reply(body)
             delay = self._latency(body) if callable(self._latency) else self._latency

@@ -1,6 +1,9 @@
-"""One chat completion through litellm, with bounded retries on transient failures.
+"""One chat completion with bounded retries on transient failures, through either client.
 
-Retries cover rate limits (429), server errors (5xx), timeouts and connection errors; they are
+A completion is sent by a :data:`ChatCall`: :func:`litellm_call` for any provider litellm knows,
+or the direct pooled client of :mod:`~mesa_llm_mobility.cognition.openai_compatible` for
+OpenAI-compatible servers. Both raise errors carrying an HTTP ``status_code`` and headers, so one
+retry loop (:func:`complete`) serves both. Retries cover rate limits (429), server errors (5xx), timeouts and connection errors; they are
 bounded both in attempts and in total time, with exponential backoff and full jitter. A
 ``Retry-After`` header (seconds) is honoured as the least wait, within the time budget. Other
 errors (authentication, bad request, unknown model) are not retried: they would fail again.
@@ -12,9 +15,11 @@ import asyncio
 import math
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import aiohttp
 
 from mesa_llm_mobility.cognition.kinds import Message
 from mesa_llm_mobility.cognition.offline import import_litellm
@@ -68,9 +73,26 @@ class TransportError(RuntimeError):
     never shown or stored.
     """
 
-    def __init__(self, message: str, attempts: int) -> None:
+    def __init__(
+        self, message: str, attempts: int, *, format_rejected: bool = False
+    ) -> None:
         super().__init__(redact(message))
         self.attempts = attempts
+        self.format_rejected = format_rejected
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one HTTP call answered: the assistant text, the tokens and their price."""
+
+    content: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+
+ChatCall = Callable[[Sequence[Message], Mapping[str, Any], float], Awaitable[Answer]]
+"""``(messages, params, timeout_s) -> Answer``: one chat-completion call, no retries."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +138,14 @@ def register_model_price(
 
 def is_retryable(error: BaseException) -> bool:
     """Whether a failed call is worth retrying (429, 5xx, timeouts, connection errors)."""
-    if isinstance(error, asyncio.TimeoutError | TimeoutError | ConnectionError):
+    if isinstance(
+        error,
+        asyncio.TimeoutError
+        | TimeoutError
+        | ConnectionError
+        | aiohttp.ClientConnectionError
+        | aiohttp.ClientPayloadError,
+    ):
         return True
     litellm = import_litellm()
     if isinstance(error, litellm.Timeout | litellm.APIConnectionError):
@@ -125,31 +154,58 @@ def is_retryable(error: BaseException) -> bool:
     return isinstance(status, int) and (status in _RETRYABLE_STATUS or status >= 500)
 
 
-async def complete(
-    *,
-    model: str,
-    messages: Sequence[Message],
-    params: Mapping[str, Any],
-    connection: Mapping[str, Any],
-    policy: RetryPolicy,
-    semaphore: asyncio.Semaphore,
-    jitter: random.Random,
-) -> Completion:
-    """Call ``litellm.acompletion`` with retries; each attempt holds one concurrency slot.
+def litellm_call(model: str, connection: Mapping[str, Any]) -> ChatCall:
+    """A :data:`ChatCall` through ``litellm.acompletion`` (every provider litellm knows).
 
     Args:
         model: litellm model string.
-        messages: Chat messages.
-        params: Sampling parameters (recorded in the ledger).
         connection: ``api_base`` / ``api_key`` and provider options (never recorded).
+    """
+    litellm = import_litellm()
+
+    async def call(
+        messages: Sequence[Message], params: Mapping[str, Any], timeout: float
+    ) -> Answer:
+        response = await litellm.acompletion(
+            model=model,
+            messages=list(messages),
+            timeout=timeout,
+            max_retries=0,
+            num_retries=0,
+            **params,
+            **connection,
+        )
+        return _answer(response, model)
+
+    return call
+
+
+async def complete(
+    *,
+    call: ChatCall,
+    messages: Sequence[Message],
+    params: Mapping[str, Any],
+    policy: RetryPolicy,
+    semaphore: asyncio.Semaphore,
+    jitter: random.Random,
+    format_rejected: Callable[[BaseException], bool] | None = None,
+) -> Completion:
+    """Send one completion through ``call`` with retries; each attempt holds one concurrency slot.
+
+    Args:
+        call: The client that sends one attempt (:func:`litellm_call` or the direct client).
+        messages: Chat messages.
+        params: Sampling parameters and the response format of this call.
         policy: Retry bounds.
         semaphore: The brain's concurrency limit.
         jitter: Source of backoff jitter (separate from the model's RNG).
+        format_rejected: Tells an error that rejects the response format sent (while it is
+            being probed); such an error is not retried and is raised with
+            ``format_rejected`` set.
 
     Raises:
         TransportError: when the call fails for good, with the last error and attempt count.
     """
-    litellm = import_litellm()
     started = time.monotonic()
     deadline = started + policy.max_total_s
     last_error: BaseException | None = None
@@ -162,20 +218,15 @@ async def complete(
         timeout = min(policy.timeout_s, remaining)
         try:
             async with semaphore:
-                response = await asyncio.wait_for(
-                    litellm.acompletion(
-                        model=model,
-                        messages=list(messages),
-                        timeout=timeout,
-                        max_retries=0,
-                        num_retries=0,
-                        **params,
-                        **connection,
-                    ),
-                    timeout=timeout + 1.0,
+                answer = await asyncio.wait_for(
+                    call(messages, params, timeout), timeout=timeout + 1.0
                 )
         except Exception as error:
             last_error = error
+            if format_rejected is not None and format_rejected(error):
+                raise TransportError(
+                    _describe(error), attempt, format_rejected=True
+                ) from error
             if not is_retryable(error):
                 raise TransportError(_describe(error), attempt) from error
             wait = max(policy.backoff_s(attempt, jitter), retry_after_s(error))
@@ -183,7 +234,14 @@ async def complete(
                 break
             await asyncio.sleep(wait)
             continue
-        return _completion(response, attempt, time.monotonic() - started, model)
+        return Completion(
+            content=answer.content,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            cost_usd=answer.cost_usd,
+            attempts=attempt,
+            latency_s=time.monotonic() - started,
+        )
     reason = _describe(last_error) if last_error else "no time left for an attempt"
     raise TransportError(
         f"gave up after {attempt} attempt(s) in {time.monotonic() - started:.1f} s: {reason}",
@@ -196,8 +254,10 @@ def retry_after_s(error: BaseException) -> float:
 
     Only the delta-seconds form is read; an HTTP date or a malformed value counts as 0.
     """
-    headers = getattr(error, "litellm_response_headers", None) or getattr(
-        getattr(error, "response", None), "headers", None
+    headers = (
+        getattr(error, "litellm_response_headers", None)
+        or getattr(error, "headers", None)
+        or getattr(getattr(error, "response", None), "headers", None)
     )
     if headers is None:
         return 0.0
@@ -215,21 +275,17 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[:300]}" if text else type(error).__name__
 
 
-def _completion(
-    response: Any, attempts: int, latency_s: float, model: str
-) -> Completion:
+def _answer(response: Any, model: str) -> Answer:
     choice = response.choices[0]
     content = getattr(choice.message, "content", None) or ""
     usage = getattr(response, "usage", None)
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-    return Completion(
+    return Answer(
         content=content,
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         cost_usd=_cost_usd(model, prompt_tokens, completion_tokens),
-        attempts=attempts,
-        latency_s=latency_s,
     )
 
 

@@ -33,8 +33,8 @@ KEPT_SENTENCES = 3
 
 
 def is_memory_request(body: dict[str, Any]) -> bool:
-    """Whether a chat request is the memory role's (its system message is the memory policy)."""
-    return body["messages"][0]["content"].startswith(MEMORY_POLICY)
+    """Whether a chat request is the memory role's (its system message holds the memory policy)."""
+    return MEMORY_POLICY in body["messages"][0]["content"]
 
 
 def _memory_answer(prompt: str) -> Reply:

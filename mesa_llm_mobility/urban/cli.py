@@ -85,6 +85,14 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--embedding", default="hash", help="'hash' (default), 'minilm' or 'auto'"
     )
+    parser.add_argument(
+        "--reaction-minutes",
+        type=int,
+        default=0,
+        metavar="D",
+        help="apply revisions D simulated minutes after they are asked while the traffic "
+        "moves on (asynchronous LLM decisions; default 0: Algorithm 1's synchronous minute)",
+    )
     add_brain_arguments(parser)
     _add_progress_option(parser)
     parser.set_defaults(handler=_run)
@@ -109,6 +117,7 @@ def _run(args: argparse.Namespace) -> int:
         n_agents=args.agents,
         events=not args.no_events,
         embedding=args.embedding,
+        reaction_minutes=args.reaction_minutes,
     )
     result = runner.run_urban(
         args.out,

@@ -77,6 +77,10 @@ class Itinerary:
         in_progress: Trips departed and not yet arrived.
     """
 
+    decision_lead_minutes: int = 0
+    """Minutes ahead of a departure its revision is asked (the model's reaction time); a class
+    default so that checkpoints pickled before reaction times existed still load."""
+
     def __init__(
         self,
         engine: TrafficEngine,
@@ -129,7 +133,12 @@ class Itinerary:
         while self._wake and self._wake[0][0] <= t:
             _, _, name, purpose, payload = heapq.heappop(self._wake)
             agent = self.travellers[name]
-            if purpose != "check":  # leaving: mirror the agent from now on
+            if purpose == "mirror":
+                self.active.add(name)
+                continue
+            if purpose == "sync" or (
+                purpose == "departure" and not self.decision_lead_minutes
+            ):  # leaving: mirror the agent from now on
                 self.active.add(name)
             if name in seen or t % MINUTES_PER_DAY in (CHAT_MINUTE, PLAN_MINUTE):
                 continue
@@ -301,12 +310,22 @@ class Itinerary:
             )
             agent.trips.append(record)
             self._trip_records[trip_id] = record
-            self._push(
-                depart,
-                agent.name,
-                "departure" if minute is not None else "sync",
-                trip_id,
-            )
+            if minute is not None and self.decision_lead_minutes:
+                # the revision is asked ahead; the traveller is mirrored from its departure
+                self._push(depart, agent.name, "mirror", trip_id)
+                self._push(
+                    depart - self.decision_lead_minutes,
+                    agent.name,
+                    "departure",
+                    trip_id,
+                )
+            else:
+                self._push(
+                    depart,
+                    agent.name,
+                    "departure" if minute is not None else "sync",
+                    trip_id,
+                )
             previous_departure = depart
             place = activity.facility
 

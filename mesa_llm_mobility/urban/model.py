@@ -17,6 +17,10 @@ One step is one simulated minute, in the order of the paper's Algorithm 1:
 4. reflection where due (daily, 23:50);
 5. state mirroring, data collection, time advance; memory pruning at day boundaries.
 
+With ``reaction_minutes=d > 0`` revisions are decided asynchronously: asked at ``t``, applied at
+``t + d`` while the world moves on (:mod:`.decision_schedule`); ``d = 0`` (the default) is
+Algorithm 1 exactly.
+
 Agents that are just staying cost nothing per minute: the itinerary keeps a heap of wake-up
 minutes (departures, reconsiderations during activities) and mirrors only travellers. The tables
 are built by :mod:`.outputs`.
@@ -48,6 +52,11 @@ from mesa_llm_mobility.urban.agents import (
 )
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
 from mesa_llm_mobility.urban.contexts import FacilityPair, WorldView
+from mesa_llm_mobility.urban.decision_schedule import (
+    STALE_ACTION,
+    ReactionSchedule,
+    revision_still_applies,
+)
 from mesa_llm_mobility.urban.decisions import (
     CHAT,
     DAILY_PLAN,
@@ -208,6 +217,10 @@ class UrbanMobilityModel(MobilityModel):
         chat_probability: Chance that a traveller with contacts opens a chat in the morning.
         collect_every: Minutes between data collections.
         brain_options: Further :func:`make_brain` arguments (``api_base``, ...).
+        reaction_minutes: ``d``: a revision asked at minute ``t`` is applied at ``t + d``
+            while the traffic moves on, so an LLM's answers of many minutes overlap
+            (:mod:`~mesa_llm_mobility.urban.decision_schedule`); ``0`` keeps Algorithm 1's
+            synchronous minute.
 
     Attributes:
         travellers: Every traveller by name.
@@ -235,6 +248,7 @@ class UrbanMobilityModel(MobilityModel):
         chat_probability: float = 0.15,
         collect_every: int = 15,
         brain_options: BrainOptions | None = None,
+        reaction_minutes: int = 0,
     ) -> None:
         if days < 1:
             raise ValueError(f"days must be >= 1, got {days}")
@@ -249,6 +263,7 @@ class UrbanMobilityModel(MobilityModel):
         self.start_date = dt.date.fromisoformat(start_date)
         self.chat_probability = float(chat_probability)
         self.collect_every = int(collect_every)
+        self.reactions = ReactionSchedule(reaction_minutes)
         self.minute = 0
         self.engine = TrafficEngine(town, record_facility_states=False)
         self.space = build_network_space(town, random=self.random)
@@ -286,6 +301,8 @@ class UrbanMobilityModel(MobilityModel):
             )
             self.travellers[persona.name] = agent
         self.itinerary = Itinerary(self.engine, self.travellers, self.space)
+        # a departure's revision is asked d minutes ahead, so its answer is there in time
+        self.itinerary.decision_lead_minutes = self.reactions.reaction_minutes
         self.view = WorldView(
             engine=self.engine,
             town=town,
@@ -321,6 +338,11 @@ class UrbanMobilityModel(MobilityModel):
         state = super().__getstate__()
         state["memory_store"] = None
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a checkpoint; one pickled before reaction times existed decides as ``d = 0``."""
+        state.setdefault("reactions", ReactionSchedule(0))
+        self.__dict__.update(state)
 
     def attach(
         self,
@@ -399,10 +421,10 @@ class UrbanMobilityModel(MobilityModel):
         time = {"day": t // MINUTES_PER_DAY + 1, "minute": t % MINUTES_PER_DAY}
         if time["minute"] == 0:
             self._start_day(time["day"])
-        results = self.decide(self._requests(t), **time)
-        actions = dispatch(results, self._commits())
-        for result, action in zip(results, actions, strict=True):
-            self.record_decision(result, time, action=action)
+        if self.reactions.reaction_minutes == 0:
+            self._apply(self.decide(self._requests(t), **time), time)
+        else:
+            self._decide_with_reaction_time(t, time)
         self.itinerary.advance(t)
         if (
             time["minute"] % self.collect_every == 0
@@ -493,6 +515,36 @@ class UrbanMobilityModel(MobilityModel):
         return requests
 
     # ------------------------------------------------------------------ commits
+    def _apply(
+        self, results: Sequence[DecisionResult[Any, Any]], time: dict[str, int]
+    ) -> None:
+        """Commit each result through its kind's handler and record it at ``time``."""
+        actions = dispatch(results, self._commits())
+        for result, action in zip(results, actions, strict=True):
+            self.record_decision(result, time, action=action)
+
+    def _decide_with_reaction_time(self, t: int, time: dict[str, int]) -> None:
+        """Minute ``t`` with a reaction time: apply what is due, send this minute's requests."""
+        phase = time["minute"] in (CHAT_MINUTE, PLAN_MINUTE, REFLECTION_MINUTE)
+        for asked, pending in self.reactions.take_due(None if phase else t):
+            self._apply(pending.result(), dict(asked))
+        requests = self._requests(t)
+        if phase:  # the day's phases stay synchronous, after every pending revision
+            self._apply(self.decide(requests, **time), time)
+            return
+        requests = [r for r in requests if not self.reactions.is_busy(str(r.agent_id))]
+        if not requests:
+            return
+        day_end = (time["day"]) * MINUTES_PER_DAY - 1
+        due = min(t + self.reactions.reaction_minutes, day_end)
+        pending = self.brain.submit(requests, tags=time)
+        self.reactions.add(
+            pending, frozenset(str(r.agent_id) for r in requests), time, due
+        )
+        if due == t:  # the day's last minute: nothing stays pending overnight
+            for asked, batch in self.reactions.take_due(t):
+                self._apply(batch.result(), dict(asked))
+
     def _commits(self) -> dict[DecisionKind[Any, Any], Callable[[Any], str]]:
         """The commit function of each kind; each returns the decision's action column."""
         return {
@@ -522,6 +574,10 @@ class UrbanMobilityModel(MobilityModel):
         """Apply a plan revision; the action column is the revision's action."""
         self._count_plan_errors(result)
         agent = self.travellers[str(result.agent_id)]
+        if self.reactions.reaction_minutes and not revision_still_applies(
+            agent, result.request.context, self.engine, self.minute
+        ):
+            return STALE_ACTION
         self.itinerary.revise(agent, result.request.context, result.output, self.minute)
         return result.output.action
 

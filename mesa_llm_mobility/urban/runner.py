@@ -23,7 +23,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -62,6 +62,7 @@ class UrbanConfig(TypedDict):
     events: bool
     embedding: str
     start_date: str
+    reaction_minutes: NotRequired[int]
 
 
 class ForkChanges(TypedDict, total=False):
@@ -100,9 +101,19 @@ def urban_config(
     events: bool = True,
     embedding: str = "hash",
     start_date: str = "2025-03-10",
+    reaction_minutes: int = 0,
 ) -> UrbanConfig:
-    """The resolved configuration of an urban run, as written to ``config.json``."""
-    return {
+    """The resolved configuration of an urban run, as written to ``config.json``.
+
+    ``reaction_minutes`` (asynchronous decisions) is written only when not 0, so synchronous
+    runs keep the configuration they always had.
+
+    Raises:
+        ValueError: when ``reaction_minutes`` is negative.
+    """
+    if reaction_minutes < 0:
+        raise ValueError(f"reaction_minutes must be >= 0, got {reaction_minutes}")
+    config: UrbanConfig = {
         "model": "urban",
         "days": days,
         "brain": brain,
@@ -114,6 +125,9 @@ def urban_config(
         "embedding": embedding,
         "start_date": start_date,
     }
+    if reaction_minutes:
+        config["reaction_minutes"] = int(reaction_minutes)
+    return config
 
 
 def run_urban(
@@ -160,6 +174,7 @@ def run_urban(
         run_dir=run.path,
         n_agents=config["n_agents"],
         brain_options=options,
+        reaction_minutes=int(config.get("reaction_minutes", 0)),
     )
     run.update_metadata({"memory": model.memory_store.run_metadata()})
     try:

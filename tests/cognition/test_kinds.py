@@ -78,3 +78,15 @@ def test_rule_policy_must_return_the_schema(facts, broken_kind):
 def test_output_schema_must_be_pydantic():
     with pytest.raises(TypeError, match="pydantic"):
         DecisionKind("Bad", CommuteFacts, dict, lambda c: [], lambda c, r: {})
+
+
+def test_the_schema_instruction_opens_the_system_message_for_prefix_caching(facts):
+    """Every prompt of a kind starts with the same long instruction (a provider's cached
+    prefix); what differs per agent comes after it."""
+    other = facts.model_copy(update={"name": "Bo", "last_delay_minutes": 12})
+    first, second = (DEPARTURE_CHOICE.messages(f)[0]["content"] for f in (facts, other))
+    instruction = first.split("\n\n", 1)[0]
+    assert instruction.startswith("Answer with a single JSON object")
+    assert '"depart_minute"' in instruction
+    assert second.startswith(instruction + "\n\n")
+    assert first != second

