@@ -167,7 +167,7 @@ def InspectorPanel(source: LiveSource | ReplaySource) -> None:
         html_table(report.options, "none recorded")
         solara.Text("Short-term capsule")
         pre_text(report.capsule, "mlm-capsule")
-        solara.Text("Memory")
+        solara.Text("Long-term memory versions (newest first)")
         pre_text(report.memory, "mlm-memory")
         with solara.Details("ASCII view and prompt, as sent"):
             pre_text(report.prompt, "mlm-prompt")

@@ -4,7 +4,7 @@ Both sources answer the same questions (the frame, the pedestrians, one pedestri
 outcome and fear history), so one set of panels serves the live app and the replay.
 
 A pedestrian's report (:class:`PedestrianReport`) holds its ASCII view and prompt exactly as
-the brain was sent them at its last decision (:func:`render_evacuation_prompt` of that
+the brain was sent them at its last decision (the move kind's messages of that
 decision's context: what an LLM brain sends, and what the rule brain read), its short-term
 capsule, its memory, its last decision and the route options it was offered. In a replay the
 prompt comes from the run's ledger (LLM runs); rule-brain runs do not store it.
@@ -28,8 +28,8 @@ from mesa_llm_mobility.evacuation.app.plaza_view import (
     frame_of_run,
 )
 from mesa_llm_mobility.evacuation.decisions import (
+    EVACUATION_MOVE,
     EvacuationContext,
-    render_evacuation_prompt,
 )
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.plaza import Plaza, load_plaza
@@ -77,7 +77,9 @@ class AppModel(EvacuationModel):
         if str(brain).startswith("llm:"):
             options["temperature"] = float(temperature)
         self.last_context: dict[int, EvacuationContext] = {}
-        """Agent id -> the context of its last decision request."""
+        """Agent id -> the context of its last decision request (not its memory revisions)."""
+        self.last_messages: dict[int, list[Any]] = {}
+        """Agent id -> the messages of its last decision request, exactly as sent."""
         super().__init__(
             composition=str(composition),
             block=int(block) or None,
@@ -88,7 +90,11 @@ class AppModel(EvacuationModel):
 
     def decide(self, requests, **time):  # noqa: D102  (MobilityModel.decide)
         for request in requests:
-            self.last_context[int(request.agent_id)] = request.context
+            if request.kind is EVACUATION_MOVE:
+                self.last_context[int(request.agent_id)] = request.context
+                self.last_messages[int(request.agent_id)] = request.kind.messages(
+                    request.context
+                )
         return super().decide(requests, **time)
 
 
@@ -102,7 +108,8 @@ class PedestrianReport:
         status: ``active``, ``evacuated`` or ``reached`` (killed), with the fear level.
         prompt: The messages of its last decision, as sent (``role: content`` blocks), or a note.
         capsule: Its short-term context capsule.
-        memory: Its memory text at the last decision.
+        memory: Its long-term memory versions so far, newest first (the memory role's
+            revisions, with their version, time and outcome).
         last_decision: One row of :data:`DECISION_FIELDS`.
         options: The route options it was offered (``route, description``).
     """
@@ -125,6 +132,19 @@ def messages_text(messages: list[dict[str, Any]] | list[Any]) -> str:
         content = message["content"] if isinstance(message, dict) else message.content
         parts.append(f"[{role}]\n{content}")
     return "\n\n".join(parts)
+
+
+def memory_versions_text(versions: pd.DataFrame, agent_id: int) -> str:
+    """An agent's long-term memory versions, newest first, one block each."""
+    if versions.empty or "agent_id" not in versions.columns:
+        return "(no memory revision yet)"
+    mine = versions[versions["agent_id"] == agent_id].sort_values("version")
+    blocks = [
+        f"v{int(row.version)} at {float(row.time_s):.1f} s ({row.outcome}):\n"
+        f"{row.memory or '(empty)'}"
+        for row in mine.itertuples()
+    ]
+    return "\n\n".join(reversed(blocks)) or "(no memory revision yet)"
 
 
 def _last_decision(decisions: pd.DataFrame, agent_id: int) -> pd.DataFrame:
@@ -166,11 +186,11 @@ class LiveSource:
             agent_id=agent_id,
             archetype=agent.personality.archetype,
             status=f"{status}, fear {model.fear[agent.index]:.2f} ({fear_level(model.fear[agent.index])})",
-            prompt=messages_text(render_evacuation_prompt(context))
-            if context is not None
+            prompt=messages_text(model.last_messages[agent_id])
+            if agent_id in model.last_messages
             else "no decision yet",
             capsule=agent.capsule or "(empty)",
-            memory=(context.memory if context else "") or "(empty)",
+            memory=memory_versions_text(model.memory_versions_frame(), agent_id),
             last_decision=_last_decision(model.decisions_frame(), agent_id),
             options=options,
         )
@@ -213,6 +233,11 @@ class SavedEvacuation:
         self.decisions = self.run.read_table("decisions")
         self.pedestrians = self.run.read_table("pedestrians")
         self.model_table = self.run.read_table("model")
+        self.memory_versions = (
+            self.run.read_table("memory_versions")
+            if "memory_versions" in self.run.table_names()
+            else pd.DataFrame()
+        )
         self.last_step = int(self.positions["step"].max())
         self.ledger = (
             Ledger.read(self.run.ledger_path) if self.run.ledger_path.is_file() else []
@@ -255,6 +280,7 @@ class ReplaySource:
             r
             for r in s.ledger
             if str(r.get("agent_id")) == str(agent_id)
+            and r.get("kind") == EVACUATION_MOVE.name
             and int(r.get("tags", {}).get("step", 0)) <= self.step
         ]
         prompt = (
@@ -271,7 +297,12 @@ class ReplaySource:
             status=f"{status}, fear {fear:.2f} (run outcome: {row['outcome']})",
             prompt=prompt,
             capsule=capsule or "(not stored in the run)",
-            memory="(not stored in the run)",
+            memory=memory_versions_text(
+                s.memory_versions[s.memory_versions["applied_step"] <= self.step]
+                if not s.memory_versions.empty
+                else s.memory_versions,
+                agent_id,
+            ),
             last_decision=_last_decision(decisions, agent_id),
             options=pd.DataFrame(columns=["route", "description"]),
         )

@@ -11,7 +11,9 @@ from mesa_llm_mobility.evacuation.app.sources import (
     LiveSource,
     ReplaySource,
     SavedEvacuation,
+    messages_text,
 )
+from mesa_llm_mobility.evacuation.decisions import EVACUATION_MOVE
 from mesa_llm_mobility.evacuation.runner import write_run
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 
@@ -49,6 +51,13 @@ def test_live_report_holds_the_prompt_as_sent_and_the_options():
     assert "[system]" in report.prompt and context.view.text in report.prompt
     assert report.options["route"].tolist() == [o.route_id for o in context.options]
     assert report.last_decision["request_step"].iloc[0] == 0
+    # the prompt is the move kind's messages as sent (schema instruction first), and the memory
+    # panel lists the memory role's revisions, newest first
+    assert report.prompt == messages_text(EVACUATION_MOVE.messages(context))
+    versions = model.memory_versions_frame()
+    mine = versions[versions["agent_id"] == agent].sort_values("version")
+    assert report.memory.startswith(f"v{int(mine['version'].iloc[-1])} at ")
+    assert mine["memory"].iloc[-1] in report.memory
     assert source.fear_levels().sum() == 11
     assert outcomes_figure(source.history()).axes
     assert fear_figure(source.history(), source.fear_levels()).axes
