@@ -21,11 +21,14 @@ from mesa_llm_mobility.cognition.kinds import DecisionRequest
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, parse_hhmm
 from mesa_llm_mobility.urban.decisions import (
     CHAT,
+    CHAT_TURN,
     DAILY_PLAN,
     DAILY_REFLECTION,
     PLAN_REVISION,
     ChatContext,
     ChatOutput,
+    ChatTurnContext,
+    ChatTurnOutput,
     PersonaFacts,
     PlanningContext,
     PlanRevisionOutput,
@@ -35,7 +38,7 @@ from mesa_llm_mobility.urban.decisions import (
     Situation,
     TripExperience,
 )
-from mesa_llm_mobility.urban.plans import Activity, DailyPlan
+from mesa_llm_mobility.urban.plans import Activity, Appointment, DailyPlan
 from mesa_llm_mobility.urban.traffic import Location, TravelState
 
 if TYPE_CHECKING:
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
 
     from mesa_llm_mobility.memory import MemoryStore, MemoryStream
     from mesa_llm_mobility.urban.contexts import WorldView
+    from mesa_llm_mobility.urban.conversations import Conversation
 
 STATE_OF: dict[TravelState, str] = {
     TravelState.STAYING: "staying",
@@ -105,6 +109,8 @@ class DayState:
     household_drivers: tuple[str, ...] = ()
     mode: str | None = None
     chats: list[str] = field(default_factory=list)
+    appointments: list[Appointment] = field(default_factory=list)
+    daytime_chats: int = 0
 
 
 class TravellerAgent(CellAgent):
@@ -201,10 +207,24 @@ class TravellerAgent(CellAgent):
         return DecisionRequest(DAILY_PLAN, self.name, view.planning_context(self, t))
 
     def chat_request(
-        self, view: WorldView, t: int, contacts: Mapping[str, str]
+        self,
+        view: WorldView,
+        t: int,
+        contacts: Mapping[str, str],
+        *,
+        medium: str = "by phone",
+        morning: bool = True,
     ) -> DecisionRequest[ChatContext, ChatOutput]:
-        """Ask for a morning chat with one of ``contacts``."""
-        return DecisionRequest(CHAT, self.name, view.chat_context(self, contacts, t))
+        """Ask for the opening of a chat with one of ``contacts``."""
+        context = view.chat_context(self, contacts, t, medium=medium, morning=morning)
+        return DecisionRequest(CHAT, self.name, context)
+
+    def chat_turn_request(
+        self, view: WorldView, t: int, conversation: Conversation
+    ) -> DecisionRequest[ChatTurnContext, ChatTurnOutput]:
+        """Ask for this traveller's next turn in ``conversation``."""
+        context = view.chat_turn_context(self, conversation, t)
+        return DecisionRequest(CHAT_TURN, self.name, context)
 
     def reflection_request(
         self, view: WorldView, t: int
@@ -248,15 +268,21 @@ class TravellerAgent(CellAgent):
                 keywords=concept.keywords,
             )  # fmt: skip
 
-    def chat_with(self, partner: TravellerAgent, chat: ChatOutput, t: float) -> None:
-        """Both speakers remember the chat and its topic."""
+    def remember_conversation(
+        self, partner: TravellerAgent, conversation: Conversation, t: float
+    ) -> None:
+        """Both speakers remember the conversation's summary (and agreement) and its topic."""
+        summary = conversation.summary
+        if conversation.agreed is not None:
+            summary += f" (agreed: {conversation.agreed.describe()})"
         for speaker, other in ((self, partner), (partner, self)):
             speaker.memory.remember(
-                chat.summary, node_type="chat", importance=chat.importance, now=t,
-                keywords=["chat", other.name, *chat.topic.split()],
+                summary, node_type="chat", importance=conversation.importance, now=t,
+                keywords=["chat", other.name, *conversation.topic.split()],
+                spatial_scope=[speaker.place],
             )  # fmt: skip
-            speaker.used_topics.setdefault(other.name, []).append(chat.topic)
-            speaker.today.chats.append(chat.summary)
+            speaker.used_topics.setdefault(other.name, []).append(conversation.topic)
+            speaker.today.chats.append(summary)
 
     def reflect(self, reflection: ReflectionOutput, t: float) -> None:
         """Remember the day's reflections and take the new long-term reflection."""

@@ -23,13 +23,16 @@ import pandas as pd
 
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
 from mesa_llm_mobility.urban.decisions import (
+    MAX_CHAT_TURNS,
     SCHOOL,
     ChatContext,
+    ChatTurnContext,
     PlanningContext,
     ReflectionContext,
     RevisionContext,
     RouteOption,
     Situation,
+    SpeakerFacts,
     TripExperience,
     parse_trip_memory,
     school_runs,
@@ -46,6 +49,7 @@ from mesa_llm_mobility.urban.traffic import TrafficEngine, transit_journey
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.agents import TravellerAgent, TripRecord
+    from mesa_llm_mobility.urban.conversations import Conversation
 
 NODE_REVISION_WAIT = 5.0
 """Drivers reconsider their path at a node when the waits ahead add up to this many minutes."""
@@ -104,7 +108,13 @@ class WorldView:
         )
 
     def chat_context(
-        self, agent: TravellerAgent, contacts: Mapping[str, str], t: int
+        self,
+        agent: TravellerAgent,
+        contacts: Mapping[str, str],
+        t: int,
+        *,
+        medium: str = "by phone",
+        morning: bool = True,
     ) -> ChatContext:
         """What ``agent`` knows when it opens a chat with one of ``contacts``."""
         return ChatContext(
@@ -115,6 +125,68 @@ class WorldView:
             used_topics={n: list(agent.used_topics.get(n, [])) for n in contacts},
             experiences=self.recall_trips(agent, t),
             memories=self.recall_text(agent, t, "family friends plans"),
+            speakers={
+                n: self.speaker_facts(self.travellers[n])
+                for n in (agent.name, *contacts)
+            },
+            vehicles=agent.persona.vehicles,
+            facilities=self.facilities,
+            medium=medium,  # type: ignore[arg-type]
+            morning=morning,
+        )
+
+    def chat_turn_context(
+        self, agent: TravellerAgent, conversation: Conversation, t: int
+    ) -> ChatTurnContext:
+        """What ``agent`` knows when it answers in ``conversation`` (its own memories and plan)."""
+        partner = (
+            conversation.partner
+            if agent.name == conversation.initiator
+            else conversation.initiator
+        )
+        on_table = conversation.proposal if conversation.proposer == partner else None
+        return ChatTurnContext(
+            persona=agent.persona,
+            partner=partner,
+            relation=conversation.relation,
+            topic=conversation.topic,
+            day=t // MINUTES_PER_DAY + 1,
+            now=t % MINUTES_PER_DAY,
+            turn=len(conversation.lines),
+            max_turns=MAX_CHAT_TURNS,
+            transcript=conversation.transcript(),
+            proposal=on_table,
+            speakers={
+                n: self.speaker_facts(self.travellers[n]) for n in (agent.name, partner)
+            },
+            vehicles=agent.persona.vehicles,
+            facilities=self.facilities,
+            medium=conversation.medium,
+            morning=conversation.morning,
+            experiences=self.recall_trips(agent, t) if self.uses_llm else [],
+            memories=self.recall_text(agent, t, f"{partner} {conversation.topic}"),
+        )
+
+    @staticmethod
+    def speaker_facts(agent: TravellerAgent) -> SpeakerFacts:
+        """What a conversation can change about ``agent``'s day."""
+        persona, today = agent.persona, agent.today
+        return SpeakerFacts(
+            name=agent.name,
+            household=persona.household or persona.name,
+            licensed=persona.licensed,
+            has_car=today.vehicle_available,
+            parent=bool(persona.children),
+            works=today.workday
+            and persona.work_facility is not None
+            and persona.work_facility != SCHOOL,
+            school_duty=today.school_duty,
+            plan=tuple(
+                f"{a.facility} {a.departure_time or 'on arrival'}"
+                for a in agent.activities
+            )
+            if agent.plan is not None and agent.today.mode is not None
+            else (),
         )
 
     @staticmethod
@@ -291,6 +363,7 @@ class WorldView:
             index=self.engine.index,
             duties=school_runs(persona, today.school_duty, SCHOOL, self.facilities),
             visited=visited,
+            appointments=tuple(today.appointments),
         )
 
     def events(self, t: int) -> list[str]:

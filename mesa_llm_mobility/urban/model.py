@@ -48,8 +48,8 @@ from mesa_llm_mobility.urban.agents import (
 )
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
 from mesa_llm_mobility.urban.contexts import FacilityPair, WorldView
+from mesa_llm_mobility.urban.conversations import Conversation, apply_agreement
 from mesa_llm_mobility.urban.decisions import (
-    CHAT,
     DAILY_PLAN,
     DAILY_REFLECTION,
     PLAN_REVISION,
@@ -61,6 +61,7 @@ from mesa_llm_mobility.urban.decisions import (
     ReflectionContext,
     ReflectionOutput,
     RevisionContext,
+    Situation,
 )
 from mesa_llm_mobility.urban.itinerary import (
     CHAT_MINUTE,
@@ -206,11 +207,16 @@ class UrbanMobilityModel(MobilityModel):
         run_dir: Directory for a persistent memory store (``None``: in memory).
         n_agents: Subsample or replicate households to this many travellers.
         chat_probability: Chance that a traveller with contacts opens a chat in the morning.
+        daytime_chat_probability: Chance that a traveller reconsidering during an activity
+            calls (or talks to, when together) a contact staying at an activity; at most one
+            daytime chat a day each.
         collect_every: Minutes between data collections.
         brain_options: Further :func:`make_brain` arguments (``api_base``, ...).
 
     Attributes:
         travellers: Every traveller by name.
+        conversations: Every conversation of the run, in order (its turns, proposals and
+            agreement).
         engine: The traffic engine.
         itinerary: Plans as engine trips, the wake-up schedule and the records of the tables.
         view: What travellers see when they decide.
@@ -233,6 +239,7 @@ class UrbanMobilityModel(MobilityModel):
         run_dir: str | Path | None = None,
         n_agents: int | None = None,
         chat_probability: float = 0.15,
+        daytime_chat_probability: float = 0.05,
         collect_every: int = 15,
         brain_options: BrainOptions | None = None,
     ) -> None:
@@ -248,6 +255,8 @@ class UrbanMobilityModel(MobilityModel):
         self.days = int(days)
         self.start_date = dt.date.fromisoformat(start_date)
         self.chat_probability = float(chat_probability)
+        self.daytime_chat_probability = float(daytime_chat_probability)
+        self.conversations: list[Conversation] = []
         self.collect_every = int(collect_every)
         self.minute = 0
         self.engine = TrafficEngine(town, record_facility_states=False)
@@ -396,7 +405,9 @@ class UrbanMobilityModel(MobilityModel):
         time = {"day": t // MINUTES_PER_DAY + 1, "minute": t % MINUTES_PER_DAY}
         if time["minute"] == 0:
             self._start_day(time["day"])
-        results = self.decide(self._requests(t), **time)
+        staying, others = self.itinerary.revision_opportunities(t)
+        talked = self._talk(self._chat_openings(t, staying), t, time)
+        results = self.decide(self._requests(t, staying, others, talked), **time)
         actions = dispatch(results, self._commits())
         for result, action in zip(results, actions, strict=True):
             self.record_decision(result, time, action=action)
@@ -463,9 +474,18 @@ class UrbanMobilityModel(MobilityModel):
                 parents[0].today.school_duty = "drop_off"
                 parents[1].today.school_duty = "pick_up"
 
-    # ------------------------------------------------------------------ gathering requests
-    def _requests(self, t: int) -> list[DecisionRequest[Any, Any]]:
-        """Every request of minute ``t``, as the travellers state them."""
+    # ------------------------------------------------------------------ conversations
+    def _chat_openings(
+        self, t: int, staying: Sequence[tuple[TravellerAgent, str]]
+    ) -> list[DecisionRequest[Any, Any]]:
+        """The chats opened at minute ``t``: in the morning, and during activities.
+
+        At :data:`~.itinerary.CHAT_MINUTE` a traveller with contacts opens one with
+        probability ``chat_probability`` (family at home in person, friends by phone). During
+        an activity (a ``"during_activity"`` revision opportunity) it calls, with probability
+        ``daytime_chat_probability``, one of its contacts who is staying at an activity with
+        trips ahead (in person when at the same place), at most one daytime chat a day.
+        """
         view, now = self.view, t % MINUTES_PER_DAY
         requests: list[DecisionRequest[Any, Any]] = []
         if now == CHAT_MINUTE and self.chat_probability > 0:
@@ -473,17 +493,129 @@ class UrbanMobilityModel(MobilityModel):
                 contacts = view.contacts(agent)
                 if contacts and self.rng.random() < self.chat_probability:
                     requests.append(agent.chat_request(view, t, contacts))
+        if self.daytime_chat_probability <= 0:
+            return requests
+        for agent, situation in staying:
+            if situation != "during_activity" or agent.today.daytime_chats:
+                continue
+            contacts = {
+                name: relation
+                for name, relation in view.contacts(agent).items()
+                if self.travellers[name].state == "staying"
+                and self.travellers[name].pending_trips()
+            }
+            if contacts and self.rng.random() < self.daytime_chat_probability:
+                agent.today.daytime_chats += 1
+                together = {
+                    n for n in contacts if self.travellers[n].place == agent.place
+                }
+                medium = "in person" if together else "by phone"
+                if together:
+                    contacts = {n: contacts[n] for n in sorted(together)}
+                requests.append(
+                    agent.chat_request(view, t, contacts, medium=medium, morning=False)
+                )
+        return requests
+
+    def _talk(
+        self,
+        openings: list[DecisionRequest[ChatContext, ChatOutput]],
+        t: int,
+        time: dict[str, int],
+    ) -> set[str]:
+        """Run the conversations ``openings`` start, turn by turn in batches, and apply agreements.
+
+        Returns:
+            The travellers whose plans a daytime agreement changed (they reconsider now).
+        """
+        if not openings:
+            return set()
+        conversations: list[Conversation] = []
+        for result in self.decide(openings, **time):
+            chat = result.output
+            context = result.request.context
+            together = (
+                self.travellers[chat.partner].place
+                == self.travellers[str(result.agent_id)].place
+            )
+            conversation = Conversation.opened(
+                str(result.agent_id), chat, context.contacts[chat.partner],
+                medium="in person" if together else "by phone",
+                morning=context.morning, minute=t, outcome=str(result.outcome),
+            )  # fmt: skip
+            conversations.append(conversation)
+            self.record_decision(result, time, action=f"{chat.partner}: {chat.topic}")
+        talking = list(conversations)
+        while talking:
+            requests = [
+                self.travellers[c.speaker].chat_turn_request(self.view, t, c)
+                for c in talking
+            ]
+            for conversation, result in zip(
+                talking, self.decide(requests, **time), strict=True
+            ):
+                conversation.answer(result.output, str(result.outcome))
+                action = (
+                    "accept"
+                    if conversation.lines[-1].accept
+                    else "propose"
+                    if conversation.lines[-1].proposal is not None
+                    else "end"
+                    if conversation.over
+                    else "reply"
+                )
+                self.record_decision(result, time, action=action)
+            talking = [c for c in talking if not c.over]
+        changed: set[str] = set()
+        for conversation in conversations:
+            first = self.travellers[conversation.initiator]
+            second = self.travellers[conversation.partner]
+            if conversation.agreed is not None:
+                household = [
+                    a
+                    for a in self.travellers.values()
+                    if (a.persona.household or a.name)
+                    == (first.persona.household or first.name)
+                ]
+                apply_agreement(conversation.agreed, (first, second), household)
+                if not conversation.morning:
+                    changed |= {first.name, second.name}
+            first.remember_conversation(second, conversation, t)
+            self.conversations.append(conversation)
+        return changed
+
+    # ------------------------------------------------------------------ gathering requests
+    def _requests(
+        self,
+        t: int,
+        staying: Sequence[tuple[TravellerAgent, Situation]],
+        others: Sequence[TravellerAgent],
+        talked: set[str] = frozenset(),  # type: ignore[assignment]
+    ) -> list[DecisionRequest[Any, Any]]:
+        """Every decision request of minute ``t`` after its conversations, as the travellers state them.
+
+        ``talked``: travellers whose plans a daytime agreement changed; those not already
+        reconsidering now get a ``"during_activity"`` revision.
+        """
+        view, now = self.view, t % MINUTES_PER_DAY
+        requests: list[DecisionRequest[Any, Any]] = []
         if now == PLAN_MINUTE:
             requests.extend(a.plan_request(view, t) for a in self.travellers.values())
         if now == REFLECTION_MINUTE:
             requests.extend(
                 a.reflection_request(view, t) for a in self.travellers.values()
             )
-        staying, others = self.itinerary.revision_opportunities(t)
         requests.extend(
             agent.revision_request(view, t, situation) for agent, situation in staying
         )
+        reconsidering = {agent.name for agent, _ in staying}
+        for name in sorted(talked - reconsidering):
+            agent = self.travellers[name]
+            if agent.state == "staying" and agent.pending_trips():
+                requests.append(agent.revision_request(view, t, "during_activity"))
         for agent in others:
+            if agent.name in talked:
+                continue
             request = agent.node_revision_request(view, t)
             if request is not None:
                 requests.append(request)
@@ -495,7 +627,6 @@ class UrbanMobilityModel(MobilityModel):
         return {
             DAILY_PLAN: self._commit_plan,
             PLAN_REVISION: self._commit_revision,
-            CHAT: self._commit_chat,
             DAILY_REFLECTION: self._commit_reflection,
         }
 
@@ -521,13 +652,6 @@ class UrbanMobilityModel(MobilityModel):
         agent = self.travellers[str(result.agent_id)]
         self.itinerary.revise(agent, result.request.context, result.output, self.minute)
         return result.output.action
-
-    def _commit_chat(self, result: DecisionResult[ChatContext, ChatOutput]) -> str:
-        """Both speakers remember the chat; the action column reads ``"<partner>: <topic>"``."""
-        chat = result.output
-        agent = self.travellers[str(result.agent_id)]
-        agent.chat_with(self.travellers[chat.partner], chat, self.minute)
-        return f"{chat.partner}: {chat.topic}"
 
     def _commit_reflection(
         self, result: DecisionResult[ReflectionContext, ReflectionOutput]

@@ -31,6 +31,7 @@ from mesa_llm_mobility.urban.plans import (
     DailyPlan,
     PlanFacts,
     check_plan,
+    with_appointments,
 )
 from mesa_llm_mobility.urban.routing import (
     DirectedLink,
@@ -282,6 +283,12 @@ def render_plan_prompt(ctx: PlanningContext) -> list[Message]:
         if facts.duties
         else ""
     )
+    if facts.appointments:
+        runs += (
+            " Agreed in chats: "
+            + "; ".join(a.describe() for a in facts.appointments)
+            + "."
+        )
     user = "\n".join(
         [
             f"Today is {ctx.weekday} {ctx.date} (day {ctx.day}); it is {format_hhmm(facts.now)} and you are at {facts.start_place}.",
@@ -388,6 +395,8 @@ def _leisure_place(ctx: PlanningContext, rng: np.random.Generator) -> str:
 def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPlan:
     """Classical day plan: commute timed from remembered travel times, duties, leisure.
 
+    Joint activities agreed in chats are inserted (:func:`~.plans.with_appointments`).
+
     Departure = desired arrival - expected travel time (remembered, else free flow) - a safety
     margin of 4-10 minutes (10 more for those who prefer to leave early) - half the worst
     remembered lateness for that destination.
@@ -425,7 +434,10 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
                 mode=mode, description="Return home",
             )
         )  # fmt: skip
-        return DailyPlan(activities=activities, long_term_reflection="", concepts=[])
+        return DailyPlan(
+            activities=with_appointments(activities, facts), long_term_reflection="",
+            concepts=[],
+        )  # fmt: skip
 
     mode = choose_mode(ctx, work, rng)
     margin = float(rng.integers(4, 11))
@@ -510,7 +522,11 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
                 mode=mode, description="Return home after work",
             )
         )  # fmt: skip
-    return DailyPlan(activities=activities, long_term_reflection="", concepts=[])
+    return DailyPlan(
+        activities=with_appointments(activities, facts),
+        long_term_reflection="",
+        concepts=[],
+    )
 
 
 DAILY_PLAN: DecisionKind[PlanningContext, DailyPlan] = DecisionKind(

@@ -24,9 +24,12 @@ from mesa_llm_mobility.urban.plans import (
     Concept,
     FamilyDuty,
     PlanFacts,
+    check_appointments,
     check_duties,
     check_plan,
     compact_schema,
+    missing_appointments,
+    with_appointments,
 )
 from mesa_llm_mobility.urban.routing import (
     PathError,
@@ -183,6 +186,7 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
             )
         goal += "."
     runs = [duty.describe() for duty in _pending_runs(facts)]
+    runs += [a.describe() for a in facts.appointments if a.minute >= facts.now]
     future = [
         f"{a.facility} leave {a.departure_time or 'on arrival'} by {a.mode} ({a.description})"
         for a in ctx.future
@@ -275,13 +279,29 @@ def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str
             errors.append("home: replace_activities needs activities ending at home")
         else:
             errors.extend(str(i) for i in check_plan(out.activities, ctx.facts))
+    if out.action != "replace_activities":
+        # an agreed joint activity the rest of the day lacks: only a replacement can add it
+        errors.extend(
+            f"{issue}; use replace_activities"
+            for issue in check_appointments(ctx.future, ctx.facts)
+        )
     return errors
 
 
 def revision_rule_policy(
     ctx: RevisionContext, rng: np.random.Generator
 ) -> PlanRevisionOutput:
-    """En-route rerouting when the planned path is expected to be much slower; else keep."""
+    """En-route rerouting when the planned path is expected to be much slower; else keep.
+
+    A joint activity agreed in a chat and missing from the rest of the day is inserted
+    (:func:`~.plans.with_appointments`).
+    """
+    if ctx.situation != "at_node" and missing_appointments(ctx.future, ctx.facts):
+        return PlanRevisionOutput(
+            action="replace_activities",
+            activities=with_appointments(ctx.future, ctx.facts),
+            reason="keep the joint activity agreed in a chat",
+        )
     if (
         ctx.situation == "at_node"
         and ctx.alternative_path
