@@ -19,6 +19,7 @@ from mesa.discrete_space import CellAgent
 
 from mesa_llm_mobility.cognition.kinds import DecisionRequest
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, parse_hhmm
+from mesa_llm_mobility.urban.contexts import reconsider_key
 from mesa_llm_mobility.urban.decisions import (
     CHAT,
     CHAT_TURN,
@@ -38,6 +39,7 @@ from mesa_llm_mobility.urban.decisions import (
     Situation,
     TripExperience,
 )
+from mesa_llm_mobility.urban.perception import event_key
 from mesa_llm_mobility.urban.plans import Activity, Appointment, DailyPlan
 from mesa_llm_mobility.urban.traffic import Location, TravelState
 
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from mesa_llm_mobility.memory import MemoryStore, MemoryStream
     from mesa_llm_mobility.urban.contexts import WorldView
     from mesa_llm_mobility.urban.conversations import Conversation
+    from mesa_llm_mobility.urban.scenario import Event
 
 STATE_OF: dict[TravelState, str] = {
     TravelState.STAYING: "staying",
@@ -111,6 +114,8 @@ class DayState:
     chats: list[str] = field(default_factory=list)
     appointments: list[Appointment] = field(default_factory=list)
     daytime_chats: int = 0
+    reconsidered: set[str] = field(default_factory=set)
+    perceived: set[str] = field(default_factory=set)
 
 
 class TravellerAgent(CellAgent):
@@ -248,11 +253,31 @@ class TravellerAgent(CellAgent):
     ) -> DecisionRequest[RevisionContext, PlanRevisionOutput] | None:
         """Ask whether to change path at the node ahead, when driving into waits."""
         context = view.node_revision_context(self, t)
-        return (
-            None
-            if context is None
-            else DecisionRequest(PLAN_REVISION, self.name, context)
-        )
+        if context is None:
+            return None
+        self.today.reconsidered.add(reconsider_key(context.trip_id, context.trigger))
+        return DecisionRequest(PLAN_REVISION, self.name, context)
+
+    def perceive(self, events: Iterable[Event], t: float) -> int:
+        """Remember the events perceived for the first time today (event memories).
+
+        Returns:
+            How many were new.
+        """
+        new = 0
+        for event in events:
+            key = event_key(event)
+            if key in self.today.perceived:
+                continue
+            self.today.perceived.add(key)
+            self.memory.remember(
+                event.content, node_type="event", importance=0.5, now=t,
+                keywords=["event", *event.keywords],
+                spatial_scope=[event.place, *event.spatial_scope],
+                temporal_scope=(event.start_time, event.end_time),
+            )  # fmt: skip
+            new += 1
+        return new
 
     # ------------------------------------------------------------------ commits
     def adopt_plan(self, plan: DailyPlan, t: float) -> None:

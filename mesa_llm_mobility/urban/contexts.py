@@ -6,9 +6,10 @@ of the four decision kinds and change nothing. Travellers state their own reques
 (:meth:`~mesa_llm_mobility.urban.agents.TravellerAgent.plan_request` and its siblings); the model
 only gathers them.
 
-LLM travellers see more than rule travellers (recalled reflections and chats, congestion lines,
-their contacts' states, further paths): rule policies do not read them, and leaving them out
-keeps rule runs cheap.
+Both brains get the same facts (announcements and the events near the traveller, congestion,
+their contacts' states, paths for the next trip), except the recalled reflections, chats and
+plans, which need the vector store: only LLM travellers recall those, which keeps rule runs
+free of Chroma.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ from mesa_llm_mobility.urban.decisions import (
     parse_trip_memory,
     school_runs,
 )
+from mesa_llm_mobility.urban.perception import (
+    NODE_REVISION_WAIT,
+    Surroundings,
+    en_route_trigger,
+)
 from mesa_llm_mobility.urban.plans import PlanFacts
 from mesa_llm_mobility.urban.routing import (
     DirectedLink,
@@ -46,18 +52,45 @@ from mesa_llm_mobility.urban.routing import (
 )
 from mesa_llm_mobility.urban.scenario import Scenario
 from mesa_llm_mobility.urban.traffic import TrafficEngine, transit_journey
+from mesa_llm_mobility.urban.trips import TravelState
+
+__all__ = [
+    "ALTERNATIVE_SLACK",
+    "NODE_REVISION_WAIT",
+    "FacilityPair",
+    "WorldView",
+    "reconsider_key",
+    "walking_approach",
+]
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.agents import TravellerAgent, TripRecord
     from mesa_llm_mobility.urban.conversations import Conversation
+    from mesa_llm_mobility.urban.scenario import Event
+    from mesa_llm_mobility.urban.trips import Trip
 
-NODE_REVISION_WAIT = 5.0
-"""Drivers reconsider their path at a node when the waits ahead add up to this many minutes."""
 ALTERNATIVE_SLACK = 1.5
 """LLM revisions offer a further path only when expected at most this much slower."""
 
 FacilityPair = tuple[str, str, str]
 """``(origin facility, destination facility, mode)``."""
+
+
+def walking_approach(trip: Trip, t: int) -> tuple[str, tuple[DirectedLink, ...]] | None:
+    """The node a walking trip reaches by minute ``t`` and the links after it, if any are left."""
+    if (
+        trip.state is not TravelState.WALKING
+        or trip.link is None
+        or trip.ready > t + 1e-9
+        or not trip.remaining
+    ):
+        return None
+    return trip.link.head, tuple(trip.remaining)
+
+
+def reconsider_key(trip_id: str, trigger: str) -> str:
+    """The key of an en-route reconsideration (walkers and riders: once per trip and reason)."""
+    return f"{trip_id}:{trigger.split(':', 1)[0]}"
 
 
 @dataclass(eq=False)
@@ -72,7 +105,7 @@ class WorldView:
         travel_times: Free-flow minutes by facility pair and mode.
         routes: Free-flow shortest paths by facility pair and mode.
         travellers: Every traveller by name (for contacts and their states).
-        uses_llm: Whether an LLM answers (contexts then carry what only prompts show).
+        uses_llm: Whether an LLM answers (contexts then carry recalled text memories).
     """
 
     engine: TrafficEngine
@@ -84,6 +117,14 @@ class WorldView:
     travellers: Mapping[str, TravellerAgent]
     uses_llm: bool = False
     _congestion: tuple[int, list[str]] | None = field(default=None, repr=False)
+    _surroundings: Surroundings | None = field(default=None, repr=False)
+
+    @property
+    def surroundings(self) -> Surroundings:
+        """Nearby places on the network (built on first use)."""
+        if self._surroundings is None:
+            self._surroundings = Surroundings(self.engine.index)
+        return self._surroundings
 
     # ------------------------------------------------------------------ contexts
     def planning_context(self, agent: TravellerAgent, t: int) -> PlanningContext:
@@ -104,7 +145,7 @@ class WorldView:
             memories=self.recall_text(agent, t, "plan today travel lessons"),
             long_term_reflection=agent.long_term_reflection,
             chats=list(agent.today.chats),
-            events=self.events(t),
+            events=self.events(t, agent.end_place()),
         )
 
     def chat_context(
@@ -163,7 +204,7 @@ class WorldView:
             facilities=self.facilities,
             medium=conversation.medium,
             morning=conversation.morning,
-            experiences=self.recall_trips(agent, t) if self.uses_llm else [],
+            experiences=self.recall_trips(agent, t),
             memories=self.recall_text(agent, t, f"{partner} {conversation.topic}"),
         )
 
@@ -224,48 +265,57 @@ class WorldView:
             if target is None
             else int(target.planned_arrival) % MINUTES_PER_DAY,
             target_place=None if target is None else target.destination,
-            congestion=self.congestion_lines(t) if self.uses_llm else [],
-            events=self.events(t),
+            congestion=self.congestion_lines(t),
+            events=self.events(t, agent.place),
             memories=self.recall_text(agent, t, f"{agent.place} plan change"),
         )
-        if self.uses_llm:
-            self._next_trip_paths(context, pending[0], t)
+        self._next_trip_paths(context, pending[0], t)
         return context
 
     def node_revision_context(
         self, agent: TravellerAgent, t: int
     ) -> RevisionContext | None:
-        """What a driver knows approaching a node, if the waits ahead make it reconsider.
+        """What a traveller knows reaching a node, if something ahead makes it reconsider.
 
-        ``None`` unless ``agent`` drives on a road link it will leave next minute, with waits
-        ahead of at least :data:`NODE_REVISION_WAIT` minutes and a path from the node.
+        ``None`` unless ``agent`` is on a link it leaves next minute with links left and
+        :func:`~.perception.en_route_trigger` gives a reason: a driver with waits ahead of at
+        least :data:`~.perception.NODE_REVISION_WAIT` minutes (at every such node), a transit
+        rider about to queue at a stop with full trains, a walker or rider with an announced
+        event on the links ahead (once per trip and reason for these two).
         """
-        if agent.state != "driving":
-            return None
         record = agent.current_trip()
-        if (
-            record is None
-            or record.activity.mode != "drive"
-            or agent.pending_reroute is not None
-        ):
+        if record is None or agent.pending_reroute is not None:
             return None
-        engine = self.engine
-        approach = engine.approaching_node(record.trip_id, t)
+        engine, mode = self.engine, record.activity.mode
+        trip = engine.trip(record.trip_id)
+        if agent.state == "driving" and mode == "drive":
+            approach = engine.approaching_node(record.trip_id, t)
+        elif agent.state == "walking":
+            approach = walking_approach(trip, t)
+        elif agent.state == "waiting_at_node" and trip.link is not None:
+            approach = (trip.link.tail, (trip.link, *trip.remaining))
+        else:
+            approach = None
         if approach is None:
             return None
         node, ahead = approach
-        waits = sum(engine.link_wait(link) for link in ahead)
-        if waits < NODE_REVISION_WAIT:
+        trigger = en_route_trigger(engine, self.surroundings, mode, ahead, t)
+        if trigger is None or (
+            mode != "drive"
+            and reconsider_key(record.trip_id, trigger) in agent.today.reconsidered
+        ):
             return None
+        if agent.state == "waiting_at_node":  # queued for a train: the path stays
+            return self._stop_revision_context(agent, record, node, ahead, trigger, t)
         destination = engine.trip(record.trip_id).destination_node
         try:
-            alternative = engine.router.path(node, destination, "drive")
+            alternative = engine.router.path(node, destination, mode)
         except PathError:
             return None
         remaining = [link.name for link in ahead]
-        fastest = sum(link.free_time + engine.link_wait(link) for link in alternative)
+        fastest = self.minutes_now(alternative, mode, t)
         other_paths = []
-        if self.uses_llm:  # a third path for the prompt, when not much slower
+        if mode == "drive":  # a third path, when not much slower
             other = alternative_path(
                 engine.index, node, destination, "drive",
                 list(ahead) + alternative, engine.router.extra_costs,
@@ -291,7 +341,7 @@ class WorldView:
             future=[r.activity for r in agent.pending_trips()],
             destination=record.destination,
             remaining_path=remaining,
-            remaining_minutes=sum(link.free_time for link in ahead) + waits,
+            remaining_minutes=self.minutes_now(ahead, mode, t),
             alternative_path=[link.name for link in alternative],
             alternative_minutes=fastest,
             other_paths=other_paths,
@@ -300,9 +350,44 @@ class WorldView:
             if target is None
             else int(target.planned_arrival) % MINUTES_PER_DAY,
             target_place=None if target is None else target.destination,
-            congestion=self.congestion_lines(t) if self.uses_llm else [],
-            events=self.events(t),
+            congestion=self.congestion_lines(t),
+            events=self.events(t, node),
             memories=self.recall_text(agent, t, f"congestion {node} route"),
+            trigger=trigger,
+            trip_id=record.trip_id,
+        )
+
+    def _stop_revision_context(
+        self,
+        agent: TravellerAgent,
+        record: TripRecord,
+        stop: str,
+        ahead: Sequence[DirectedLink],
+        trigger: str,
+        t: int,
+    ) -> RevisionContext:
+        """What a rider queued at a stop with full trains knows (``"at_stop"``)."""
+        target = record if record.planned_arrival is not None else None
+        return RevisionContext(
+            persona=agent.persona,
+            situation="at_stop",
+            social=self.social(agent),
+            place=stop,
+            facts=self.plan_facts(agent, t % MINUTES_PER_DAY, record.destination),
+            future=[r.activity for r in agent.pending_trips()],
+            destination=record.destination,
+            remaining_path=[link.name for link in ahead],
+            remaining_minutes=self.minutes_now(ahead, "transit", t),
+            current=record.activity,
+            target_arrival=None
+            if target is None
+            else int(target.planned_arrival) % MINUTES_PER_DAY,
+            target_place=None if target is None else target.destination,
+            congestion=self.congestion_lines(t),
+            events=self.events(t, stop),
+            memories=self.recall_text(agent, t, f"metro {stop} crowded"),
+            trigger=trigger,
+            trip_id=record.trip_id,
         )
 
     # ------------------------------------------------------------------ pieces of contexts
@@ -366,13 +451,18 @@ class WorldView:
             appointments=tuple(today.appointments),
         )
 
-    def events(self, t: int) -> list[str]:
-        """The broadcast announcements of events known at ``t``."""
-        return [
-            e.content
-            for e in self.engine.announced_events(t, broadcast_only=True)
-            if e.content
+    def perceived_events(self, t: int, place: str | None = None) -> list[Event]:
+        """The broadcast announcements known at ``t``, and the events near ``place`` (if given)."""
+        broadcast = [
+            e for e in self.engine.announced_events(t, broadcast_only=True) if e.content
         ]
+        if place is None:
+            return broadcast
+        return broadcast + self.surroundings.events_near(self.engine, place, t)
+
+    def events(self, t: int, place: str | None = None) -> list[str]:
+        """The texts of :meth:`perceived_events`."""
+        return [e.content for e in self.perceived_events(t, place)]
 
     def congestion_lines(self, t: int) -> list[str]:
         """One line per congested place at ``t`` (computed once a minute)."""
@@ -387,9 +477,7 @@ class WorldView:
         return self._congestion[1]
 
     def social(self, agent: TravellerAgent) -> list[str]:
-        """Family members' and friends' states (perceived by LLM travellers only)."""
-        if not self.uses_llm:
-            return []
+        """Family members' and friends' states."""
         return [
             f"{name} ({relation}): {self.travellers[name].state} at {self.travellers[name].place}"
             for name, relation in self.contacts(agent).items()

@@ -619,6 +619,10 @@ class UrbanMobilityModel(MobilityModel):
             request = agent.node_revision_request(view, t)
             if request is not None:
                 requests.append(request)
+        for request in requests:  # who looks around now remembers what it perceives
+            if request.kind is PLAN_REVISION:
+                agent = self.travellers[str(request.agent_id)]
+                agent.perceive(view.perceived_events(t, request.context.place), t)
         return requests
 
     # ------------------------------------------------------------------ commits

@@ -40,7 +40,7 @@ REROUTE_THRESHOLD_MINUTES = 5.0
 """A driver at a node switches path when the alternative is expected this much faster."""
 
 
-Situation = Literal["at_node", "during_activity", "end_of_activity"]
+Situation = Literal["at_node", "at_stop", "during_activity", "end_of_activity"]
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,10 @@ class RevisionContext:
 
     Attributes:
         persona: The profile.
-        situation: ``"at_node"`` (driving, about to reach ``node``), ``"during_activity"`` or
-            ``"end_of_activity"`` (about to leave for the next activity).
+        situation: ``"at_node"`` (en route, about to reach ``place``), ``"at_stop"`` (queued
+            for a train at ``place`` whose trains are full: the trip's path stays),
+            ``"during_activity"`` or ``"end_of_activity"`` (about to leave for the next
+            activity).
         place: Where the traveller is (facility, or the node being reached).
         facts: Validation facts; ``start_place`` is where the future activities start, ``now``
             the current minute of the day, ``day_mode`` today's mode.
@@ -81,6 +83,9 @@ class RevisionContext:
         events: Announcements.
         memories: Recalled memories (text).
         social: Family members' and friends' current states.
+        trigger: Why the traveller reconsiders en route (``at_node``), e.g. ``"crowded stop:
+            ..."``; empty elsewhere.
+        trip_id: The trip under way (``at_node``), else ``""``.
     """
 
     persona: PersonaFacts
@@ -101,6 +106,8 @@ class RevisionContext:
     events: list[str] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
     social: list[str] = field(default_factory=list)
+    trigger: str = ""
+    trip_id: str = ""
 
 
 class PlanRevisionOutput(BaseModel):
@@ -124,8 +131,8 @@ class PlanRevisionOutput(BaseModel):
 
 
 def _new_path_ends(ctx: RevisionContext) -> tuple[str, str | None]:
-    """Where a ``new_path`` starts and ends: the node ahead when driving, else the next trip."""
-    if ctx.situation == "at_node":
+    """Where a ``new_path`` starts and ends: the node ahead en route, else the next trip."""
+    if ctx.situation in ("at_node", "at_stop"):
         return ctx.place, ctx.destination
     return ctx.facts.start_place, ctx.future[0].facility if ctx.future else None
 
@@ -148,10 +155,21 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
     )
     origin, target = _new_path_ends(ctx)
     mode = facts.day_mode or (following.mode if following is not None else "drive")
-    if ctx.situation == "at_node":
+    if ctx.situation == "at_stop":
         where = (
-            f"You are driving to {ctx.destination} and reaching {ctx.place}. "
+            f"You are waiting at the metro stop {ctx.place} on your way to {ctx.destination} "
+            f"({ctx.trigger}). You stay on this trip; you may change what follows. "
             f"Then: {doing}, {until}."
+        )
+        leave = facts.now
+    elif ctx.situation == "at_node":
+        going = {"drive": "driving", "walk": "walking"}.get(
+            mode, "travelling by transit"
+        )
+        where = (
+            f"You are {going} to {ctx.destination} and reaching {ctx.place}"
+            + (f" ({ctx.trigger})" if ctx.trigger else "")
+            + f". Then: {doing}, {until}."
         )
         leave = facts.now
     else:
@@ -209,8 +227,14 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
                 ("Memories", ctx.memories[:6]),
             ),
             (
-                f"Choose action: keep; new_path (links from {origin} to {target or 'the next activity'}, "
-                "e.g. one of the paths above); new_departure_time (HH:MM for the next activity); "
+                "Choose action: keep; "
+                + (
+                    ""
+                    if ctx.situation == "at_stop"
+                    else f"new_path (links from {origin} to {target or 'the next activity'}, "
+                    "e.g. one of the paths above); "
+                )
+                + "new_departure_time (HH:MM for the next activity); "
                 f"replace_activities (the new rest of the day, same mode {facts.day_mode or ''}, ending "
                 f"at home {persona.home}{', keeping the school runs' if runs else ''}). Give a short "
                 "reason; optionally a concept to remember."
@@ -230,7 +254,12 @@ def _pending_runs(facts: PlanFacts) -> list[FamilyDuty]:
 def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str]:
     """Check that the chosen action fits the situation and its plan is valid."""
     errors: list[str] = []
-    if out.action == "new_path":
+    if out.action == "new_path" and ctx.situation == "at_stop":
+        errors.append(
+            "path: you are queued for the train at this stop, so this trip's path stays; "
+            "keep, or change the next departure time or the activities after it"
+        )
+    elif out.action == "new_path":
         # at a node: the rest of the current trip; elsewhere: the trip to the next activity
         origin, target = _new_path_ends(ctx)
         if target is None:
