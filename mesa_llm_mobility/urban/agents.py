@@ -26,6 +26,7 @@ from mesa_llm_mobility.urban.decisions import (
     DAILY_PLAN,
     DAILY_REFLECTION,
     PLAN_REVISION,
+    TRAVEL_QUERY,
     ChatContext,
     ChatOutput,
     ChatTurnContext,
@@ -37,6 +38,8 @@ from mesa_llm_mobility.urban.decisions import (
     ReflectionOutput,
     RevisionContext,
     Situation,
+    TravelQueryContext,
+    TravelQueryOutput,
     TripExperience,
 )
 from mesa_llm_mobility.urban.perception import event_key
@@ -257,6 +260,13 @@ class TravellerAgent(CellAgent):
             return None
         self.today.reconsidered.add(reconsider_key(context.trip_id, context.trigger))
         return DecisionRequest(PLAN_REVISION, self.name, context)
+
+    def travel_query_request(
+        self, view: WorldView, t: int, before: DecisionRequest[Any, Any]
+    ) -> DecisionRequest[TravelQueryContext, TravelQueryOutput]:
+        """Ask which facts to look up before the decision ``before`` (a plan or revision)."""
+        context = view.travel_query_context(self, before.context, t)
+        return DecisionRequest(TRAVEL_QUERY, self.name, context)
 
     def perceive(self, events: Iterable[Event], t: float) -> int:
         """Remember the events perceived for the first time today (event memories).

@@ -34,6 +34,7 @@ from mesa_llm_mobility.urban.decisions import (
     RouteOption,
     Situation,
     SpeakerFacts,
+    TravelQueryContext,
     TripExperience,
     parse_trip_memory,
     school_runs,
@@ -206,6 +207,29 @@ class WorldView:
             morning=conversation.morning,
             experiences=self.recall_trips(agent, t),
             memories=self.recall_text(agent, t, f"{partner} {conversation.topic}"),
+        )
+
+    def travel_query_context(
+        self, agent: TravellerAgent, before: PlanningContext | RevisionContext, t: int
+    ) -> TravelQueryContext:
+        """What ``agent`` knows when choosing what to look up before ``before``'s decision."""
+        if isinstance(before, PlanningContext):
+            place, decision = before.facts.start_place, "plan your day"
+        else:
+            place = before.place
+            decision = (
+                f"reconsider your trip to {before.destination} ({before.trigger})"
+            )
+        town = self.town
+        return TravelQueryContext(
+            persona=agent.persona,
+            now=t % MINUTES_PER_DAY,
+            place=place,
+            decision=decision,
+            facilities=self.facilities,
+            nodes=frozenset(town.nodes),
+            links=frozenset(self.engine.index.by_name),
+            stops={name: tuple(line.stops) for name, line in town.metro_lines.items()},
         )
 
     @staticmethod

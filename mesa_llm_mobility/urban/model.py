@@ -80,6 +80,7 @@ from mesa_llm_mobility.urban.routing import (
     Router,
 )
 from mesa_llm_mobility.urban.scenario import Event, Scenario, load_scenario
+from mesa_llm_mobility.urban.tools import ToolCallRecord, ToolError, TravelTools
 from mesa_llm_mobility.urban.traffic import TrafficEngine
 
 if TYPE_CHECKING:
@@ -210,6 +211,9 @@ class UrbanMobilityModel(MobilityModel):
         daytime_chat_probability: Chance that a traveller reconsidering during an activity
             calls (or talks to, when together) a contact staying at an activity; at most one
             daytime chat a day each.
+        tools: LLM travellers may call tools (travel times, metro timetable, congestion,
+            occupancy) before planning and before reconsidering en route: one ``TravelQuery``
+            decision each, at most :data:`~.tools.MAX_TOOL_CALLS` calls.
         collect_every: Minutes between data collections.
         brain_options: Further :func:`make_brain` arguments (``api_base``, ...).
 
@@ -217,6 +221,7 @@ class UrbanMobilityModel(MobilityModel):
         travellers: Every traveller by name.
         conversations: Every conversation of the run, in order (its turns, proposals and
             agreement).
+        tool_calls: Every tool call of the run with its answer (:class:`~.tools.ToolCallRecord`).
         engine: The traffic engine.
         itinerary: Plans as engine trips, the wake-up schedule and the records of the tables.
         view: What travellers see when they decide.
@@ -240,6 +245,7 @@ class UrbanMobilityModel(MobilityModel):
         n_agents: int | None = None,
         chat_probability: float = 0.15,
         daytime_chat_probability: float = 0.05,
+        tools: bool = False,
         collect_every: int = 15,
         brain_options: BrainOptions | None = None,
     ) -> None:
@@ -257,6 +263,8 @@ class UrbanMobilityModel(MobilityModel):
         self.chat_probability = float(chat_probability)
         self.daytime_chat_probability = float(daytime_chat_probability)
         self.conversations: list[Conversation] = []
+        self.tools = bool(tools)
+        self.tool_calls: list[ToolCallRecord] = []
         self.collect_every = int(collect_every)
         self.minute = 0
         self.engine = TrafficEngine(town, record_facility_states=False)
@@ -407,7 +415,10 @@ class UrbanMobilityModel(MobilityModel):
             self._start_day(time["day"])
         staying, others = self.itinerary.revision_opportunities(t)
         talked = self._talk(self._chat_openings(t, staying), t, time)
-        results = self.decide(self._requests(t, staying, others, talked), **time)
+        requests = self._requests(t, staying, others, talked)
+        if self.tools and self.uses_llm:
+            self._look_up(requests, t, time)
+        results = self.decide(requests, **time)
         actions = dispatch(results, self._commits())
         for result, action in zip(results, actions, strict=True):
             self.record_decision(result, time, action=action)
@@ -583,6 +594,60 @@ class UrbanMobilityModel(MobilityModel):
             first.remember_conversation(second, conversation, t)
             self.conversations.append(conversation)
         return changed
+
+    # ------------------------------------------------------------------ tools
+    def _look_up(
+        self,
+        requests: Sequence[DecisionRequest[Any, Any]],
+        t: int,
+        time: dict[str, int],
+    ) -> None:
+        """Let travellers about to plan or to reconsider en route call tools first.
+
+        One ``TravelQuery`` decision each (a batch); its calls are answered by
+        :class:`~.tools.TravelTools` and the answers put into the decision's context
+        (``lookups``), so the decision's prompt (and its ledger record) carries them.
+        """
+        asking = [
+            r
+            for r in requests
+            if r.kind is DAILY_PLAN
+            or (
+                r.kind is PLAN_REVISION
+                and r.context.situation in ("at_node", "at_stop")
+            )
+        ]
+        if not asking:
+            return
+        queries = [
+            self.travellers[str(r.agent_id)].travel_query_request(self.view, t, r)
+            for r in asking
+        ]
+        tools = TravelTools(self.view, t)
+        for request, result in zip(asking, self.decide(queries, **time), strict=True):
+            lines = []
+            for call in result.output.queries:
+                arguments = call.arguments()
+                try:
+                    answer, ok = tools.call(call.tool, arguments), True
+                except ToolError as error:
+                    answer, ok = f"{call.tool} failed: {error}", False
+                lines.append(answer)
+                self.tool_calls.append(
+                    ToolCallRecord(
+                        str(result.agent_id), t, call.tool, arguments, answer, ok
+                    )
+                )
+            request.context.lookups = lines
+            self.record_decision(result, time, action=f"{len(lines)} tool calls")
+
+    def conversations_frame(self) -> pd.DataFrame:
+        """One row per turn of every conversation (:func:`~.outputs.conversations_frame`)."""
+        return outputs.conversations_frame(self.conversations)
+
+    def tool_calls_frame(self) -> pd.DataFrame:
+        """One row per tool call: day, minute, agent, tool, arguments (JSON), answer, ok."""
+        return outputs.tool_calls_frame(self.tool_calls)
 
     # ------------------------------------------------------------------ gathering requests
     def _requests(

@@ -6,7 +6,8 @@ brain (litellm, HTTP, parsing, validation, repair and fallback) without any mode
 fault tests, the LLM benchmarks and demos use it. A day plan is a commute planned from the profile
 (home, work facility, work hours, whether the car is free), the stated travel time and the
 required school runs and the joint activities agreed in chats, or a shopping trip; every revision
-is "keep"; a reflection is short; a chat picks a new topic, asks a family member for the car
+is "keep"; before planning it looks up the drive to the Office and the trains from home; a
+reflection is short; a chat picks a new topic, asks a family member for the car
 they have or a friend for a coffee, and the partner accepts. A prompt
 it does not recognise gets a schema violation, which the brain repairs or replaces.
 """
@@ -136,6 +137,24 @@ def _chat_turn(prompt: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+_AT = re.compile(
+    r"you are at (?P<place>.+?)\. Next you will (?P<decision>plan|reconsider)"
+)
+
+
+def _queries(prompt: str) -> dict[str, Any]:
+    """Before planning: the drive to the Office at 07:30 and the trains from here; en route: a link."""
+    found = _AT.search(prompt)
+    if found["decision"] == "plan":
+        place = found["place"]
+        return {"queries": [
+            {"tool": "travel_time", "origin": place, "destination": "Office",
+             "mode": "drive", "time": "07:30"},
+            {"tool": "metro_timetable", "stop": place},
+        ]}  # fmt: skip
+    return {"queries": [{"tool": "link_congestion", "link": "Ave_2_link_2"}]}
+
+
 def respond(body: dict[str, Any]) -> Reply:
     """Answer each urban decision kind validly, from the prompt text alone."""
     prompt = body["messages"][1]["content"]
@@ -154,6 +173,8 @@ def respond(body: dict[str, Any]) -> Reply:
                 "long_term_reflection": "Leave a little earlier when traffic is heavy.",
             }
         )  # fmt: skip
+    if "Before that you may look up" in prompt:
+        return json_content(_queries(prompt))
     if "Open the conversation" in prompt:
         return json_content(_chat(prompt))
     if "You are talking " in prompt:

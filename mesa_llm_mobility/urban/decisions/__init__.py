@@ -75,12 +75,19 @@ from mesa_llm_mobility.urban.decisions.reflection import (
     reflection_rule_policy,
     render_reflection_prompt,
 )
+from mesa_llm_mobility.urban.decisions.travel_query import (
+    TRAVEL_QUERY,
+    ToolCall,
+    TravelQueryContext,
+    TravelQueryOutput,
+)
 
 URBAN_KINDS: tuple[DecisionKind, ...] = (
     DAILY_PLAN,
     PLAN_REVISION,
     CHAT,
     CHAT_TURN,
+    TRAVEL_QUERY,
     DAILY_REFLECTION,
 )
 """The urban decision kinds, in the order of a day."""
@@ -100,6 +107,7 @@ __all__ = [
     "REROUTE_THRESHOLD_MINUTES",
     "SCHOOL",
     "SYSTEM_ROLE",
+    "TRAVEL_QUERY",
     "URBAN_KINDS",
     "ChatAgreement",
     "ChatContext",
@@ -115,6 +123,9 @@ __all__ = [
     "RouteOption",
     "Situation",
     "SpeakerFacts",
+    "ToolCall",
+    "TravelQueryContext",
+    "TravelQueryOutput",
     "TripExperience",
     "can_drive",
     "chat_rule_policy",

@@ -95,7 +95,8 @@ class PlanningContext:
         memories: Other recalled memories (text).
         long_term_reflection: Yesterday's long-term reflection.
         chats: Today's chat summaries.
-        events: Broadcast announcements.
+        events: Broadcast announcements and the events near the traveller.
+        lookups: Answers of the tools the traveller called before planning.
     """
 
     persona: PersonaFacts
@@ -115,6 +116,7 @@ class PlanningContext:
     long_term_reflection: str = ""
     chats: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    lookups: list[str] = field(default_factory=list)
 
 
 def can_drive(facts: PlanFacts) -> bool:
@@ -310,6 +312,7 @@ def render_plan_prompt(ctx: PlanningContext) -> list[Message]:
                 ("Other memories", ctx.memories[:6]),
                 ("Chats today", ctx.chats),
                 ("Announcements", ctx.events),
+                ("Looked up", ctx.lookups),
             ),
             f"Facilities: {', '.join(sorted(facts.facilities))}.",
             (

@@ -86,6 +86,7 @@ class RevisionContext:
         trigger: Why the traveller reconsiders en route (``at_node``), e.g. ``"crowded stop:
             ..."``; empty elsewhere.
         trip_id: The trip under way (``at_node``), else ``""``.
+        lookups: Answers of the tools the traveller called before deciding.
     """
 
     persona: PersonaFacts
@@ -108,6 +109,7 @@ class RevisionContext:
     social: list[str] = field(default_factory=list)
     trigger: str = ""
     trip_id: str = ""
+    lookups: list[str] = field(default_factory=list)
 
 
 class PlanRevisionOutput(BaseModel):
@@ -225,6 +227,7 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
                 ("Announcements", ctx.events),
                 ("Family and friends now", ctx.social),
                 ("Memories", ctx.memories[:6]),
+                ("Looked up", ctx.lookups),
             ),
             (
                 "Choose action: keep; "
