@@ -90,6 +90,7 @@ class TripRecord:
     arrival: float = math.nan
     delay: float = math.nan
     cancelled: bool = False
+    memory_id: str = ""
 
 
 @dataclass
@@ -320,7 +321,17 @@ class TravellerAgent(CellAgent):
             speaker.today.chats.append(summary)
 
     def reflect(self, reflection: ReflectionOutput, t: float) -> None:
-        """Remember the day's reflections and take the new long-term reflection."""
+        """Remember the day's reflections, take the new long-term reflection, rescore trips.
+
+        ``reflection.trip_importance`` (an LLM's scores of today's trips, in order) replaces the
+        importance the formula gave their memories; the rule reflection gives none.
+        """
+        completed = self.completed_today(self.today.day)
+        for record, importance in zip(
+            completed, reflection.trip_importance, strict=False
+        ):
+            if record.memory_id in self.memory:
+                self.memory.rescore(record.memory_id, importance)
         for concept in reflection.reflections:
             self.memory.remember(
                 concept.content, node_type="reflection", importance=concept.importance,
@@ -329,13 +340,17 @@ class TravellerAgent(CellAgent):
         if reflection.long_term_reflection:
             self.long_term_reflection = reflection.long_term_reflection
 
-    def experiences_today(self, day: int) -> list[TripExperience]:
-        """Today's completed trips as experiences."""
+    def completed_today(self, day: int) -> list[TripRecord]:
+        """The trips of ``day`` completed so far, in order."""
         return [
-            experience_of(r)
+            r
             for r in self.trips
             if r.day == day and not r.cancelled and not math.isnan(r.arrival)
         ]
+
+    def experiences_today(self, day: int) -> list[TripExperience]:
+        """Today's completed trips as experiences."""
+        return [experience_of(r) for r in self.completed_today(day)]
 
 
 def experience_of(record: TripRecord) -> TripExperience:

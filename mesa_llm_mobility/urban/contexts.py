@@ -58,6 +58,8 @@ from mesa_llm_mobility.urban.trips import TravelState
 __all__ = [
     "ALTERNATIVE_SLACK",
     "NODE_REVISION_WAIT",
+    "RECALL_DAYS",
+    "RECALL_K",
     "FacilityPair",
     "WorldView",
     "reconsider_key",
@@ -71,7 +73,11 @@ if TYPE_CHECKING:
     from mesa_llm_mobility.urban.trips import Trip
 
 ALTERNATIVE_SLACK = 1.5
-"""LLM revisions offer a further path only when expected at most this much slower."""
+"""Revisions offer a further path only when expected at most this much slower."""
+RECALL_DAYS = 3
+"""Past days the spatiotemporal recall looks at."""
+RECALL_K = 3
+"""Memories per spatiotemporal query."""
 
 FacilityPair = tuple[str, str, str]
 """``(origin facility, destination facility, mode)``."""
@@ -143,7 +149,7 @@ class WorldView:
             routes=self.routes,
             experiences=self.recall_trips(agent, t),
             school_duty=agent.today.school_duty,
-            memories=self.recall_text(agent, t, "plan today travel lessons"),
+            memories=self.plan_recall(agent, t),
             long_term_reflection=agent.long_term_reflection,
             chats=list(agent.today.chats),
             events=self.events(t, agent.end_place()),
@@ -291,7 +297,13 @@ class WorldView:
             target_place=None if target is None else target.destination,
             congestion=self.congestion_lines(t),
             events=self.events(t, agent.place),
-            memories=self.recall_text(agent, t, f"{agent.place} plan change"),
+            memories=self.recall_place_time(
+                agent,
+                t,
+                [agent.place, *(r.destination for r in pending[:1])],
+                [(now - 30, now + 90)],
+            )
+            + self.recall_text(agent, t, f"{agent.place} plan change"),
         )
         self._next_trip_paths(context, pending[0], t)
         return context
@@ -376,7 +388,13 @@ class WorldView:
             target_place=None if target is None else target.destination,
             congestion=self.congestion_lines(t),
             events=self.events(t, node),
-            memories=self.recall_text(agent, t, f"congestion {node} route"),
+            memories=self.recall_place_time(
+                agent,
+                t,
+                [node, *remaining],
+                [(t % MINUTES_PER_DAY - 30, t % MINUTES_PER_DAY + 60)],
+            )
+            + self.recall_text(agent, t, f"congestion {node} route"),
             trigger=trigger,
             trip_id=record.trip_id,
         )
@@ -439,6 +457,63 @@ class WorldView:
         return sorted(
             (f for f in found if f is not None), key=lambda e: (e.day, e.departure)
         )
+
+    def recall_place_time(
+        self,
+        agent: TravellerAgent,
+        t: int,
+        places: Sequence[str],
+        windows: Sequence[tuple[int, int]],
+    ) -> list[str]:
+        """Memories about ``places`` at these times of day (LLM travellers): the spatiotemporal mode.
+
+        Memories' temporal scopes are absolute minutes, so each window (minutes of the day) is
+        asked for today and each of the :data:`RECALL_DAYS` days before; the best
+        :data:`RECALL_K` per query that match in place and time are merged, best first.
+        """
+        if not self.uses_llm or not places or not windows:
+            return []
+        day = t // MINUTES_PER_DAY
+        found: dict[str, tuple[float, str]] = {}
+        for past in range(max(0, day - RECALL_DAYS), day + 1):
+            for start, end in windows:
+                interval = (
+                    past * MINUTES_PER_DAY + start,
+                    past * MINUTES_PER_DAY + end,
+                )
+                for hit in agent.memory.retrieve(
+                    t, spatial_scope=places, temporal_scope=interval, k=RECALL_K,
+                    node_types=["event", "chat", "reflection"],
+                ):  # fmt: skip
+                    best = found.get(hit.node.id, (-1.0, ""))[0]
+                    if hit.matches.get("spatiotemporal", 0.0) > 0 and hit.score > best:
+                        found[hit.node.id] = (hit.score, hit.node.content)
+        ranked = sorted(found.values(), key=lambda pair: -pair[0])
+        return [content for _, content in ranked][: 2 * RECALL_K]
+
+    def plan_recall(self, agent: TravellerAgent, t: int) -> list[str]:
+        """What ``agent`` recalls when planning: by place and time of its day, then by text."""
+        persona, today = agent.persona, agent.today
+        places = [persona.home]
+        windows: list[tuple[int, int]] = []
+        if today.workday and persona.work_facility and persona.work_start is not None:
+            places.append(persona.work_facility)
+            windows.append((persona.work_start - 90, persona.work_start + 30))
+            if persona.work_end is not None:
+                windows.append((persona.work_end - 30, persona.work_end + 90))
+        else:
+            windows.append((8 * 60, 20 * 60))
+        if today.school_duty:
+            places.append(SCHOOL)
+        for appointment in today.appointments:
+            places.append(appointment.facility)
+            windows.append((appointment.minute - 60, appointment.minute + 60))
+        recalled = self.recall_place_time(agent, t, places, windows)
+        return recalled + [
+            m
+            for m in self.recall_text(agent, t, "plan today travel lessons")
+            if m not in recalled
+        ]
 
     def recall_text(self, agent: TravellerAgent, t: int, text: str) -> list[str]:
         """Reflections, chats and plans ``agent`` recalls about ``text`` (LLM travellers)."""

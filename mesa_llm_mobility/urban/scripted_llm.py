@@ -164,6 +164,7 @@ def respond(body: dict[str, Any]) -> Reply:
         return json_content({"action": "keep", "reason": "plan still fine"})
     if "is over" in prompt:
         day = _DAY.search(prompt)["day"]
+        trips = re.findall(r"^- \d+\. (.*)$", prompt, re.MULTILINE)
         return json_content(
             {
                 "reflections": [
@@ -171,6 +172,8 @@ def respond(body: dict[str, Any]) -> Reply:
                      "keywords": ["routine"]}
                 ],
                 "long_term_reflection": "Leave a little earlier when traffic is heavy.",
+                # a late trip matters more than an easy one (both outlive the night: eq. 7)
+                "trip_importance": [0.9 if "late for" in t else 0.6 for t in trips],
             }
         )  # fmt: skip
     if "Before that you may look up" in prompt:
