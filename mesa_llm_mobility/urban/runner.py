@@ -475,6 +475,8 @@ def _write_day(run: RunDirectory, model: UrbanMobilityModel, day: int) -> None:
         ("plans", model.plans_frame()),
         ("revisions", model.revisions_frame()),
         ("positions", model.positions_frame()),
+        ("chats", model.conversations_frame()),
+        ("tool_calls", model.tool_calls_frame()),
     ):
         run.write_table(
             name, frame[frame["day"] == day].reset_index(drop=True), day=day

@@ -14,6 +14,7 @@ from mesa_llm_mobility.cognition.testing import (
     with_faults,
 )
 from mesa_llm_mobility.urban import UrbanMobilityModel, scripted_llm
+from mesa_llm_mobility.urban.app.inspector import report_of_model
 from mesa_llm_mobility.urban.decisions import (
     TRAVEL_QUERY,
     ToolCall,
@@ -164,3 +165,8 @@ def test_llm_travellers_call_tools_and_read_the_answers(tmp_path, faulty):
         assert all(answer in user for answer in answers["answer"])
     row = calls.iloc[0]
     assert json.loads(row["arguments"]) and row["day"] == 1
+    # the app's inspector lists them
+    report = report_of_model(model, row["agent"])
+    assert list(report.tool_calls["answer"]) == list(
+        calls.loc[calls["agent"] == row["agent"], "answer"]
+    )
