@@ -83,6 +83,12 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--embedding", default="hash", help="'hash' (default), 'minilm' or 'auto'"
     )
+    parser.add_argument(
+        "--tools",
+        action="store_true",
+        help="LLM travellers may look up travel times, the metro timetable, congestion "
+        "and occupancy before planning and en route (one extra decision each)",
+    )
     add_brain_arguments(parser)
     _add_progress_option(parser)
     parser.set_defaults(handler=_run)
@@ -107,6 +113,7 @@ def _run(args: argparse.Namespace) -> int:
         n_agents=args.agents,
         events=not args.no_events,
         embedding=args.embedding,
+        tools=args.tools,
     )
     result = runner.run_urban(
         args.out,

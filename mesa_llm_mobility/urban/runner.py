@@ -23,7 +23,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -62,6 +62,7 @@ class UrbanConfig(TypedDict):
     events: bool
     embedding: str
     start_date: str
+    tools: NotRequired[bool]
 
 
 class ForkChanges(TypedDict, total=False):
@@ -100,9 +101,14 @@ def urban_config(
     events: bool = True,
     embedding: str = "hash",
     start_date: str = "2025-03-10",
+    tools: bool = False,
 ) -> UrbanConfig:
-    """The resolved configuration of an urban run, as written to ``config.json``."""
-    return {
+    """The resolved configuration of an urban run, as written to ``config.json``.
+
+    ``tools`` (LLM travellers may call tools) is written only when on, so earlier runs'
+    configs stay as they were.
+    """
+    config: UrbanConfig = {
         "model": "urban",
         "days": days,
         "brain": brain,
@@ -114,6 +120,9 @@ def urban_config(
         "embedding": embedding,
         "start_date": start_date,
     }
+    if tools:
+        config["tools"] = True
+    return config
 
 
 def run_urban(
@@ -159,6 +168,7 @@ def run_urban(
         events=bool(config["events"]),
         run_dir=run.path,
         n_agents=config["n_agents"],
+        tools=bool(config.get("tools", False)),
         brain_options=options,
     )
     run.update_metadata({"memory": model.memory_store.run_metadata()})
