@@ -328,7 +328,12 @@ class WorldView:
             approach = engine.approaching_node(record.trip_id, t)
         elif agent.state == "walking":
             approach = walking_approach(trip, t)
-        elif agent.state == "waiting_at_node" and trip.link is not None:
+        elif (
+            agent.state == "waiting_at_node"
+            and mode == "transit"
+            and trip.link is not None
+            and trip.link.kind == "metro"
+        ):
             approach = (trip.link.tail, (trip.link, *trip.remaining))
         else:
             approach = None

@@ -6,7 +6,7 @@ brain (litellm, HTTP, parsing, validation, repair and fallback) without any mode
 fault tests, the LLM benchmarks and demos use it. A day plan is a commute planned from the profile
 (home, work facility, work hours, whether the car is free), the stated travel time and the
 required school runs and the joint activities agreed in chats, or a shopping trip; every revision
-is "keep"; before planning it looks up the drive to the Office and the trains from home; a
+is "keep", except that one adds a joint activity agreed in a chat and missing from the plan; before planning it looks up the drive to the Office and the trains from home; a
 reflection is short; a chat picks a new topic, asks a family member for the car
 they have or a friend for a coffee, and the partner accepts. A prompt
 it does not recognise gets a schema violation, which the brain repairs or replaces.
@@ -137,6 +137,39 @@ def _chat_turn(prompt: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+_FUTURE = re.compile(
+    r"^- (?P<facility>.+?) leave (?P<leave>\d\d:\d\d|on arrival) by (?P<mode>\w+) \(",
+    re.MULTILINE,
+)
+_STILL = re.compile(r"^Still to do: (?P<runs>.+)\.$", re.MULTILINE)
+
+
+def _revision(prompt: str) -> dict[str, Any]:
+    """Keep the plan, unless a joint activity agreed in a chat is missing: then add it."""
+    still = _STILL.search(prompt)
+    rest = prompt.split("Rest of today's plan:", 1)[-1].split("\n\n", 1)[0]
+    future = list(_FUTURE.finditer(rest))
+    missing = [
+        m for m in _AGREED.finditer(still["runs"] if still else "")
+        if not any(f["facility"] == m["facility"] for f in future)
+    ]  # fmt: skip
+    if not missing or not future:
+        return {"action": "keep", "reason": "plan still fine"}
+    activities = [
+        {"facility": f["facility"], "mode": f["mode"],
+         "departure_time": None if f["leave"] == "on arrival" else f["leave"]}
+        for f in future
+    ]  # fmt: skip
+    for meeting in missing:
+        at = parse_hhmm(meeting["time"])
+        activities.insert(-1, {"facility": meeting["facility"], "mode": future[0]["mode"],
+                               "departure_time": format_hhmm(at - 30),
+                               "description": f"Meet {meeting['partner']}"})  # fmt: skip
+        activities[-1]["departure_time"] = format_hhmm(min(at + 60, 23 * 60 + 59))
+    return {"action": "replace_activities", "activities": activities,
+            "reason": "add the agreed meeting"}  # fmt: skip
+
+
 _AT = re.compile(
     r"you are at (?P<place>.+?)\. Next you will (?P<decision>plan|reconsider)"
 )
@@ -161,7 +194,7 @@ def respond(body: dict[str, Any]) -> Reply:
     if "Plan today" in prompt:
         return json_content(_plan(prompt))
     if "Choose action" in prompt:
-        return json_content({"action": "keep", "reason": "plan still fine"})
+        return json_content(_revision(prompt))
     if "is over" in prompt:
         day = _DAY.search(prompt)["day"]
         trips = re.findall(r"^- \d+\. (.*)$", prompt, re.MULTILINE)

@@ -65,6 +65,11 @@ def test_rule_travellers_remember_the_local_events_they_perceive():
     museum = set(perceived.loc[perceived["content"] == MUSEUM, "agent"])
     assert museum and museum <= close_by
     assert len(museum) < len(model.travellers)
+    # only riders reconsider at stops (drivers queued at a road link do not, every minute)
+    trips = model.trips_frame()
+    riders = set(trips.loc[trips["mode"] == "transit", "agent"])
+    at_stop = {r.agent for r in model.itinerary.revisions if r.situation == "at_stop"}
+    assert at_stop <= riders
 
 
 def _riders(n=12):
