@@ -18,7 +18,7 @@ import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -347,7 +347,9 @@ class WorldView:
         ):
             return None
         if agent.state == "waiting_at_node":  # queued for a train: the path stays
-            return self._stop_revision_context(agent, record, node, ahead, trigger, t)
+            return self._en_route_context(
+                agent, record, "at_stop", node, ahead, mode, trigger, t
+            )
         destination = engine.trip(record.trip_id).destination_node
         try:
             alternative = engine.router.path(node, destination, mode)
@@ -369,72 +371,59 @@ class WorldView:
                 minutes = self.minutes_now(other, "drive", t)
                 if minutes <= ALTERNATIVE_SLACK * fastest:
                     other_paths.append(RouteOption(tuple(names), minutes))
+        return self._en_route_context(
+            agent, record, "at_node", node, ahead, mode, trigger, t,
+            alternative_path=[link.name for link in alternative],
+            alternative_minutes=fastest, other_paths=other_paths,
+        )  # fmt: skip
+
+    def _en_route_context(
+        self,
+        agent: TravellerAgent,
+        record: TripRecord,
+        situation: Situation,
+        place: str,
+        ahead: Sequence[DirectedLink],
+        mode: str,
+        trigger: str,
+        t: int,
+        **paths: Any,
+    ) -> RevisionContext:
+        """What a traveller knows reconsidering en route at ``place`` (``at_node``, ``at_stop``).
+
+        ``paths``: the further paths offered (``alternative_path``, ``alternative_minutes``,
+        ``other_paths``); none at a stop, where the trip's path stays.
+        """
+        now = t % MINUTES_PER_DAY
         target = record if record.planned_arrival is not None else None
         target = target or next(
             (r for r in agent.pending_trips() if r.planned_arrival is not None), None
         )
+        remaining = [link.name for link in ahead]
+        recalled = self.recall_place_time(
+            agent, t, [place, *remaining], [(now - 30, now + 60)]
+        ) + self.recall_text(agent, t, f"congestion {place} route")
         return RevisionContext(
             persona=agent.persona,
-            situation="at_node",
+            situation=situation,
             social=self.social(agent),
-            place=node,
-            facts=self.plan_facts(agent, t % MINUTES_PER_DAY, record.destination),
+            place=place,
+            facts=self.plan_facts(agent, now, record.destination),
             future=[r.activity for r in agent.pending_trips()],
             destination=record.destination,
             remaining_path=remaining,
             remaining_minutes=self.minutes_now(ahead, mode, t),
-            alternative_path=[link.name for link in alternative],
-            alternative_minutes=fastest,
-            other_paths=other_paths,
             current=record.activity,
             target_arrival=None
             if target is None
             else int(target.planned_arrival) % MINUTES_PER_DAY,
             target_place=None if target is None else target.destination,
             congestion=self.congestion_lines(t),
-            events=self.events(t, node),
-            memories=self.recall_place_time(
-                agent,
-                t,
-                [node, *remaining],
-                [(t % MINUTES_PER_DAY - 30, t % MINUTES_PER_DAY + 60)],
-            )
-            + self.recall_text(agent, t, f"congestion {node} route"),
+            events=self.events(t, place),
+            memories=list(dict.fromkeys(recalled)),
             trigger=trigger,
             trip_id=record.trip_id,
-        )
-
-    def _stop_revision_context(
-        self,
-        agent: TravellerAgent,
-        record: TripRecord,
-        stop: str,
-        ahead: Sequence[DirectedLink],
-        trigger: str,
-        t: int,
-    ) -> RevisionContext:
-        """What a rider queued at a stop with full trains knows (``"at_stop"``)."""
-        target = record if record.planned_arrival is not None else None
-        return RevisionContext(
-            persona=agent.persona,
-            situation="at_stop",
-            social=self.social(agent),
-            place=stop,
-            facts=self.plan_facts(agent, t % MINUTES_PER_DAY, record.destination),
-            future=[r.activity for r in agent.pending_trips()],
-            destination=record.destination,
-            remaining_path=[link.name for link in ahead],
-            remaining_minutes=self.minutes_now(ahead, "transit", t),
-            current=record.activity,
-            target_arrival=None
-            if target is None
-            else int(target.planned_arrival) % MINUTES_PER_DAY,
-            target_place=None if target is None else target.destination,
-            congestion=self.congestion_lines(t),
-            events=self.events(t, stop),
-            memories=self.recall_text(agent, t, f"metro {stop} crowded"),
-            trigger=trigger,
-            trip_id=record.trip_id,
+            **paths,
         )
 
     # ------------------------------------------------------------------ pieces of contexts

@@ -7,10 +7,8 @@ import pytest
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import (
     FakeLLMServer,
-    provider_faults,
-    with_faults,
 )
-from mesa_llm_mobility.urban import UrbanMobilityModel, scripted_llm
+from mesa_llm_mobility.urban import UrbanMobilityModel
 from mesa_llm_mobility.urban.decisions import (
     DAILY_REFLECTION,
     ReflectionContext,
@@ -18,7 +16,12 @@ from mesa_llm_mobility.urban.decisions import (
 )
 from mesa_llm_mobility.urban.decisions.persona import parse_trip_memory
 
-from .conftest import town_personas
+from .conftest import (
+    local_llm_options,
+    scripted_traveller,
+    slow_sometimes,
+    town_personas,
+)
 
 
 def _trip_memories(model):
@@ -59,27 +62,17 @@ def test_reflection_trip_importances_are_one_per_trip():
     assert "1. Day " in DAILY_REFLECTION.messages(ctx)[1]["content"]
 
 
-def _slow_sometimes(body):
-    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 5) * 0.04
-
-
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_scores_trip_memories_and_plans_recall_by_place_and_time(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"
-    responder = (
-        with_faults(scripted_llm.respond, provider_faults(hang_s=3.0), every=5)
-        if faulty
-        else scripted_llm.respond
-    )
+    responder = scripted_traveller(faulty=faulty, every=5)
     with (
-        FakeLLMServer(responder, latency_s=_slow_sometimes) as server,
+        FakeLLMServer(responder, latency_s=slow_sometimes) as server,
         UrbanMobilityModel(
             population=town_personas(), n_agents=6, rng=0, days=2, collect_every=60,
             chat_probability=0.0, daytime_chat_probability=0.0,
             brain="llm:openai/fake-model",
-            brain_options={"api_base": server.api_base, "api_key": "sk-local",
-                           "timeout_s": 1.0, "max_attempts": 3, "max_total_s": 8.0,
-                           "max_repairs": 1, "ledger": ledger},
+            brain_options=local_llm_options(server, ledger=ledger),
         ) as model,
     ):  # fmt: skip
         model.run(days=1)

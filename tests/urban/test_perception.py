@@ -7,12 +7,8 @@ import dataclasses
 import pytest
 
 from mesa_llm_mobility.cognition.ledger import Ledger
-from mesa_llm_mobility.cognition.testing import (
-    FakeLLMServer,
-    provider_faults,
-    with_faults,
-)
-from mesa_llm_mobility.urban import UrbanMobilityModel, scripted_llm
+from mesa_llm_mobility.cognition.testing import FakeLLMServer
+from mesa_llm_mobility.urban import UrbanMobilityModel
 from mesa_llm_mobility.urban.decisions import (
     PLAN_REVISION,
     PersonaFacts,
@@ -23,6 +19,8 @@ from mesa_llm_mobility.urban.perception import Surroundings
 from mesa_llm_mobility.urban.routing import NetworkIndex
 from mesa_llm_mobility.urban.scenario import Event, load_scenario
 from mesa_llm_mobility.urban.traffic import TrafficEngine
+
+from .conftest import local_llm_options, scripted_traveller, slow_sometimes
 
 TOWN = load_scenario("nguyen_dupuis")
 MUSEUM = "The Museum opens a special exhibition of local history today."
@@ -174,30 +172,20 @@ def test_walkers_reconsider_when_an_event_is_on_the_links_ahead(monkeypatch):
     assert len(at_node) == len(crossing) - starting_on_it
 
 
-def _slow_sometimes(body):
-    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 5) * 0.04
-
-
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_travellers_get_the_same_facts_through_the_local_server(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"
-    responder = (
-        with_faults(scripted_llm.respond, provider_faults(hang_s=3.0), every=4)
-        if faulty
-        else scripted_llm.respond
-    )
+    responder = scripted_traveller(faulty=faulty, every=4)
     museum_walker = dataclasses.replace(
         _walkers(1)[0], name="Mia", lifestyle="museum and history"
     )
     population = [*_riders(8), museum_walker]
     with (
-        FakeLLMServer(responder, latency_s=_slow_sometimes) as server,
+        FakeLLMServer(responder, latency_s=slow_sometimes) as server,
         UrbanMobilityModel(
             population=population, rng=0, chat_probability=0.0,
             daytime_chat_probability=0.0, collect_every=60, brain="llm:openai/fake-model",
-            brain_options={"api_base": server.api_base, "api_key": "sk-local",
-                           "timeout_s": 1.0, "max_attempts": 3, "max_total_s": 8.0,
-                           "max_repairs": 1, "ledger": ledger},
+            brain_options=local_llm_options(server, ledger=ledger),
         ) as model,
     ):  # fmt: skip
         model.run()

@@ -10,10 +10,8 @@ from pydantic import ValidationError
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import (
     FakeLLMServer,
-    provider_faults,
-    with_faults,
 )
-from mesa_llm_mobility.urban import UrbanMobilityModel, scripted_llm
+from mesa_llm_mobility.urban import UrbanMobilityModel
 from mesa_llm_mobility.urban.app.inspector import report_of_model
 from mesa_llm_mobility.urban.decisions import (
     TRAVEL_QUERY,
@@ -23,7 +21,12 @@ from mesa_llm_mobility.urban.decisions import (
 from mesa_llm_mobility.urban.metro import next_train, transit_journey
 from mesa_llm_mobility.urban.tools import MAX_TOOL_CALLS, ToolError, TravelTools
 
-from .conftest import town_personas
+from .conftest import (
+    local_llm_options,
+    scripted_traveller,
+    slow_sometimes,
+    town_personas,
+)
 
 
 @pytest.fixture(scope="module")
@@ -116,27 +119,17 @@ def test_rule_travellers_never_query(model):
     assert rules.tool_calls == []
 
 
-def _slow_sometimes(body):
-    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 5) * 0.04
-
-
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_travellers_call_tools_and_read_the_answers(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"
-    responder = (
-        with_faults(scripted_llm.respond, provider_faults(hang_s=3.0), every=4)
-        if faulty
-        else scripted_llm.respond
-    )
+    responder = scripted_traveller(faulty=faulty, every=4)
     with (
-        FakeLLMServer(responder, latency_s=_slow_sometimes) as server,
+        FakeLLMServer(responder, latency_s=slow_sometimes) as server,
         UrbanMobilityModel(
             population=town_personas(), n_agents=6, rng=2, tools=True,
             chat_probability=0.0, daytime_chat_probability=0.0, collect_every=60,
             brain="llm:openai/fake-model",
-            brain_options={"api_base": server.api_base, "api_key": "sk-local",
-                           "timeout_s": 1.0, "max_attempts": 3, "max_total_s": 8.0,
-                           "max_repairs": 1, "ledger": ledger},
+            brain_options=local_llm_options(server, ledger=ledger),
         ) as model,
     ):  # fmt: skip
         model.run()
