@@ -15,17 +15,33 @@ a module-level one, the tasks plain data. Open an executor with ``with``: it sta
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import logging
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Literal, Protocol, Self
 
 logger = logging.getLogger(__name__)
 
 ExecutorName = Literal["serial", "process", "ray"]
 EXECUTORS: tuple[ExecutorName, ...] = ("serial", "process", "ray")
+
+LostTask = Callable[[Any, str], Any]
+"""``on_lost(task, message)``: the result to yield for a task whose worker died under it."""
+
+
+class WorkerLostError(RuntimeError):
+    """A task's worker died under it (and no ``on_lost`` was given)."""
+
+
+def _lost(on_lost: LostTask | None, task: Any, message: str) -> Any:
+    logger.warning("task %r lost: %s", task, message)
+    if on_lost is None:
+        raise WorkerLostError(message)
+    return on_lost(task, message)
 
 
 class Executor(Protocol):
@@ -39,9 +55,17 @@ class Executor(Protocol):
         ...
 
     def imap_unordered(
-        self, fn: Callable[[Any], Any], tasks: Iterable[Any]
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Iterable[Any],
+        on_lost: LostTask | None = None,
     ) -> Iterator[Any]:
-        """Yield ``fn(task)`` for every task, in the order the tasks finish."""
+        """Yield ``fn(task)`` for every task, in the order the tasks finish.
+
+        ``on_lost(task, message)`` gives the result of a task whose worker died under it (a
+        crash in native code, a kill for memory, a lost node); without it that raises
+        :class:`WorkerLostError`.
+        """
         ...
 
     def __enter__(self) -> Self: ...
@@ -60,9 +84,12 @@ class SerialExecutor:
         return 1
 
     def imap_unordered(
-        self, fn: Callable[[Any], Any], tasks: Iterable[Any]
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Iterable[Any],
+        on_lost: LostTask | None = None,
     ) -> Iterator[Any]:
-        """Yield ``fn(task)`` for each task in order."""
+        """Yield ``fn(task)`` for each task in order (a crash here ends this process)."""
         for task in tasks:
             yield fn(task)
 
@@ -99,20 +126,69 @@ class ProcessExecutor:
         return self.max_workers
 
     def imap_unordered(
-        self, fn: Callable[[Any], Any], tasks: Iterable[Any]
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Iterable[Any],
+        on_lost: LostTask | None = None,
     ) -> Iterator[Any]:
-        """Submit every task; yield results as workers finish them."""
+        """Keep ``max_workers`` tasks in flight; yield results as workers finish them.
+
+        When a worker dies, the pool breaks and every task in flight fails with it. The pool
+        is replaced, and those tasks run again one at a time: a task that breaks the pool
+        alone is the one that kills its worker, and goes to ``on_lost``; the others' results
+        are yielded as usual. The remaining tasks then run in parallel again.
+        """
         if self._pool is None:
             raise RuntimeError("ProcessExecutor used outside its `with` block")
-        futures = [self._pool.submit(fn, task) for task in tasks]
-        for future in concurrent.futures.as_completed(futures):
-            yield future.result()
+        waiting = collections.deque(tasks)
+        suspects: collections.deque[Any] = collections.deque()
+        in_flight: dict[concurrent.futures.Future[Any], Any] = {}
+        while waiting or suspects or in_flight:
+            if suspects:
+                task = suspects.popleft()
+                try:
+                    result = self._pool.submit(fn, task).result()
+                except BrokenProcessPool as error:
+                    self._restart()
+                    result = _lost(on_lost, task, _died(error))
+                yield result
+                continue
+            while waiting and len(in_flight) < self.max_workers:
+                task = waiting.popleft()
+                in_flight[self._pool.submit(fn, task)] = task
+            done, _ = concurrent.futures.wait(
+                in_flight, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            if any(isinstance(f.exception(), BrokenProcessPool) for f in done):
+                # the pool is broken: every future still in flight fails with it
+                concurrent.futures.wait(in_flight)
+                done = set(in_flight)
+            for future in sorted(done, key=list(in_flight).index):
+                task = in_flight.pop(future)
+                if isinstance(future.exception(), BrokenProcessPool):
+                    suspects.append(task)
+                else:
+                    yield future.result()
+            if suspects:
+                logger.warning(
+                    "a worker process died; running its %d task(s) again one at a time",
+                    len(suspects),
+                )
+                self._restart()
 
-    def __enter__(self) -> Self:
+    def _start(self) -> None:
         self._pool = concurrent.futures.ProcessPoolExecutor(
             max_workers=self.max_workers,
             mp_context=multiprocessing.get_context("spawn"),
         )
+
+    def _restart(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        self._start()
+
+    def __enter__(self) -> Self:
+        self._start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -138,6 +214,8 @@ class RayExecutor:
         address: Cluster address, or ``None`` for a local instance.
         num_cpus: CPUs of a local instance (default: all of this machine's).
         num_cpus_per_run: CPUs each task reserves (a resource hint to Ray's scheduler).
+        max_retries: Times Ray runs a task again whose worker died (as the process executor,
+            one by default).
     """
 
     name = "ray"
@@ -148,6 +226,7 @@ class RayExecutor:
         *,
         num_cpus: int | None = None,
         num_cpus_per_run: float = 1,
+        max_retries: int = 1,
     ) -> None:
         if num_cpus_per_run <= 0:
             raise ValueError(f"num_cpus_per_run must be > 0, got {num_cpus_per_run}")
@@ -156,6 +235,7 @@ class RayExecutor:
         self.address = address
         self.num_cpus = num_cpus
         self.num_cpus_per_run = num_cpus_per_run
+        self.max_retries = max_retries
         self._started = False
 
     @staticmethod
@@ -175,15 +255,34 @@ class RayExecutor:
         return max(1, int(cpus // self.num_cpus_per_run))
 
     def imap_unordered(
-        self, fn: Callable[[Any], Any], tasks: Iterable[Any]
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Iterable[Any],
+        on_lost: LostTask | None = None,
     ) -> Iterator[Any]:
-        """Submit one Ray task per task; yield results as ``ray.wait`` reports them."""
+        """Submit one Ray task per task; yield results as ``ray.wait`` reports them.
+
+        A task whose worker dies (or whose node is lost) is retried ``max_retries`` times by
+        Ray itself, then goes to ``on_lost``.
+        """
         ray = self._ray()
-        remote = ray.remote(num_cpus=self.num_cpus_per_run)(fn)
-        pending = [remote.remote(task) for task in tasks]
+        remote = ray.remote(
+            num_cpus=self.num_cpus_per_run, max_retries=self.max_retries
+        )(fn)
+        refs = {remote.remote(task): task for task in tasks}
+        pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
-            yield ray.get(done[0])
+            try:
+                result = ray.get(done[0])
+            except (
+                ray.exceptions.WorkerCrashedError,
+                ray.exceptions.NodeDiedError,
+                ray.exceptions.OutOfMemoryError,
+                ray.exceptions.ObjectLostError,
+            ) as error:
+                result = _lost(on_lost, refs[done[0]], _died(error))
+            yield result
 
     def __enter__(self) -> Self:
         ray = self._ray()
@@ -201,6 +300,12 @@ class RayExecutor:
         if self._started:
             self._ray().shutdown()
             self._started = False
+
+
+def _died(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    detail = text[0] if text else type(error).__name__
+    return f"worker died while running this task ({detail})"
 
 
 def make_executor(

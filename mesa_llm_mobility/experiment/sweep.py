@@ -15,8 +15,10 @@ a ``datacollector``). Besides what the runner writes, a finished run holds
 the run is complete). A failed run holds ``sweep_error.txt`` (the traceback) and its rows carry
 the error; it does not stop the sweep.
 
-Sweeps resume: a run whose directory is complete is not run again; its rows are read back. A
-failed or interrupted run is run again from the start.
+Sweeps resume: a run whose directory is complete is not run again; its rows are read back. An
+interrupted urban run of the same config continues from its latest day checkpoint
+(:func:`~mesa_llm_mobility.urban.runner.resume_urban`, the LLM ledger replaying the day under
+way); any other failed or interrupted run is run again from the start.
 
 Runs execute on an :mod:`~mesa_llm_mobility.experiment.executors` executor (``"serial"``,
 ``"process"``, ``"ray"``). Every run is seeded by its own seed alone, so the table is the same
@@ -24,7 +26,10 @@ whichever executor ran it.
 
 LLM runs of one sweep share their endpoint: ``brain_options["max_concurrency"]`` is the
 endpoint's budget (requests in flight at once), and each run gets
-``max(1, budget // concurrent_runs)`` of it (:func:`share_endpoint_budget`).
+``max(1, budget // concurrent_runs)`` of it (:func:`share_endpoint_budget`), where
+``concurrent_runs`` counts the runs that use the same endpoint (:func:`endpoint_of`: the
+``api_base``, else the provider of the ``brain`` parameter) and can run at once; rule-brain runs
+of the same sweep take none of it.
 """
 
 from __future__ import annotations
@@ -209,6 +214,49 @@ def share_endpoint_budget(
     return BrainOptions(**options)
 
 
+def endpoint_of(
+    parameters: Mapping[str, Any], brain_options: Mapping[str, Any] | None
+) -> str | None:
+    """The LLM endpoint a run's requests go to, or None for a run with no LLM brain.
+
+    The endpoint is ``brain_options["api_base"]`` when set, else the provider of the run's
+    ``brain`` parameter (``"llm:openai/gpt-4o-mini"``: ``"openai"``). A run whose ``brain``
+    is not an LLM (``"rules"``) uses none; a run without a ``brain`` parameter is counted as
+    using the sweep's endpoint.
+    """
+    options = brain_options or {}
+    brain = parameters.get("brain")
+    if brain is not None and not str(brain).startswith("llm:"):
+        return None
+    if options.get("api_base"):
+        return str(options["api_base"])
+    if brain is None:
+        return "default"
+    return str(brain).removeprefix("llm:").split("/", 1)[0]
+
+
+def _share_budgets(
+    tasks: Sequence[RunTask], brain_options: BrainOptions | None, workers: int
+) -> list[RunTask]:
+    """Give every task its share of its endpoint's budget (one budget per endpoint)."""
+    per_endpoint: dict[str | None, int] = {}
+    for task in tasks:
+        endpoint = endpoint_of(task.parameters, brain_options)
+        per_endpoint[endpoint] = per_endpoint.get(endpoint, 0) + 1
+    shares = {
+        endpoint: dict(
+            share_endpoint_budget(brain_options, min(workers, count))
+            if endpoint is not None
+            else dict(brain_options or {})
+        )
+        for endpoint, count in per_endpoint.items()
+    }
+    return [
+        replace(task, brain_options=shares[endpoint_of(task.parameters, brain_options)])
+        for task in tasks
+    ]
+
+
 # ---------------------------------------------------------------------------- one run
 def _kind(model_cls: type) -> str:
     # imported here: importing a sweep module must not import every model
@@ -296,6 +344,14 @@ def execute_run(task: RunTask) -> RunOutcome:
     return RunOutcome(task.run_id, rows)
 
 
+def lost_run(task: RunTask, message: str) -> RunOutcome:
+    """The outcome of a run whose worker died under it: recorded as failed, like an error."""
+    path = Path(task.run_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / ERROR_FILE).write_text(message + "\n", encoding="utf-8")
+    return RunOutcome(task.run_id, [], error=f"WorkerLostError: {message}")
+
+
 def _run(task: RunTask) -> pd.DataFrame:
     """Run the task; return its reporter frame (``Step`` + model reporters)."""
     path = Path(task.run_dir)
@@ -304,18 +360,20 @@ def _run(task: RunTask) -> pd.DataFrame:
     kind = _kind(task.model_cls)
     if kind == "urban":
         from mesa_llm_mobility.urban.runner import (  # noqa: PLC0415
+            resume_urban,
             run_urban,
             urban_config,
         )
 
         config = urban_config(**task.parameters, seed=task.seed)
-        result = run_urban(
-            path,
-            config,
-            overwrite=overwrite,
-            progress=False,
-            brain_options=BrainOptions(**task.brain_options),
-        )
+        options = BrainOptions(**task.brain_options)
+        if _resumable_urban(path, config):
+            logger.info("run %s: resuming from its latest checkpoint", path)
+            result = resume_urban(path, progress=False, brain_options=options)
+        else:
+            result = run_urban(
+                path, config, overwrite=overwrite, progress=False, brain_options=options
+            )
         # the final checkpoint is the finished model, its DataCollector included
         _, state = result.run.latest_checkpoint()
         return reporter_frame(state["model"])
@@ -334,6 +392,25 @@ def _run(task: RunTask) -> pd.DataFrame:
         )
         return reporter_frame(outcome.model)
     return _run_generic(task, overwrite=overwrite)
+
+
+def _resumable_urban(path: Path, config: Mapping[str, Any]) -> bool:
+    """Whether ``path`` holds an interrupted urban run of this very config, past its day 0.
+
+    Such a run continues from its latest checkpoint (:func:`resume_urban`) instead of starting
+    again; a folder of another config, or one with no checkpoint after the initial state,
+    starts from the beginning.
+    """
+    if not (path / "config.json").is_file():
+        return False
+    try:
+        run = RunDirectory.open(path)
+        same = run.config == json.loads(json.dumps(dict(config)))
+        days = run.checkpoint_days() if same else []
+    except (OSError, ValueError) as error:
+        logger.info("run %s: not resumable (%s); starting again", path, error)
+        return False
+    return max(days, default=0) >= 1
 
 
 def _run_generic(task: RunTask, *, overwrite: bool) -> pd.DataFrame:
@@ -507,11 +584,8 @@ def sweep(
         ) as pool,
     ):
         if pending:
-            options = dict(
-                share_endpoint_budget(brain_options, min(pool.workers, len(pending)))
-            )
-            pending = [replace(task, brain_options=options) for task in pending]
-            for outcome in pool.imap_unordered(execute_run, pending):
+            pending = _share_budgets(pending, brain_options, pool.workers)
+            for outcome in pool.imap_unordered(execute_run, pending, on_lost=lost_run):
                 outcomes[outcome.run_id] = outcome
                 bar.update(1)
                 if outcome.error:

@@ -38,6 +38,7 @@ from mesa_llm_mobility.memory.embedding import (
     resolve_embedding,
 )
 from mesa_llm_mobility.memory.stream import MemoryStream
+from mesa_llm_mobility.memory.unwritten import read_unwritten, write_unwritten
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -403,6 +404,7 @@ class MemoryStore:
             raise MemoryStoreError(
                 f"{folder / CHROMA_FILE}: cannot read Chroma database ({error})"
             ) from error
+        store._restore_unwritten()
         logger.info(
             "reopened memory store at %s: %d agents, embedding %s",
             folder,
@@ -572,12 +574,50 @@ class MemoryStore:
         Returns:
             Number of nodes written.
         """
-        for stream in self._streams.values():
-            stream.write_pending()
         written = sum(stream.flush() for stream in self._streams.values())
+        unwritten = self._unwritten_streams()
+        for key, stream in self._streams.items():
+            if key not in unwritten:
+                stream.write_pending()
         if self.path is not None:
+            write_unwritten(
+                self.path,
+                {key: stream.unwritten_state() for key, stream in unwritten.items()},
+            )
             scrub_files(self.path)
         return written
+
+    def _unwritten_streams(self) -> dict[str, MemoryStream]:
+        """Deferred streams of a persistent store that have no Chroma collection (yet)."""
+        if self.path is None or not self.defer_writes:
+            return {}
+        in_chroma = set(self._collection_names())
+        return {
+            key: stream
+            for key, stream in self._streams.items()
+            if stream.defer_writes
+            and not stream.written
+            and self._prefix + key not in in_chroma
+            and (len(stream) or stream.deferred_writes)
+        }
+
+    def _restore_unwritten(self) -> None:
+        """Reopen the streams kept in ``unwritten.parquet`` with their writes pending."""
+        assert self.path is not None
+        try:
+            kept = read_unwritten(self.path)
+        except ValueError as error:
+            raise MemoryStoreError(str(error)) from None
+        in_chroma = set(self._collection_names())
+        for key, (next_sequence, nodes) in kept.items():
+            if self._prefix + key in in_chroma:
+                continue  # written to Chroma after the file was: Chroma is newer
+            stream = self.stream(key)
+            stream.defer_writes = True
+            stream.restore_unwritten(next_sequence, nodes)
+        if kept:
+            # its streams stay deferred; so do the streams made from now on
+            self.defer_writes = True
 
     def close(self) -> None:
         """Write pending updates and release the store; an ephemeral store deletes its collections.

@@ -356,6 +356,33 @@ class MemoryStream:
                 getattr(self, f"_write_{operation}")(*arguments)
         return len(log)
 
+    def unwritten_state(self) -> tuple[int, list[ConceptNode]]:
+        """Its id counter and nodes, for a stream whose collection was never written.
+
+        What its pending writes would make of an empty collection (see
+        :mod:`~mesa_llm_mobility.memory.unwritten`); they stay pending, and
+        :meth:`restore_unwritten` makes the same state pending in a reopened store.
+        """
+        return self._next_sequence, list(self._loaded().values())
+
+    def restore_unwritten(self, next_sequence: int, nodes: list[ConceptNode]) -> None:
+        """Give a stream the state :meth:`unwritten_state` kept, its Chroma writes pending."""
+        self._nodes = {node.id: node for node in nodes}
+        for node in nodes:
+            self._index(node)
+        self._next_sequence = next_sequence
+        # one add per node, in the order they were added: a vector index built later is the
+        # one immediate writes of single memories would have built (the same tie-breaking)
+        self._log = [("add", [node]) for node in nodes]
+        self._log.append(
+            ("modify", ({"agent_id": self._agent_id, "next_sequence": next_sequence},))
+        )
+
+    @property
+    def written(self) -> bool:
+        """Whether this stream has a Chroma collection open (it was written or read)."""
+        return self._collection is not None
+
     def _index(self, node: ConceptNode) -> None:
         for keyword in node.keywords:
             self._by_keyword.setdefault(keyword, set()).add(node.id)

@@ -270,12 +270,14 @@ class UrbanMobilityModel(MobilityModel):
         self.engine = TrafficEngine(town, record_facility_states=False)
         self.space = build_network_space(town, random=self.random)
         self.memory_store = (
-            # Deferred writes: a stream's collection is made at its first vector query, so
-            # a rule brain (which never queries) costs no Chroma collection per traveller.
-            MemoryStore.ephemeral(embedding=embedding, defer_writes=True)
+            MemoryStore.ephemeral(embedding=embedding)
             if run_dir is None
             else MemoryStore.persistent(Path(run_dir) / "memory", embedding=embedding)
         )
+        # Deferred writes: a stream's collection is made at its first vector query, so a rule
+        # brain (which never queries) costs no Chroma collection per traveller until the
+        # day's checkpoint flush, which then writes each traveller's memories in one add.
+        self.memory_store.defer_writes = True
         self.facilities = frozenset(town.facilities)
         self.travel_times, self.routes = free_flow_table(
             self.engine.index, town, self.facilities
@@ -352,6 +354,7 @@ class UrbanMobilityModel(MobilityModel):
             brain_options: Further :func:`make_brain` arguments (``ledger``, ``replay``, ...).
         """
         self.memory_store = memory_store
+        memory_store.defer_writes = True
         for agent in self.travellers.values():
             agent.memory = memory_store.stream(agent.unique_id)
         self.brain_options = dict(brain_options or {})

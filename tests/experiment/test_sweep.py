@@ -1,3 +1,7 @@
+import json
+import os
+import sys
+
 import mesa
 import pandas as pd
 import pytest
@@ -6,16 +10,24 @@ import ray
 from mesa_llm_mobility.cli import main
 from mesa_llm_mobility.evacuation import EvacuationModel
 from mesa_llm_mobility.experiment.cli import parse_parameters
-from mesa_llm_mobility.experiment.executors import SerialExecutor, make_executor
+from mesa_llm_mobility.experiment.executors import (
+    ProcessExecutor,
+    RayExecutor,
+    SerialExecutor,
+    WorkerLostError,
+    make_executor,
+)
 from mesa_llm_mobility.experiment.sweep import (
     DONE_FILE,
     ERROR_FILE,
+    endpoint_of,
     parameter_grid,
     run_name,
     share_endpoint_budget,
     sweep,
 )
 from mesa_llm_mobility.urban import UrbanMobilityModel
+from mesa_llm_mobility.urban.runner import run_urban, urban_config
 
 URBAN = {
     "n_agents": [4, 0],
@@ -171,7 +183,7 @@ class RecordingExecutor(SerialExecutor):
     def workers(self):
         return 4
 
-    def imap_unordered(self, fn, tasks):
+    def imap_unordered(self, fn, tasks, on_lost=None):
         for task in tasks:
             self.tasks.append(task)
             yield fn(task)
@@ -297,3 +309,141 @@ def test_parse_parameters():
     }
     with pytest.raises(ValueError, match="twice"):
         parse_parameters(["days=1", "days=2"])
+
+
+def test_an_interrupted_urban_run_resumes_from_its_checkpoint(tmp_path, caplog):
+    grid = {"n_agents": 4, "days": 2}
+    whole = sweep(
+        UrbanMobilityModel, grid, seeds=[3], out=tmp_path / "a", progress=False
+    )
+    # the same run, stopped by a crash after its day 1 checkpoint, inside a sweep's folder
+    run_dir = tmp_path / "b" / run_name(grid, 3)
+    run_urban(run_dir, urban_config(**grid, seed=3), progress=False, stop_after_day=1)
+    day_1 = run_dir / "tables" / "trips" / "day=1.parquet"
+    written = day_1.stat().st_mtime_ns
+    with caplog.at_level("INFO", logger="mesa_llm_mobility.experiment.sweep"):
+        resumed = sweep(
+            UrbanMobilityModel, grid, seeds=[3], out=tmp_path / "b", progress=False
+        )
+    assert "resuming from its latest checkpoint" in caplog.text
+    assert day_1.stat().st_mtime_ns == written  # day 1 was not run again
+    pd.testing.assert_frame_equal(
+        whole.drop(columns="run_dir"), resumed.drop(columns="run_dir")
+    )
+
+
+def test_a_folder_of_another_config_starts_again(tmp_path, caplog):
+    grid = {"n_agents": 4, "days": 2}
+    run_dir = tmp_path / run_name(grid, 3)
+    other = urban_config(n_agents=4, days=2, seed=3, events=False)
+    run_urban(run_dir, other, progress=False, stop_after_day=1)
+    with caplog.at_level("INFO", logger="mesa_llm_mobility.experiment.sweep"):
+        results = sweep(
+            UrbanMobilityModel, grid, seeds=[3], out=tmp_path, progress=False
+        )
+    assert "resuming" not in caplog.text
+    assert results["error"].isna().all()
+    assert json.loads((run_dir / "config.json").read_text())["events"] is True
+
+
+class Crashing(Counter):
+    """Kills its own process when built with ``crash=True`` (a segfault or an OOM kill)."""
+
+    def __init__(self, rate=1, crash=False, rng=None):
+        if crash:
+            os._exit(3)
+        super().__init__(rate=rate, rng=rng)
+
+
+def _square_or_die(n):
+    if n < 0:
+        os._exit(3)
+    return n * n
+
+
+def test_a_dead_worker_fails_its_run_only(tmp_path):
+    results = sweep(
+        Crashing,
+        {"rate": [1, 2, 3], "crash": [False, True]},
+        seeds=1,
+        out=tmp_path,
+        max_steps=2,
+        executor="process",
+        max_workers=2,
+        progress=False,
+    )
+    failed = results[results["error"].notna()]
+    assert failed["crash"].tolist() == [True, True, True]
+    assert failed["error"].str.startswith("WorkerLostError: worker died").all()
+    assert results.loc[results["error"].isna(), "crash"].eq(False).all()
+    assert results["RunId"].nunique() == 6
+    for run_dir in failed["run_dir"]:
+        assert "worker died" in (tmp_path / run_dir / ERROR_FILE).read_text()
+    # the three good runs gave what a serial sweep gives
+    good = sweep(
+        Counter,
+        {"rate": [1, 2, 3]},
+        seeds=1,
+        out=tmp_path / "s",
+        max_steps=2,
+        progress=False,
+    )
+    assert sorted(results["total"].dropna()) == sorted(good["total"])
+
+
+@pytest.mark.parametrize("executor", ["process", "ray"])
+def test_executors_hand_lost_tasks_to_on_lost(executor, local_ray):
+    pool = (
+        ProcessExecutor(max_workers=2)
+        if executor == "process"
+        else RayExecutor(max_retries=0)
+    )
+    if executor == "ray":
+        # the test module is not importable in Ray's workers: ship the function by value
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    lost = []
+    with pool:
+        results = list(
+            pool.imap_unordered(
+                _square_or_die, [1, -1, 2, 3], lambda task, message: lost.append(task)
+            )
+        )
+        assert sorted(r for r in results if r is not None) == [1, 4, 9]
+        assert lost == [-1]
+        with pytest.raises(WorkerLostError, match="worker died"):
+            list(pool.imap_unordered(_square_or_die, [-2]))
+
+
+class WithBrain(Counter):
+    def __init__(self, rate=1, brain="rules", rng=None):
+        super().__init__(rate=rate, rng=rng)
+        self.brain_setting = brain
+
+
+def test_runs_share_the_budget_of_their_own_endpoint(tmp_path):
+    options = {"max_concurrency": 64}
+    assert endpoint_of({"brain": "rules"}, options) is None
+    assert endpoint_of({"brain": "llm:openai/m"}, options) == "openai"
+    assert (
+        endpoint_of({"brain": "llm:openai/m"}, {"api_base": "http://h/v1"})
+        == "http://h/v1"
+    )
+    assert endpoint_of({}, options) == "default"
+    executor = RecordingExecutor()  # 4 at a time
+    sweep(
+        WithBrain,
+        {"rate": [1], "brain": ["rules", "llm:openai/m", "llm:anthropic/c"]},
+        seeds=3,
+        out=tmp_path,
+        max_steps=1,
+        executor=executor,
+        brain_options=options,
+        progress=False,
+    )
+    by_brain = {}
+    for task in executor.tasks:
+        by_brain.setdefault(task.parameters["brain"], set()).add(
+            task.brain_options.get("max_concurrency")
+        )
+    # three runs per LLM endpoint can run at once: 64 // 3 each; the rule runs take none
+    assert by_brain == {"rules": {64}, "llm:openai/m": {21}, "llm:anthropic/c": {21}}
