@@ -38,7 +38,13 @@ def test_urban_rule_policies_pass_their_validators():
     model = UrbanMobilityModel(days=2, rng=0, brain=brain)
     model.run()
     model.close()
-    assert set(brain.kinds) == {"DailyPlan", "PlanRevision", "Chat", "DailyReflection"}
+    assert set(brain.kinds) == {
+        "DailyPlan",
+        "PlanRevision",
+        "Chat",
+        "ChatTurn",
+        "DailyReflection",
+    }
 
 
 def test_evacuation_rule_policy_passes_its_validator():

@@ -82,6 +82,8 @@ _URBAN_PARAMETERS = (
     "events",
     "embedding",
     "start_date",
+    "reaction_minutes",
+    "tools",
 )
 _EVACUATION_PARAMETERS = (
     "plaza",

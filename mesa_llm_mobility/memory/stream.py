@@ -422,6 +422,42 @@ class MemoryStream:
         )
         return self.add(node)[0]
 
+    def rescore(self, node_id: str, importance: float) -> ConceptNode:
+        """Give a stored node a new importance; its lifespan and expiration follow (eq. 7).
+
+        For memories scored by a formula when made and by an LLM later (GATSim's agents score
+        the importance of what they remember). Written to Chroma with the next flush.
+
+        Args:
+            node_id: The node's id.
+            importance: The new importance in [0, 1].
+
+        Returns:
+            The updated node.
+
+        Raises:
+            KeyError: If no node has that id.
+            ValueError: If the importance is not in [0, 1].
+        """
+        if (
+            isinstance(importance, bool)
+            or not isinstance(importance, int | float)
+            or not 0.0 <= importance <= 1.0
+        ):
+            raise ValueError(f"importance: must be in [0, 1], got {importance!r}")
+        known = self._loaded()
+        node = known[node_id]
+        life = self.config.lifespans[node.type].lifespan(float(importance))
+        updated = replace(
+            node,
+            importance=float(importance),
+            lifespan=life,
+            expiration=max(node.created + life, node.last_accessed),
+        )
+        known[node_id] = updated
+        self._dirty.add(node_id)
+        return updated
+
     def prune(self, now: float) -> list[str]:
         """Forget the nodes that expired by ``now`` (models call this at day boundaries).
 

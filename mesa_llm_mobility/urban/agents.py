@@ -19,13 +19,18 @@ from mesa.discrete_space import CellAgent
 
 from mesa_llm_mobility.cognition.kinds import DecisionRequest
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, parse_hhmm
+from mesa_llm_mobility.urban.contexts import reconsider_key
 from mesa_llm_mobility.urban.decisions import (
     CHAT,
+    CHAT_TURN,
     DAILY_PLAN,
     DAILY_REFLECTION,
     PLAN_REVISION,
+    TRAVEL_QUERY,
     ChatContext,
     ChatOutput,
+    ChatTurnContext,
+    ChatTurnOutput,
     PersonaFacts,
     PlanningContext,
     PlanRevisionOutput,
@@ -33,9 +38,12 @@ from mesa_llm_mobility.urban.decisions import (
     ReflectionOutput,
     RevisionContext,
     Situation,
+    TravelQueryContext,
+    TravelQueryOutput,
     TripExperience,
 )
-from mesa_llm_mobility.urban.plans import Activity, DailyPlan
+from mesa_llm_mobility.urban.perception import event_key
+from mesa_llm_mobility.urban.plans import Activity, Appointment, DailyPlan
 from mesa_llm_mobility.urban.traffic import Location, TravelState
 
 if TYPE_CHECKING:
@@ -44,6 +52,8 @@ if TYPE_CHECKING:
 
     from mesa_llm_mobility.memory import MemoryStore, MemoryStream
     from mesa_llm_mobility.urban.contexts import WorldView
+    from mesa_llm_mobility.urban.conversations import Conversation
+    from mesa_llm_mobility.urban.scenario import Event
 
 STATE_OF: dict[TravelState, str] = {
     TravelState.STAYING: "staying",
@@ -80,6 +90,7 @@ class TripRecord:
     arrival: float = math.nan
     delay: float = math.nan
     cancelled: bool = False
+    memory_id: str = ""
 
 
 @dataclass
@@ -105,6 +116,10 @@ class DayState:
     household_drivers: tuple[str, ...] = ()
     mode: str | None = None
     chats: list[str] = field(default_factory=list)
+    appointments: list[Appointment] = field(default_factory=list)
+    daytime_chats: int = 0
+    reconsidered: set[str] = field(default_factory=set)
+    perceived: set[str] = field(default_factory=set)
 
 
 class TravellerAgent(CellAgent):
@@ -201,10 +216,24 @@ class TravellerAgent(CellAgent):
         return DecisionRequest(DAILY_PLAN, self.name, view.planning_context(self, t))
 
     def chat_request(
-        self, view: WorldView, t: int, contacts: Mapping[str, str]
+        self,
+        view: WorldView,
+        t: int,
+        contacts: Mapping[str, str],
+        *,
+        medium: str = "by phone",
+        morning: bool = True,
     ) -> DecisionRequest[ChatContext, ChatOutput]:
-        """Ask for a morning chat with one of ``contacts``."""
-        return DecisionRequest(CHAT, self.name, view.chat_context(self, contacts, t))
+        """Ask for the opening of a chat with one of ``contacts``."""
+        context = view.chat_context(self, contacts, t, medium=medium, morning=morning)
+        return DecisionRequest(CHAT, self.name, context)
+
+    def chat_turn_request(
+        self, view: WorldView, t: int, conversation: Conversation
+    ) -> DecisionRequest[ChatTurnContext, ChatTurnOutput]:
+        """Ask for this traveller's next turn in ``conversation``."""
+        context = view.chat_turn_context(self, conversation, t)
+        return DecisionRequest(CHAT_TURN, self.name, context)
 
     def reflection_request(
         self, view: WorldView, t: int
@@ -228,11 +257,38 @@ class TravellerAgent(CellAgent):
     ) -> DecisionRequest[RevisionContext, PlanRevisionOutput] | None:
         """Ask whether to change path at the node ahead, when driving into waits."""
         context = view.node_revision_context(self, t)
-        return (
-            None
-            if context is None
-            else DecisionRequest(PLAN_REVISION, self.name, context)
-        )
+        if context is None:
+            return None
+        self.today.reconsidered.add(reconsider_key(context.trip_id, context.trigger))
+        return DecisionRequest(PLAN_REVISION, self.name, context)
+
+    def travel_query_request(
+        self, view: WorldView, t: int, before: DecisionRequest[Any, Any]
+    ) -> DecisionRequest[TravelQueryContext, TravelQueryOutput]:
+        """Ask which facts to look up before the decision ``before`` (a plan or revision)."""
+        context = view.travel_query_context(self, before.context, t)
+        return DecisionRequest(TRAVEL_QUERY, self.name, context)
+
+    def perceive(self, events: Iterable[Event], t: float) -> int:
+        """Remember the events perceived for the first time today (event memories).
+
+        Returns:
+            How many were new.
+        """
+        new = 0
+        for event in events:
+            key = event_key(event)
+            if key in self.today.perceived:
+                continue
+            self.today.perceived.add(key)
+            self.memory.remember(
+                event.content, node_type="event", importance=0.5, now=t,
+                keywords=["event", *event.keywords],
+                spatial_scope=[event.place, *event.spatial_scope],
+                temporal_scope=(event.start_time, event.end_time),
+            )  # fmt: skip
+            new += 1
+        return new
 
     # ------------------------------------------------------------------ commits
     def adopt_plan(self, plan: DailyPlan, t: float) -> None:
@@ -248,18 +304,34 @@ class TravellerAgent(CellAgent):
                 keywords=concept.keywords,
             )  # fmt: skip
 
-    def chat_with(self, partner: TravellerAgent, chat: ChatOutput, t: float) -> None:
-        """Both speakers remember the chat and its topic."""
+    def remember_conversation(
+        self, partner: TravellerAgent, conversation: Conversation, t: float
+    ) -> None:
+        """Both speakers remember the conversation's summary (and agreement) and its topic."""
+        summary = conversation.summary
+        if conversation.agreed is not None:
+            summary += f" (agreed: {conversation.agreed.describe()})"
         for speaker, other in ((self, partner), (partner, self)):
             speaker.memory.remember(
-                chat.summary, node_type="chat", importance=chat.importance, now=t,
-                keywords=["chat", other.name, *chat.topic.split()],
+                summary, node_type="chat", importance=conversation.importance, now=t,
+                keywords=["chat", other.name, *conversation.topic.split()],
+                spatial_scope=[speaker.place],
             )  # fmt: skip
-            speaker.used_topics.setdefault(other.name, []).append(chat.topic)
-            speaker.today.chats.append(chat.summary)
+            speaker.used_topics.setdefault(other.name, []).append(conversation.topic)
+            speaker.today.chats.append(summary)
 
     def reflect(self, reflection: ReflectionOutput, t: float) -> None:
-        """Remember the day's reflections and take the new long-term reflection."""
+        """Remember the day's reflections, take the new long-term reflection, rescore trips.
+
+        ``reflection.trip_importance`` (an LLM's scores of today's trips, in order) replaces the
+        importance the formula gave their memories; the rule reflection gives none.
+        """
+        completed = self.completed_today(self.today.day)
+        for record, importance in zip(
+            completed, reflection.trip_importance, strict=False
+        ):
+            if record.memory_id in self.memory:
+                self.memory.rescore(record.memory_id, importance)
         for concept in reflection.reflections:
             self.memory.remember(
                 concept.content, node_type="reflection", importance=concept.importance,
@@ -268,13 +340,17 @@ class TravellerAgent(CellAgent):
         if reflection.long_term_reflection:
             self.long_term_reflection = reflection.long_term_reflection
 
-    def experiences_today(self, day: int) -> list[TripExperience]:
-        """Today's completed trips as experiences."""
+    def completed_today(self, day: int) -> list[TripRecord]:
+        """The trips of ``day`` completed so far, in order."""
         return [
-            experience_of(r)
+            r
             for r in self.trips
             if r.day == day and not r.cancelled and not math.isnan(r.arrival)
         ]
+
+    def experiences_today(self, day: int) -> list[TripExperience]:
+        """Today's completed trips as experiences."""
+        return [experience_of(r) for r in self.completed_today(day)]
 
 
 def experience_of(record: TripRecord) -> TripExperience:

@@ -93,6 +93,12 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
         help="apply revisions D simulated minutes after they are asked while the traffic "
         "moves on (asynchronous LLM decisions; default 0: Algorithm 1's synchronous minute)",
     )
+    parser.add_argument(
+        "--tools",
+        action="store_true",
+        help="LLM travellers may look up travel times, the metro timetable, congestion "
+        "and occupancy before planning and en route (one extra decision each)",
+    )
     add_brain_arguments(parser)
     _add_progress_option(parser)
     parser.set_defaults(handler=_run)
@@ -118,6 +124,7 @@ def _run(args: argparse.Namespace) -> int:
         events=not args.no_events,
         embedding=args.embedding,
         reaction_minutes=args.reaction_minutes,
+        tools=args.tools,
     )
     result = runner.run_urban(
         args.out,

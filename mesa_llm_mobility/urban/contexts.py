@@ -6,10 +6,11 @@ of the four decision kinds and change nothing. Travellers state their own reques
 (:meth:`~mesa_llm_mobility.urban.agents.TravellerAgent.plan_request` and its siblings); the model
 only gathers them.
 
-LLM travellers see more than rule travellers (semantically recalled reflections and chats,
-congestion lines, their contacts' states, further paths); rule travellers recall their route
-lessons by keyword and see the next trip's paths when they leave, which is what their policies
-read, and leaving the rest out keeps rule runs cheap.
+Both brains get the same facts (announcements and the events near the traveller, congestion,
+their contacts' states, paths for the next trip), except the recalled reflections, chats and
+plans, which need the vector store: only LLM travellers recall those, which keeps rule runs
+free of Chroma. Rule travellers recall their route lessons by keyword, which is what their
+learning policies read (:mod:`~mesa_llm_mobility.urban.decisions.learning`).
 """
 
 from __future__ import annotations
@@ -18,22 +19,31 @@ import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
 from mesa_llm_mobility.urban.decisions import (
+    MAX_CHAT_TURNS,
     SCHOOL,
     ChatContext,
+    ChatTurnContext,
     PlanningContext,
     ReflectionContext,
     RevisionContext,
     RouteOption,
     Situation,
+    SpeakerFacts,
+    TravelQueryContext,
     TripExperience,
     parse_trip_memory,
     school_runs,
+)
+from mesa_llm_mobility.urban.perception import (
+    NODE_REVISION_WAIT,
+    Surroundings,
+    en_route_trigger,
 )
 from mesa_llm_mobility.urban.plans import PlanFacts
 from mesa_llm_mobility.urban.routing import (
@@ -44,17 +54,51 @@ from mesa_llm_mobility.urban.routing import (
 )
 from mesa_llm_mobility.urban.scenario import Scenario
 from mesa_llm_mobility.urban.traffic import TrafficEngine, transit_journey
+from mesa_llm_mobility.urban.trips import TravelState
+
+__all__ = [
+    "ALTERNATIVE_SLACK",
+    "NODE_REVISION_WAIT",
+    "RECALL_DAYS",
+    "RECALL_K",
+    "FacilityPair",
+    "WorldView",
+    "reconsider_key",
+    "walking_approach",
+]
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.agents import TravellerAgent, TripRecord
+    from mesa_llm_mobility.urban.conversations import Conversation
+    from mesa_llm_mobility.urban.scenario import Event
+    from mesa_llm_mobility.urban.trips import Trip
 
-NODE_REVISION_WAIT = 5.0
-"""Drivers reconsider their path at a node when the waits ahead add up to this many minutes."""
 ALTERNATIVE_SLACK = 1.5
-"""LLM revisions offer a further path only when expected at most this much slower."""
+"""Revisions offer a further path only when expected at most this much slower."""
+RECALL_DAYS = 3
+"""Past days the spatiotemporal recall looks at."""
+RECALL_K = 3
+"""Memories per spatiotemporal query."""
 
 FacilityPair = tuple[str, str, str]
 """``(origin facility, destination facility, mode)``."""
+
+
+def walking_approach(trip: Trip, t: int) -> tuple[str, tuple[DirectedLink, ...]] | None:
+    """The node a walking trip reaches by minute ``t`` and the links after it, if any are left."""
+    if (
+        trip.state is not TravelState.WALKING
+        or trip.link is None
+        or trip.ready > t + 1e-9
+        or not trip.remaining
+    ):
+        return None
+    return trip.link.head, tuple(trip.remaining)
+
+
+def reconsider_key(trip_id: str, trigger: str) -> str:
+    """The key of an en-route reconsideration (walkers and riders: once per trip and reason)."""
+    return f"{trip_id}:{trigger.split(':', 1)[0]}"
 
 
 @dataclass(eq=False)
@@ -69,7 +113,7 @@ class WorldView:
         travel_times: Free-flow minutes by facility pair and mode.
         routes: Free-flow shortest paths by facility pair and mode.
         travellers: Every traveller by name (for contacts and their states).
-        uses_llm: Whether an LLM answers (contexts then carry what only prompts show).
+        uses_llm: Whether an LLM answers (contexts then carry recalled text memories).
     """
 
     engine: TrafficEngine
@@ -81,6 +125,14 @@ class WorldView:
     travellers: Mapping[str, TravellerAgent]
     uses_llm: bool = False
     _congestion: tuple[int, list[str]] | None = field(default=None, repr=False)
+    _surroundings: Surroundings | None = field(default=None, repr=False)
+
+    @property
+    def surroundings(self) -> Surroundings:
+        """Nearby places on the network (built on first use)."""
+        if self._surroundings is None:
+            self._surroundings = Surroundings(self.engine.index)
+        return self._surroundings
 
     # ------------------------------------------------------------------ contexts
     def planning_context(self, agent: TravellerAgent, t: int) -> PlanningContext:
@@ -98,14 +150,20 @@ class WorldView:
             routes=self.routes,
             experiences=self.recall_trips(agent, t),
             school_duty=agent.today.school_duty,
-            memories=self.recall_text(agent, t, "plan today travel lessons"),
+            memories=self.plan_recall(agent, t),
             long_term_reflection=agent.long_term_reflection,
             chats=list(agent.today.chats),
-            events=self.events(t),
+            events=self.events(t, agent.end_place()),
         )
 
     def chat_context(
-        self, agent: TravellerAgent, contacts: Mapping[str, str], t: int
+        self,
+        agent: TravellerAgent,
+        contacts: Mapping[str, str],
+        t: int,
+        *,
+        medium: str = "by phone",
+        morning: bool = True,
     ) -> ChatContext:
         """What ``agent`` knows when it opens a chat with one of ``contacts``."""
         return ChatContext(
@@ -116,6 +174,91 @@ class WorldView:
             used_topics={n: list(agent.used_topics.get(n, [])) for n in contacts},
             experiences=self.recall_trips(agent, t),
             memories=self.recall_text(agent, t, "family friends plans"),
+            speakers={
+                n: self.speaker_facts(self.travellers[n])
+                for n in (agent.name, *contacts)
+            },
+            vehicles=agent.persona.vehicles,
+            facilities=self.facilities,
+            medium=medium,  # type: ignore[arg-type]
+            morning=morning,
+        )
+
+    def chat_turn_context(
+        self, agent: TravellerAgent, conversation: Conversation, t: int
+    ) -> ChatTurnContext:
+        """What ``agent`` knows when it answers in ``conversation`` (its own memories and plan)."""
+        partner = (
+            conversation.partner
+            if agent.name == conversation.initiator
+            else conversation.initiator
+        )
+        on_table = conversation.proposal if conversation.proposer == partner else None
+        return ChatTurnContext(
+            persona=agent.persona,
+            partner=partner,
+            relation=conversation.relation,
+            topic=conversation.topic,
+            day=t // MINUTES_PER_DAY + 1,
+            now=t % MINUTES_PER_DAY,
+            turn=len(conversation.lines),
+            max_turns=MAX_CHAT_TURNS,
+            transcript=conversation.transcript(),
+            proposal=on_table,
+            speakers={
+                n: self.speaker_facts(self.travellers[n]) for n in (agent.name, partner)
+            },
+            vehicles=agent.persona.vehicles,
+            facilities=self.facilities,
+            medium=conversation.medium,
+            morning=conversation.morning,
+            experiences=self.recall_trips(agent, t),
+            memories=self.recall_text(agent, t, f"{partner} {conversation.topic}"),
+        )
+
+    def travel_query_context(
+        self, agent: TravellerAgent, before: PlanningContext | RevisionContext, t: int
+    ) -> TravelQueryContext:
+        """What ``agent`` knows when choosing what to look up before ``before``'s decision."""
+        if isinstance(before, PlanningContext):
+            place, decision = before.facts.start_place, "plan your day"
+        else:
+            place = before.place
+            decision = (
+                f"reconsider your trip to {before.destination} ({before.trigger})"
+            )
+        town = self.town
+        return TravelQueryContext(
+            persona=agent.persona,
+            now=t % MINUTES_PER_DAY,
+            place=place,
+            decision=decision,
+            facilities=self.facilities,
+            nodes=frozenset(town.nodes),
+            links=frozenset(self.engine.index.by_name),
+            stops={name: tuple(line.stops) for name, line in town.metro_lines.items()},
+        )
+
+    @staticmethod
+    def speaker_facts(agent: TravellerAgent) -> SpeakerFacts:
+        """What a conversation can change about ``agent``'s day."""
+        persona, today = agent.persona, agent.today
+        return SpeakerFacts(
+            name=agent.name,
+            household=persona.household or persona.name,
+            licensed=persona.licensed,
+            has_car=today.vehicle_available,
+            parent=bool(persona.children),
+            works=today.workday
+            and persona.work_facility is not None
+            and persona.work_facility != SCHOOL,
+            school_duty=today.school_duty,
+            plan=tuple(
+                f"{a.facility} {a.departure_time or 'on arrival'}"
+                for a in agent.activities
+            )
+            if agent.plan is not None and agent.today.mode is not None
+            else (),
         )
 
     @staticmethod
@@ -154,48 +297,70 @@ class WorldView:
             if target is None
             else int(target.planned_arrival) % MINUTES_PER_DAY,
             target_place=None if target is None else target.destination,
-            congestion=self.congestion_lines(t) if self.uses_llm else [],
-            events=self.events(t),
-            memories=self.recall_text(agent, t, f"{agent.place} plan change"),
+            congestion=self.congestion_lines(t),
+            events=self.events(t, agent.place),
+            memories=self.recall_place_time(
+                agent,
+                t,
+                [agent.place, *(r.destination for r in pending[:1])],
+                [(now - 30, now + 90)],
+            )
+            + self.recall_text(agent, t, f"{agent.place} plan change"),
         )
-        if self.uses_llm or situation == "end_of_activity":
-            self._next_trip_paths(context, pending[0], t)
+        self._next_trip_paths(context, pending[0], t)
         return context
 
     def node_revision_context(
         self, agent: TravellerAgent, t: int
     ) -> RevisionContext | None:
-        """What a driver knows approaching a node, if the waits ahead make it reconsider.
+        """What a traveller knows reaching a node, if something ahead makes it reconsider.
 
-        ``None`` unless ``agent`` drives on a road link it will leave next minute, with waits
-        ahead of at least :data:`NODE_REVISION_WAIT` minutes and a path from the node.
+        ``None`` unless ``agent`` is on a link it leaves next minute with links left and
+        :func:`~.perception.en_route_trigger` gives a reason: a driver with waits ahead of at
+        least :data:`~.perception.NODE_REVISION_WAIT` minutes (at every such node), a transit
+        rider about to queue at a stop with full trains, a walker or rider with an announced
+        event on the links ahead (once per trip and reason for these two).
         """
-        if agent.state != "driving":
-            return None
         record = agent.current_trip()
-        if (
-            record is None
-            or record.activity.mode != "drive"
-            or agent.pending_reroute is not None
-        ):
+        if record is None or agent.pending_reroute is not None:
             return None
-        engine = self.engine
-        approach = engine.approaching_node(record.trip_id, t)
+        engine, mode = self.engine, record.activity.mode
+        trip = engine.trip(record.trip_id)
+        if agent.state == "driving" and mode == "drive":
+            approach = engine.approaching_node(record.trip_id, t)
+        elif agent.state == "walking":
+            approach = walking_approach(trip, t)
+        elif (
+            agent.state == "waiting_at_node"
+            and mode == "transit"
+            and trip.link is not None
+            and trip.link.kind == "metro"
+        ):
+            approach = (trip.link.tail, (trip.link, *trip.remaining))
+        else:
+            approach = None
         if approach is None:
             return None
         node, ahead = approach
-        waits = sum(engine.link_wait(link) for link in ahead)
-        if waits < NODE_REVISION_WAIT:
+        trigger = en_route_trigger(engine, self.surroundings, mode, ahead, t)
+        if trigger is None or (
+            mode != "drive"
+            and reconsider_key(record.trip_id, trigger) in agent.today.reconsidered
+        ):
             return None
+        if agent.state == "waiting_at_node":  # queued for a train: the path stays
+            return self._en_route_context(
+                agent, record, "at_stop", node, ahead, mode, trigger, t
+            )
         destination = engine.trip(record.trip_id).destination_node
         try:
-            alternative = engine.router.path(node, destination, "drive")
+            alternative = engine.router.path(node, destination, mode)
         except PathError:
             return None
         remaining = [link.name for link in ahead]
-        fastest = sum(link.free_time + engine.link_wait(link) for link in alternative)
+        fastest = self.minutes_now(alternative, mode, t)
         other_paths = []
-        if self.uses_llm:  # a third path for the prompt, when not much slower
+        if mode == "drive":  # a third path, when not much slower
             other = alternative_path(
                 engine.index, node, destination, "drive",
                 list(ahead) + alternative, engine.router.extra_costs,
@@ -208,32 +373,60 @@ class WorldView:
                 minutes = self.minutes_now(other, "drive", t)
                 if minutes <= ALTERNATIVE_SLACK * fastest:
                     other_paths.append(RouteOption(tuple(names), minutes))
+        return self._en_route_context(
+            agent, record, "at_node", node, ahead, mode, trigger, t,
+            alternative_path=[link.name for link in alternative],
+            alternative_minutes=fastest, other_paths=other_paths,
+        )  # fmt: skip
+
+    def _en_route_context(
+        self,
+        agent: TravellerAgent,
+        record: TripRecord,
+        situation: Situation,
+        place: str,
+        ahead: Sequence[DirectedLink],
+        mode: str,
+        trigger: str,
+        t: int,
+        **paths: Any,
+    ) -> RevisionContext:
+        """What a traveller knows reconsidering en route at ``place`` (``at_node``, ``at_stop``).
+
+        ``paths``: the further paths offered (``alternative_path``, ``alternative_minutes``,
+        ``other_paths``); none at a stop, where the trip's path stays.
+        """
+        now = t % MINUTES_PER_DAY
         target = record if record.planned_arrival is not None else None
         target = target or next(
             (r for r in agent.pending_trips() if r.planned_arrival is not None), None
         )
+        remaining = [link.name for link in ahead]
+        recalled = self.recall_place_time(
+            agent, t, [place, *remaining], [(now - 30, now + 60)]
+        ) + self.recall_text(agent, t, f"congestion {place} route")
         return RevisionContext(
             persona=agent.persona,
-            situation="at_node",
+            situation=situation,
             day=t // MINUTES_PER_DAY + 1,
             social=self.social(agent),
-            place=node,
-            facts=self.plan_facts(agent, t % MINUTES_PER_DAY, record.destination),
+            place=place,
+            facts=self.plan_facts(agent, now, record.destination),
             future=[r.activity for r in agent.pending_trips()],
             destination=record.destination,
             remaining_path=remaining,
-            remaining_minutes=sum(link.free_time for link in ahead) + waits,
-            alternative_path=[link.name for link in alternative],
-            alternative_minutes=fastest,
-            other_paths=other_paths,
+            remaining_minutes=self.minutes_now(ahead, mode, t),
             current=record.activity,
             target_arrival=None
             if target is None
             else int(target.planned_arrival) % MINUTES_PER_DAY,
             target_place=None if target is None else target.destination,
-            congestion=self.congestion_lines(t) if self.uses_llm else [],
-            events=self.events(t),
-            memories=self.recall_text(agent, t, f"congestion {node} route"),
+            congestion=self.congestion_lines(t),
+            events=self.events(t, place),
+            memories=list(dict.fromkeys(recalled)),
+            trigger=trigger,
+            trip_id=record.trip_id,
+            **paths,
         )
 
     # ------------------------------------------------------------------ pieces of contexts
@@ -261,6 +454,63 @@ class WorldView:
         return sorted(
             (f for f in found if f is not None), key=lambda e: (e.day, e.departure)
         )
+
+    def recall_place_time(
+        self,
+        agent: TravellerAgent,
+        t: int,
+        places: Sequence[str],
+        windows: Sequence[tuple[int, int]],
+    ) -> list[str]:
+        """Memories about ``places`` at these times of day (LLM travellers): the spatiotemporal mode.
+
+        Memories' temporal scopes are absolute minutes, so each window (minutes of the day) is
+        asked for today and each of the :data:`RECALL_DAYS` days before; the best
+        :data:`RECALL_K` per query that match in place and time are merged, best first.
+        """
+        if not self.uses_llm or not places or not windows:
+            return []
+        day = t // MINUTES_PER_DAY
+        found: dict[str, tuple[float, str]] = {}
+        for past in range(max(0, day - RECALL_DAYS), day + 1):
+            for start, end in windows:
+                interval = (
+                    past * MINUTES_PER_DAY + start,
+                    past * MINUTES_PER_DAY + end,
+                )
+                for hit in agent.memory.retrieve(
+                    t, spatial_scope=places, temporal_scope=interval, k=RECALL_K,
+                    node_types=["event", "chat", "reflection"],
+                ):  # fmt: skip
+                    best = found.get(hit.node.id, (-1.0, ""))[0]
+                    if hit.matches.get("spatiotemporal", 0.0) > 0 and hit.score > best:
+                        found[hit.node.id] = (hit.score, hit.node.content)
+        ranked = sorted(found.values(), key=lambda pair: -pair[0])
+        return [content for _, content in ranked][: 2 * RECALL_K]
+
+    def plan_recall(self, agent: TravellerAgent, t: int) -> list[str]:
+        """What ``agent`` recalls when planning: by place and time of its day, then by text."""
+        persona, today = agent.persona, agent.today
+        places = [persona.home]
+        windows: list[tuple[int, int]] = []
+        if today.workday and persona.work_facility and persona.work_start is not None:
+            places.append(persona.work_facility)
+            windows.append((persona.work_start - 90, persona.work_start + 30))
+            if persona.work_end is not None:
+                windows.append((persona.work_end - 30, persona.work_end + 90))
+        else:
+            windows.append((8 * 60, 20 * 60))
+        if today.school_duty:
+            places.append(SCHOOL)
+        for appointment in today.appointments:
+            places.append(appointment.facility)
+            windows.append((appointment.minute - 60, appointment.minute + 60))
+        recalled = self.recall_place_time(agent, t, places, windows)
+        return recalled + [
+            m
+            for m in self.recall_text(agent, t, "plan today travel lessons")
+            if m not in recalled
+        ]
 
     def recall_text(self, agent: TravellerAgent, t: int, text: str) -> list[str]:
         """Reflections, chats and plans ``agent`` recalls about ``text``.
@@ -301,15 +551,21 @@ class WorldView:
             index=self.engine.index,
             duties=school_runs(persona, today.school_duty, SCHOOL, self.facilities),
             visited=visited,
+            appointments=tuple(today.appointments),
         )
 
-    def events(self, t: int) -> list[str]:
-        """The broadcast announcements of events known at ``t``."""
-        return [
-            e.content
-            for e in self.engine.announced_events(t, broadcast_only=True)
-            if e.content
+    def perceived_events(self, t: int, place: str | None = None) -> list[Event]:
+        """The broadcast announcements known at ``t``, and the events near ``place`` (if given)."""
+        broadcast = [
+            e for e in self.engine.announced_events(t, broadcast_only=True) if e.content
         ]
+        if place is None:
+            return broadcast
+        return broadcast + self.surroundings.events_near(self.engine, place, t)
+
+    def events(self, t: int, place: str | None = None) -> list[str]:
+        """The texts of :meth:`perceived_events`."""
+        return [e.content for e in self.perceived_events(t, place)]
 
     def congestion_lines(self, t: int) -> list[str]:
         """One line per congested place at ``t`` (computed once a minute)."""
@@ -324,9 +580,7 @@ class WorldView:
         return self._congestion[1]
 
     def social(self, agent: TravellerAgent) -> list[str]:
-        """Family members' and friends' states (perceived by LLM travellers only)."""
-        if not self.uses_llm:
-            return []
+        """Family members' and friends' states."""
         return [
             f"{name} ({relation}): {self.travellers[name].state} at {self.travellers[name].place}"
             for name, relation in self.contacts(agent).items()

@@ -396,7 +396,7 @@ class Itinerary:
             if record.planned_arrival is None
             else int(record.planned_arrival) % MINUTES_PER_DAY
         )
-        agent.memory.remember(
+        record.memory_id = agent.memory.remember(
             trip_memory_text(experience, target),
             node_type="event",
             importance=importance,
@@ -405,7 +405,7 @@ class Itinerary:
                       "late" if late else "on time"],
             spatial_scope=[record.origin, record.destination, *trip.path],
             temporal_scope=(trip.departure, trip.arrival),
-        )  # fmt: skip
+        ).id  # fmt: skip
 
     def _on_node_arrival(
         self, engine: TrafficEngine, trip: Trip, node: str, when: float

@@ -52,13 +52,13 @@ from mesa_llm_mobility.urban.agents import (
 )
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
 from mesa_llm_mobility.urban.contexts import FacilityPair, WorldView
+from mesa_llm_mobility.urban.conversations import Conversation, apply_agreement
 from mesa_llm_mobility.urban.decision_schedule import (
     STALE_ACTION,
     ReactionSchedule,
     revision_still_applies,
 )
 from mesa_llm_mobility.urban.decisions import (
-    CHAT,
     DAILY_PLAN,
     DAILY_REFLECTION,
     PLAN_REVISION,
@@ -70,6 +70,7 @@ from mesa_llm_mobility.urban.decisions import (
     ReflectionContext,
     ReflectionOutput,
     RevisionContext,
+    Situation,
 )
 from mesa_llm_mobility.urban.itinerary import (
     CHAT_MINUTE,
@@ -88,6 +89,7 @@ from mesa_llm_mobility.urban.routing import (
     Router,
 )
 from mesa_llm_mobility.urban.scenario import Event, Scenario, load_scenario
+from mesa_llm_mobility.urban.tools import ToolCallRecord, ToolError, TravelTools
 from mesa_llm_mobility.urban.traffic import TrafficEngine
 
 if TYPE_CHECKING:
@@ -215,6 +217,12 @@ class UrbanMobilityModel(MobilityModel):
         run_dir: Directory for a persistent memory store (``None``: in memory).
         n_agents: Subsample or replicate households to this many travellers.
         chat_probability: Chance that a traveller with contacts opens a chat in the morning.
+        daytime_chat_probability: Chance that a traveller reconsidering during an activity
+            calls (or talks to, when together) a contact staying at an activity; at most one
+            daytime chat a day each.
+        tools: LLM travellers may call tools (travel times, metro timetable, congestion,
+            occupancy) before planning and before reconsidering en route: one ``TravelQuery``
+            decision each, at most :data:`~.tools.MAX_TOOL_CALLS` calls.
         collect_every: Minutes between data collections.
         brain_options: Further :func:`make_brain` arguments (``api_base``, ...).
         reaction_minutes: ``d``: a revision asked at minute ``t`` is applied at ``t + d``
@@ -224,6 +232,9 @@ class UrbanMobilityModel(MobilityModel):
 
     Attributes:
         travellers: Every traveller by name.
+        conversations: Every conversation of the run, in order (its turns, proposals and
+            agreement).
+        tool_calls: Every tool call of the run with its answer (:class:`~.tools.ToolCallRecord`).
         engine: The traffic engine.
         itinerary: Plans as engine trips, the wake-up schedule and the records of the tables.
         view: What travellers see when they decide.
@@ -246,6 +257,8 @@ class UrbanMobilityModel(MobilityModel):
         run_dir: str | Path | None = None,
         n_agents: int | None = None,
         chat_probability: float = 0.15,
+        daytime_chat_probability: float = 0.05,
+        tools: bool = False,
         collect_every: int = 15,
         brain_options: BrainOptions | None = None,
         reaction_minutes: int = 0,
@@ -262,6 +275,10 @@ class UrbanMobilityModel(MobilityModel):
         self.days = int(days)
         self.start_date = dt.date.fromisoformat(start_date)
         self.chat_probability = float(chat_probability)
+        self.daytime_chat_probability = float(daytime_chat_probability)
+        self.conversations: list[Conversation] = []
+        self.tools = bool(tools)
+        self.tool_calls: list[ToolCallRecord] = []
         self.collect_every = int(collect_every)
         self.reactions = ReactionSchedule(reaction_minutes)
         self.minute = 0
@@ -421,10 +438,18 @@ class UrbanMobilityModel(MobilityModel):
         time = {"day": t // MINUTES_PER_DAY + 1, "minute": t % MINUTES_PER_DAY}
         if time["minute"] == 0:
             self._start_day(time["day"])
-        if self.reactions.reaction_minutes == 0:
-            self._apply(self.decide(self._requests(t), **time), time)
+        asynchronous = self.reactions.reaction_minutes > 0
+        if asynchronous:
+            self._apply_due(t, time)
+        staying, others = self.itinerary.revision_opportunities(t)
+        talked = self._talk(self._chat_openings(t, staying), t, time)
+        requests = self._requests(t, staying, others, talked)
+        if self.tools and self.uses_llm:
+            self._look_up(requests, t, time)
+        if asynchronous:
+            self._submit_with_reaction_time(requests, t, time)
         else:
-            self._decide_with_reaction_time(t, time)
+            self._apply(self.decide(requests, **time), time)
         self.itinerary.advance(t)
         if (
             time["minute"] % self.collect_every == 0
@@ -488,9 +513,18 @@ class UrbanMobilityModel(MobilityModel):
                 parents[0].today.school_duty = "drop_off"
                 parents[1].today.school_duty = "pick_up"
 
-    # ------------------------------------------------------------------ gathering requests
-    def _requests(self, t: int) -> list[DecisionRequest[Any, Any]]:
-        """Every request of minute ``t``, as the travellers state them."""
+    # ------------------------------------------------------------------ conversations
+    def _chat_openings(
+        self, t: int, staying: Sequence[tuple[TravellerAgent, str]]
+    ) -> list[DecisionRequest[Any, Any]]:
+        """The chats opened at minute ``t``: in the morning, and during activities.
+
+        At :data:`~.itinerary.CHAT_MINUTE` a traveller with contacts opens one with
+        probability ``chat_probability`` (family at home in person, friends by phone). During
+        an activity (a ``"during_activity"`` revision opportunity) it calls, with probability
+        ``daytime_chat_probability``, one of its contacts who is staying at an activity with
+        trips ahead (in person when at the same place), at most one daytime chat a day.
+        """
         view, now = self.view, t % MINUTES_PER_DAY
         requests: list[DecisionRequest[Any, Any]] = []
         if now == CHAT_MINUTE and self.chat_probability > 0:
@@ -498,20 +532,190 @@ class UrbanMobilityModel(MobilityModel):
                 contacts = view.contacts(agent)
                 if contacts and self.rng.random() < self.chat_probability:
                     requests.append(agent.chat_request(view, t, contacts))
+        if self.daytime_chat_probability <= 0:
+            return requests
+        for agent, situation in staying:
+            if situation != "during_activity" or agent.today.daytime_chats:
+                continue
+            contacts = {
+                name: relation
+                for name, relation in view.contacts(agent).items()
+                if self.travellers[name].state == "staying"
+                and self.travellers[name].pending_trips()
+            }
+            if contacts and self.rng.random() < self.daytime_chat_probability:
+                agent.today.daytime_chats += 1
+                together = {
+                    n for n in contacts if self.travellers[n].place == agent.place
+                }
+                medium = "in person" if together else "by phone"
+                if together:
+                    contacts = {n: contacts[n] for n in sorted(together)}
+                requests.append(
+                    agent.chat_request(view, t, contacts, medium=medium, morning=False)
+                )
+        return requests
+
+    def _talk(
+        self,
+        openings: list[DecisionRequest[ChatContext, ChatOutput]],
+        t: int,
+        time: dict[str, int],
+    ) -> set[str]:
+        """Run the conversations ``openings`` start, turn by turn in batches, and apply agreements.
+
+        Returns:
+            The travellers whose plans a daytime agreement changed (they reconsider now).
+        """
+        if not openings:
+            return set()
+        conversations: list[Conversation] = []
+        for result in self.decide(openings, **time):
+            chat = result.output
+            context = result.request.context
+            together = (
+                self.travellers[chat.partner].place
+                == self.travellers[str(result.agent_id)].place
+            )
+            conversation = Conversation.opened(
+                str(result.agent_id), chat, context.contacts[chat.partner],
+                medium="in person" if together else "by phone",
+                morning=context.morning, minute=t, outcome=str(result.outcome),
+            )  # fmt: skip
+            conversations.append(conversation)
+            self.record_decision(result, time, action=f"{chat.partner}: {chat.topic}")
+        talking = list(conversations)
+        while talking:
+            requests = [
+                self.travellers[c.speaker].chat_turn_request(self.view, t, c)
+                for c in talking
+            ]
+            for conversation, result in zip(
+                talking, self.decide(requests, **time), strict=True
+            ):
+                conversation.answer(result.output, str(result.outcome))
+                action = (
+                    "accept"
+                    if conversation.lines[-1].accept
+                    else "propose"
+                    if conversation.lines[-1].proposal is not None
+                    else "end"
+                    if conversation.over
+                    else "reply"
+                )
+                self.record_decision(result, time, action=action)
+            talking = [c for c in talking if not c.over]
+        changed: set[str] = set()
+        for conversation in conversations:
+            first = self.travellers[conversation.initiator]
+            second = self.travellers[conversation.partner]
+            if conversation.agreed is not None:
+                household = [
+                    a
+                    for a in self.travellers.values()
+                    if (a.persona.household or a.name)
+                    == (first.persona.household or first.name)
+                ]
+                apply_agreement(conversation.agreed, (first, second), household)
+                if not conversation.morning:
+                    changed |= {first.name, second.name}
+            first.remember_conversation(second, conversation, t)
+            self.conversations.append(conversation)
+        return changed
+
+    # ------------------------------------------------------------------ tools
+    def _look_up(
+        self,
+        requests: Sequence[DecisionRequest[Any, Any]],
+        t: int,
+        time: dict[str, int],
+    ) -> None:
+        """Let travellers about to plan or to reconsider en route call tools first.
+
+        One ``TravelQuery`` decision each (a batch); its calls are answered by
+        :class:`~.tools.TravelTools` and the answers put into the decision's context
+        (``lookups``), so the decision's prompt (and its ledger record) carries them.
+        """
+        asking = [
+            r
+            for r in requests
+            if r.kind is DAILY_PLAN
+            or (
+                r.kind is PLAN_REVISION
+                and r.context.situation in ("at_node", "at_stop")
+            )
+        ]
+        if not asking:
+            return
+        queries = [
+            self.travellers[str(r.agent_id)].travel_query_request(self.view, t, r)
+            for r in asking
+        ]
+        tools = TravelTools(self.view, t)
+        for request, result in zip(asking, self.decide(queries, **time), strict=True):
+            lines = []
+            for call in result.output.queries:
+                arguments = call.arguments()
+                try:
+                    answer, ok = tools.call(call.tool, arguments), True
+                except ToolError as error:
+                    answer, ok = f"{call.tool} failed: {error}", False
+                lines.append(answer)
+                self.tool_calls.append(
+                    ToolCallRecord(
+                        str(result.agent_id), t, call.tool, arguments, answer, ok
+                    )
+                )
+            request.context.lookups = lines
+            self.record_decision(result, time, action=f"{len(lines)} tool calls")
+
+    def conversations_frame(self) -> pd.DataFrame:
+        """One row per turn of every conversation (:func:`~.outputs.conversations_frame`)."""
+        return outputs.conversations_frame(self.conversations)
+
+    def tool_calls_frame(self) -> pd.DataFrame:
+        """One row per tool call: day, minute, agent, tool, arguments (JSON), answer, ok."""
+        return outputs.tool_calls_frame(self.tool_calls)
+
+    # ------------------------------------------------------------------ gathering requests
+    def _requests(
+        self,
+        t: int,
+        staying: Sequence[tuple[TravellerAgent, Situation]],
+        others: Sequence[TravellerAgent],
+        talked: set[str] = frozenset(),  # type: ignore[assignment]
+    ) -> list[DecisionRequest[Any, Any]]:
+        """Every decision request of minute ``t`` after its conversations, as the travellers state them.
+
+        ``talked``: travellers whose plans a daytime agreement changed; those not already
+        reconsidering now get a ``"during_activity"`` revision.
+        """
+        view, now = self.view, t % MINUTES_PER_DAY
+        requests: list[DecisionRequest[Any, Any]] = []
         if now == PLAN_MINUTE:
             requests.extend(a.plan_request(view, t) for a in self.travellers.values())
         if now == REFLECTION_MINUTE:
             requests.extend(
                 a.reflection_request(view, t) for a in self.travellers.values()
             )
-        staying, others = self.itinerary.revision_opportunities(t)
         requests.extend(
             agent.revision_request(view, t, situation) for agent, situation in staying
         )
+        reconsidering = {agent.name for agent, _ in staying}
+        for name in sorted(talked - reconsidering):
+            agent = self.travellers[name]
+            if agent.state == "staying" and agent.pending_trips():
+                requests.append(agent.revision_request(view, t, "during_activity"))
         for agent in others:
+            if agent.name in talked:
+                continue
             request = agent.node_revision_request(view, t)
             if request is not None:
                 requests.append(request)
+        for request in requests:  # who looks around now remembers what it perceives
+            if request.kind is PLAN_REVISION:
+                agent = self.travellers[str(request.agent_id)]
+                agent.perceive(view.perceived_events(t, request.context.place), t)
         return requests
 
     # ------------------------------------------------------------------ commits
@@ -523,13 +727,25 @@ class UrbanMobilityModel(MobilityModel):
         for result, action in zip(results, actions, strict=True):
             self.record_decision(result, time, action=action)
 
-    def _decide_with_reaction_time(self, t: int, time: dict[str, int]) -> None:
-        """Minute ``t`` with a reaction time: apply what is due, send this minute's requests."""
-        phase = time["minute"] in (CHAT_MINUTE, PLAN_MINUTE, REFLECTION_MINUTE)
-        for asked, pending in self.reactions.take_due(None if phase else t):
+    def _is_phase(self, time: dict[str, int]) -> bool:
+        return time["minute"] in (CHAT_MINUTE, PLAN_MINUTE, REFLECTION_MINUTE)
+
+    def _apply_due(self, t: int, time: dict[str, int]) -> None:
+        """With a reaction time: apply the answers due by minute ``t`` (all, at a day phase)."""
+        for asked, pending in self.reactions.take_due(
+            None if self._is_phase(time) else t
+        ):
             self._apply(pending.result(), dict(asked))
-        requests = self._requests(t)
-        if phase:  # the day's phases stay synchronous, after every pending revision
+
+    def _submit_with_reaction_time(
+        self, requests: list[DecisionRequest[Any, Any]], t: int, time: dict[str, int]
+    ) -> None:
+        """With a reaction time: send minute ``t``'s requests, due ``d`` minutes later.
+
+        The day's phases (chats, plans, reflections) stay synchronous, after every pending
+        revision; a traveller with a revision under way asks nothing more until it is applied.
+        """
+        if self._is_phase(time):
             self._apply(self.decide(requests, **time), time)
             return
         requests = [r for r in requests if not self.reactions.is_busy(str(r.agent_id))]
@@ -550,7 +766,6 @@ class UrbanMobilityModel(MobilityModel):
         return {
             DAILY_PLAN: self._commit_plan,
             PLAN_REVISION: self._commit_revision,
-            CHAT: self._commit_chat,
             DAILY_REFLECTION: self._commit_reflection,
         }
 
@@ -580,13 +795,6 @@ class UrbanMobilityModel(MobilityModel):
             return STALE_ACTION
         self.itinerary.revise(agent, result.request.context, result.output, self.minute)
         return result.output.action
-
-    def _commit_chat(self, result: DecisionResult[ChatContext, ChatOutput]) -> str:
-        """Both speakers remember the chat; the action column reads ``"<partner>: <topic>"``."""
-        chat = result.output
-        agent = self.travellers[str(result.agent_id)]
-        agent.chat_with(self.travellers[chat.partner], chat, self.minute)
-        return f"{chat.partner}: {chat.topic}"
 
     def _commit_reflection(
         self, result: DecisionResult[ReflectionContext, ReflectionOutput]

@@ -7,6 +7,7 @@ revisions and moves, the travellers' memories); :class:`~.model.UrbanMobilityMod
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict
@@ -17,7 +18,9 @@ from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.agents import PlanRevisionRecord, TravellerAgent
+    from mesa_llm_mobility.urban.conversations import Conversation
     from mesa_llm_mobility.urban.itinerary import MoveRow, PlanRow
+    from mesa_llm_mobility.urban.tools import ToolCallRecord
     from mesa_llm_mobility.urban.traffic import TrafficEngine
 
 PLAN_COLUMNS = ("day", "minute", "agent", "source", "position", "facility", "departure_time",
@@ -32,6 +35,10 @@ MEMORY_COLUMNS = (
     "created",
     "expiration",
 )
+CHAT_COLUMNS = ("day", "minute", "conversation", "turn", "speaker", "listener", "relation",
+                "medium", "topic", "message", "proposal", "accept", "outcome", "agreed",
+                "summary")  # fmt: skip
+TOOL_CALL_COLUMNS = ("day", "minute", "agent", "tool", "arguments", "answer", "ok")
 COMMUTE_COLUMNS = ("day", "commuters", "mean_departure", "mean_lead", "late_share",
                    "mean_late", "mean_delay")  # fmt: skip
 
@@ -96,6 +103,40 @@ def memories_frame(travellers: Mapping[str, TravellerAgent]) -> pd.DataFrame:
         for node in agent.memory.nodes()
     ]  # fmt: skip
     return pd.DataFrame(rows, columns=list(MEMORY_COLUMNS))
+
+
+def conversations_frame(conversations: Iterable[Conversation]) -> pd.DataFrame:
+    """One row per turn of every conversation (see :data:`CHAT_COLUMNS`).
+
+    ``conversation`` numbers the conversations of the run; ``proposal`` is the turn's proposal
+    in words (empty without one), ``outcome`` the brain's (``ok``, ``repaired``, ``fallback``),
+    ``agreed`` and ``summary`` the conversation's, on each of its rows.
+    """
+    rows = []
+    for number, talk in enumerate(conversations):
+        day, minute = talk.minute // MINUTES_PER_DAY + 1, talk.minute % MINUTES_PER_DAY
+        agreed = "" if talk.agreed is None else talk.agreed.describe()
+        for turn, line in enumerate(talk.lines):
+            listener = (
+                talk.partner if line.speaker == talk.initiator else talk.initiator
+            )
+            rows.append(
+                (day, minute, number, turn, line.speaker, listener, talk.relation,
+                 talk.medium, talk.topic, line.message,
+                 "" if line.proposal is None else line.proposal.describe(), line.accept,
+                 line.outcome, agreed, talk.summary)
+            )  # fmt: skip
+    return pd.DataFrame(rows, columns=list(CHAT_COLUMNS))
+
+
+def tool_calls_frame(calls: Iterable[ToolCallRecord]) -> pd.DataFrame:
+    """One row per tool call (see :data:`TOOL_CALL_COLUMNS`); arguments as JSON text."""
+    rows = [
+        (c.minute // MINUTES_PER_DAY + 1, c.minute % MINUTES_PER_DAY, c.agent, c.tool,
+         json.dumps(c.arguments, sort_keys=True), c.answer, c.ok)
+        for c in calls
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=list(TOOL_CALL_COLUMNS))
 
 
 def commute_frame(trips: pd.DataFrame) -> pd.DataFrame:

@@ -125,6 +125,22 @@ class PlanRule(StrEnum):
     PATH = "path"
     HOME = "home"
     DUTY = "duty"
+    JOINT = "joint"
+
+
+@dataclass(frozen=True)
+class Appointment:
+    """A joint activity agreed in a chat: where, when (minute of the day) and with whom."""
+
+    facility: str
+    minute: int
+    partner: str
+
+    def describe(self) -> str:
+        """The appointment in a sentence, e.g. ``"meet Bob Wu at the Gym at 18:00"``."""
+        return (
+            f"meet {self.partner} at the {self.facility} at {format_hhmm(self.minute)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -184,6 +200,8 @@ class PlanFacts:
         duties: Today's school runs (:class:`FamilyDuty`) the plan must keep.
         visited: Facilities already headed for today, in order (trips departed); duties
             count them with the plan's activities, so a revision need not repeat a done run.
+        appointments: Joint activities agreed in chats (:class:`Appointment`) the plan must
+            keep while they are ahead.
     """
 
     home: str
@@ -198,6 +216,7 @@ class PlanFacts:
     index: NetworkIndex | None = None
     duties: tuple[FamilyDuty, ...] = ()
     visited: tuple[str, ...] = ()
+    appointments: tuple[Appointment, ...] = ()
 
 
 def _meal_of(activity: Activity) -> str | None:
@@ -334,7 +353,114 @@ def check_plan(
             )
         )
     issues.extend(check_duties(activities, facts))
+    issues.extend(check_appointments(activities, facts))
     return issues
+
+
+def missing_appointments(
+    activities: Sequence[Activity], facts: PlanFacts
+) -> list[Appointment]:
+    """The appointments still ahead that neither the activities nor the trip under way reach."""
+    heading = facts.visited[-1:] if facts.visited else ()
+    places = {*heading, *(a.facility for a in activities)}
+    return [
+        a
+        for a in facts.appointments
+        if a.minute >= facts.now and a.facility not in places
+    ]
+
+
+def check_appointments(
+    activities: Sequence[Activity], facts: PlanFacts
+) -> list[PlanIssue]:
+    """Check that the day keeps the joint activities agreed in chats (:attr:`PlanFacts.appointments`).
+
+    Returns:
+        One ``joint`` issue per appointment ahead that no activity goes to.
+    """
+    return [
+        PlanIssue(
+            PlanRule.JOINT,
+            f"you agreed to {a.describe()}, and the plan drops it: add a {a.facility} "
+            f"activity leaving in time for {format_hhmm(a.minute)}",
+        )
+        for a in missing_appointments(activities, facts)
+    ]
+
+
+APPOINTMENT_LEAD_MINUTES = 30
+"""The rule fallback leaves this long before an appointment."""
+APPOINTMENT_STAY_MINUTES = 60
+"""The rule fallback stays this long at an appointment."""
+
+
+def with_appointments(
+    activities: Sequence[Activity], facts: PlanFacts
+) -> list[Activity]:
+    """The activities with every missing appointment inserted (the rule fallback's way to keep them).
+
+    Each appointment goes before the first activity leaving after it (never after the return
+    home), leaving :data:`APPOINTMENT_LEAD_MINUTES` before it; later departures move after an
+    :data:`APPOINTMENT_STAY_MINUTES` stay, and departure times stay increasing.
+    """
+    result = list(activities)
+    for appointment in sorted(
+        missing_appointments(result, facts), key=lambda a: a.minute
+    ):
+        mode = facts.day_mode or (result[0].mode if result else "walk")
+        last = (
+            len(result) - 1
+            if result and result[-1].facility == facts.home
+            else len(result)
+        )
+        position = next(
+            (
+                k
+                for k, a in enumerate(result[:last])
+                if a.departure_minute is not None
+                and a.departure_minute > appointment.minute
+            ),
+            max(last, 0),
+        )
+        before = [
+            a.departure_minute
+            for a in result[:position]
+            if a.departure_minute is not None
+        ]
+        leave = max(appointment.minute - APPOINTMENT_LEAD_MINUTES, facts.now, *before)
+        result.insert(
+            position,
+            Activity(
+                facility=appointment.facility, departure_time=format_hhmm(leave),
+                reflect_every=MIN_REFLECT_MINUTES, mode=mode,
+                description=f"Meet {appointment.partner} at the {appointment.facility}",
+            ),
+        )  # fmt: skip
+        after = appointment.minute + APPOINTMENT_STAY_MINUTES
+        if position + 1 < len(result):
+            following = result[position + 1]
+            if following.departure_minute is None or following.departure_minute < after:
+                result[position + 1] = following.model_copy(
+                    update={
+                        "departure_time": format_hhmm(min(after, MINUTES_PER_DAY - 1))
+                    }
+                )
+    if not result or result[-1].facility != facts.home:
+        mode = facts.day_mode or (result[0].mode if result else "walk")
+        result.append(
+            Activity(facility=facts.home, mode=mode, description="Return home")
+        )
+    previous = facts.now
+    for k, activity in enumerate(result):  # keep departures increasing
+        minute = activity.departure_minute
+        if minute is None:
+            continue
+        if minute < previous:
+            result[k] = activity.model_copy(
+                update={"departure_time": format_hhmm(previous)}
+            )
+        previous = max(previous, minute)
+    return result
 
 
 def check_duties(activities: Sequence[Activity], facts: PlanFacts) -> list[PlanIssue]:

@@ -63,6 +63,7 @@ class UrbanConfig(TypedDict):
     embedding: str
     start_date: str
     reaction_minutes: NotRequired[int]
+    tools: NotRequired[bool]
 
 
 class ForkChanges(TypedDict, total=False):
@@ -102,11 +103,13 @@ def urban_config(
     embedding: str = "hash",
     start_date: str = "2025-03-10",
     reaction_minutes: int = 0,
+    tools: bool = False,
 ) -> UrbanConfig:
     """The resolved configuration of an urban run, as written to ``config.json``.
 
-    ``reaction_minutes`` (asynchronous decisions) is written only when not 0, so synchronous
-    runs keep the configuration they always had.
+    ``reaction_minutes`` (asynchronous decisions) is written only when not 0 and ``tools``
+    (LLM travellers may call tools) only when on, so earlier runs keep the configuration they
+    always had.
 
     Raises:
         ValueError: when ``reaction_minutes`` is negative.
@@ -127,6 +130,8 @@ def urban_config(
     }
     if reaction_minutes:
         config["reaction_minutes"] = int(reaction_minutes)
+    if tools:
+        config["tools"] = True
     return config
 
 
@@ -173,6 +178,7 @@ def run_urban(
         events=bool(config["events"]),
         run_dir=run.path,
         n_agents=config["n_agents"],
+        tools=bool(config.get("tools", False)),
         brain_options=options,
         reaction_minutes=int(config.get("reaction_minutes", 0)),
     )
@@ -490,6 +496,8 @@ def _write_day(run: RunDirectory, model: UrbanMobilityModel, day: int) -> None:
         ("plans", model.plans_frame()),
         ("revisions", model.revisions_frame()),
         ("positions", model.positions_frame()),
+        ("chats", model.conversations_frame()),
+        ("tool_calls", model.tool_calls_frame()),
     ):
         run.write_table(
             name, frame[frame["day"] == day].reset_index(drop=True), day=day

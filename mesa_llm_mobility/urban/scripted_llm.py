@@ -5,7 +5,10 @@ takes :func:`respond` as its responder, so the urban model can be driven through
 brain (litellm, HTTP, parsing, validation, repair and fallback) without any model: the soak and
 fault tests, the LLM benchmarks and demos use it. A day plan is a commute planned from the profile
 (home, work facility, work hours, whether the car is free), the stated travel time and the
-required school runs, or a shopping trip; every revision is "keep"; a reflection is short; a chat picks a new topic. A prompt
+required school runs and the joint activities agreed in chats, or a shopping trip; every revision
+is "keep", except that one adds a joint activity agreed in a chat and missing from the plan; before planning it looks up the drive to the Office and the trains from home; a
+reflection is short; a chat picks a new topic, asks a family member for the car
+they have or a friend for a coffee, and the partner accepts. A prompt
 it does not recognise gets a schema violation, which the brain repairs or replaces.
 """
 
@@ -31,10 +34,17 @@ _TO_WORK = re.compile(
 _RUNS = re.compile(r"Required school runs: (?P<runs>[^\n]+)\.$", re.MULTILINE)
 _SCHOOL = re.compile(r"(?:off at|up from) (?P<school>.+?) (?:before|after) work")
 _PERSON = re.compile(
-    r"^- (?P<name>.+?) \((?:family|friend); topics already discussed: (?P<used>.*)\)$",
+    r"^- (?P<name>.+?) \((?P<relation>family|friend); topics already discussed: (?P<used>.*)\)$",
     re.MULTILINE,
 )
+_TALKING = re.compile(
+    r"You are talking (?:in person|by phone) with (?P<partner>.+?) \("
+)
 _DAY = re.compile(r"Day (?P<day>\d+)")
+_AGREED = re.compile(
+    r"meet (?P<partner>.+?) at the (?P<facility>.+?) at (?P<time>\d\d:\d\d)"
+)
+_SPEAKER = re.compile(r"^- (?P<name>[^:(\n]+): (?P<day>.*)$", re.MULTILINE)
 
 
 def _plan(prompt: str) -> dict[str, Any]:
@@ -75,6 +85,14 @@ def _plan(prompt: str) -> dict[str, Any]:
             activities.insert(-1, {"facility": school["school"], "mode": mode,
                                    "departure_time": format_hhmm(back),
                                    "description": "Pick the children up"})  # fmt: skip
+    agreed = re.search(r"Agreed in chats: (?P<meetings>[^\n]+)\.", prompt)
+    for meeting in _AGREED.finditer(agreed["meetings"] if agreed else ""):
+        # the joint activity before the return home, which then leaves an hour after it
+        at = parse_hhmm(meeting["time"])
+        activities.insert(-1, {"facility": meeting["facility"], "mode": mode,
+                               "departure_time": format_hhmm(at - 30),
+                               "description": f"Meet {meeting['partner']}"})  # fmt: skip
+        activities[-1]["departure_time"] = format_hhmm(at + 60)
     return {
         "activities": activities,
         "long_term_reflection": "Leave with a margin for traffic.",
@@ -82,17 +100,94 @@ def _plan(prompt: str) -> dict[str, Any]:
     }
 
 
+def _proposal(prompt: str, name: str, relation: str) -> dict[str, Any] | None:
+    """Ask for the car when the partner has it and I do not; else, friends meet for coffee."""
+    days = {m["name"]: m["day"] for m in _SPEAKER.finditer(prompt)}
+    me = next((n for n in days if n != name), None)
+    morning = "Before planning today" in prompt
+    if (
+        morning and relation == "family" and me is not None
+        and "no car today" in days[me] and "licensed" in days[me].split(";")[0]
+        and "has the car today" in days.get(name, "")
+    ):  # fmt: skip
+        return {"car": me}
+    if relation == "friend":
+        return {"meet_at": "Coffee shop", "meet_time": "19:30" if morning else "21:00"}
+    return None
+
+
 def _chat(prompt: str) -> dict[str, Any]:
-    """A chat with the first contact on a topic not yet discussed with them."""
+    """Open a chat with the first contact on a topic not yet discussed with them."""
     person = _PERSON.search(prompt)
     used = set(person["used"].split(", "))
     topic = next(f"news {n}" for n in range(1, 1000) if f"news {n}" not in used)
-    name = person["name"]
+    name, relation = person["name"], person["relation"]
     return {
-        "partner": name, "topic": topic, "request": f"Hi {name}, any news?",
-        "reply": "All fine, traffic was heavy this morning.",
-        "summary": f"Talked with {name} about the morning traffic.", "importance": 0.3,
+        "partner": name, "topic": topic, "message": f"Hi {name}, any news?",
+        "proposal": _proposal(prompt, name, relation), "importance": 0.3,
     }  # fmt: skip
+
+
+def _chat_turn(prompt: str) -> dict[str, Any]:
+    """Accept what is proposed, else say the news and end."""
+    partner = _TALKING.search(prompt)["partner"]
+    accept = " proposes: " in prompt
+    return {
+        "message": "Yes, let's do that." if accept else "All fine, traffic was heavy this morning.",
+        "accept": accept, "end": True, "importance": 0.3,
+        "summary": f"Talked with {partner}" + (", and agreed." if accept else "."),
+    }  # fmt: skip
+
+
+_FUTURE = re.compile(
+    r"^- (?P<facility>.+?) leave (?P<leave>\d\d:\d\d|on arrival) by (?P<mode>\w+) \(",
+    re.MULTILINE,
+)
+_STILL = re.compile(r"^Still to do: (?P<runs>.+)\.$", re.MULTILINE)
+
+
+def _revision(prompt: str) -> dict[str, Any]:
+    """Keep the plan, unless a joint activity agreed in a chat is missing: then add it."""
+    still = _STILL.search(prompt)
+    rest = prompt.split("Rest of today's plan:", 1)[-1].split("\n\n", 1)[0]
+    future = list(_FUTURE.finditer(rest))
+    missing = [
+        m for m in _AGREED.finditer(still["runs"] if still else "")
+        if not any(f["facility"] == m["facility"] for f in future)
+    ]  # fmt: skip
+    if not missing or not future:
+        return {"action": "keep", "reason": "plan still fine"}
+    activities = [
+        {"facility": f["facility"], "mode": f["mode"],
+         "departure_time": None if f["leave"] == "on arrival" else f["leave"]}
+        for f in future
+    ]  # fmt: skip
+    for meeting in missing:
+        at = parse_hhmm(meeting["time"])
+        activities.insert(-1, {"facility": meeting["facility"], "mode": future[0]["mode"],
+                               "departure_time": format_hhmm(at - 30),
+                               "description": f"Meet {meeting['partner']}"})  # fmt: skip
+        activities[-1]["departure_time"] = format_hhmm(min(at + 60, 23 * 60 + 59))
+    return {"action": "replace_activities", "activities": activities,
+            "reason": "add the agreed meeting"}  # fmt: skip
+
+
+_AT = re.compile(
+    r"you are at (?P<place>.+?)\. Next you will (?P<decision>plan|reconsider)"
+)
+
+
+def _queries(prompt: str) -> dict[str, Any]:
+    """Before planning: the drive to the Office at 07:30 and the trains from here; en route: a link."""
+    found = _AT.search(prompt)
+    if found["decision"] == "plan":
+        place = found["place"]
+        return {"queries": [
+            {"tool": "travel_time", "origin": place, "destination": "Office",
+             "mode": "drive", "time": "07:30"},
+            {"tool": "metro_timetable", "stop": place},
+        ]}  # fmt: skip
+    return {"queries": [{"tool": "link_congestion", "link": "Ave_2_link_2"}]}
 
 
 def respond(body: dict[str, Any]) -> Reply:
@@ -101,9 +196,10 @@ def respond(body: dict[str, Any]) -> Reply:
     if "Plan today" in prompt:
         return json_content(_plan(prompt))
     if "Choose action" in prompt:
-        return json_content({"action": "keep", "reason": "plan still fine"})
+        return json_content(_revision(prompt))
     if "is over" in prompt:
         day = _DAY.search(prompt)["day"]
+        trips = re.findall(r"^- \d+\. (.*)$", prompt, re.MULTILINE)
         return json_content(
             {
                 "reflections": [
@@ -111,10 +207,16 @@ def respond(body: dict[str, Any]) -> Reply:
                      "keywords": ["routine"]}
                 ],
                 "long_term_reflection": "Leave a little earlier when traffic is heavy.",
+                # a late trip matters more than an easy one (both outlive the night: eq. 7)
+                "trip_importance": [0.9 if "late for" in t else 0.6 for t in trips],
             }
         )  # fmt: skip
-    if "you message one person" in prompt:
+    if "Before that you may look up" in prompt:
+        return json_content(_queries(prompt))
+    if "Open the conversation" in prompt:
         return json_content(_chat(prompt))
+    if "You are talking " in prompt:
+        return json_content(_chat_turn(prompt))
     return Fault.schema_violation()
 
 

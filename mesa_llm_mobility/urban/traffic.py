@@ -309,6 +309,11 @@ class TrafficEngine(TripPlanning):
         """Current wait indicator (minutes) at a facility (see :mod:`.congestion`)."""
         return self._facilities[name].wait_minutes()
 
+    def facility_occupancy(self, name: str) -> tuple[int, int, int]:
+        """``(visitors inside, current capacity, queue at the door)`` of a facility now."""
+        state = self._facilities[name]
+        return len(state.staying), state.capacity, len(state.queue)
+
     # ------------------------------------------------------------------ stepping
     def run_until(self, end_time: float) -> None:
         """Step while the clock is at or before ``end_time``."""

@@ -67,3 +67,29 @@ def finished_run(tmp_path_factory) -> UrbanRunResult:
     """A finished rule-brain run of 12 travellers over 2 days (a few seconds)."""
     out = tmp_path_factory.mktemp("runs") / "u1"
     return run_urban(out, urban_config(days=2, n_agents=12, seed=3), progress=False)
+
+
+def slow_sometimes(body):
+    """Answers take 0-0.16 s, by the prompt: batches finish out of order, as real ones do."""
+    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 5) * 0.04
+
+
+def scripted_traveller(*, faulty: bool, every: int = 4):
+    """The scripted traveller of the local server, with every provider fault mixed in or not."""
+    from mesa_llm_mobility.cognition.testing import (  # noqa: PLC0415
+        provider_faults,
+        with_faults,
+    )
+    from mesa_llm_mobility.urban import scripted_llm  # noqa: PLC0415
+
+    if not faulty:
+        return scripted_llm.respond
+    return with_faults(scripted_llm.respond, provider_faults(hang_s=3.0), every=every)
+
+
+def local_llm_options(server, **extra):
+    """LLM brain options for the local server: short timeouts (the hang outlives one), 1 repair."""
+    return {
+        "api_base": server.api_base, "api_key": "sk-local", "timeout_s": 1.0,
+        "max_attempts": 3, "max_total_s": 8.0, "max_repairs": 1, **extra,
+    }  # fmt: skip

@@ -6,13 +6,16 @@ from mesa_llm_mobility.urban.model import UrbanMobilityModel
 from .conftest import town_personas
 
 
-def test_rule_travellers_see_no_llm_only_facts():
+def test_rule_travellers_recall_no_text_but_perceive_what_llm_travellers_do():
     with UrbanMobilityModel(population=town_personas(), n_agents=8, rng=0) as model:
         view = model.view
         agent = next(iter(model.travellers.values()))
         assert not view.uses_llm
-        assert view.recall_text(agent, 0, "plans") == []
-        assert view.social(agent) == []
+        assert view.recall_text(agent, 0, "plans") == []  # no vector store under rules
+        family = [f"{n} (family): staying at " for n in agent.persona.family]
+        assert [line.split("at ")[0] + "at " for line in view.social(agent)][
+            : len(family)
+        ] == family
 
 
 def test_travellers_state_their_own_requests_from_the_view():

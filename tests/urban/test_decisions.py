@@ -280,15 +280,14 @@ def test_chat_rule_avoids_used_topics_and_shares_experience():
     ctx = chat_context()
     out = CHAT.rule_policy(ctx, np.random.default_rng(0))
     assert out.partner == "Dan Li"  # every topic with Bob was used already
-    assert "28 min delay" in out.summary
+    assert "28 min delay" in out.message
+    assert out.proposal is None  # under rules the engine's assignment stands
     assert CHAT.validate(ctx, out) == []
 
 
 def test_chat_validator():
     ctx = chat_context()
-    stranger = ChatOutput(
-        partner="Eve", topic="x", request="r", reply="r", summary="s", importance=0.5
-    )
+    stranger = ChatOutput(partner="Eve", topic="x", message="m", importance=0.5)
     assert "not among your contacts" in CHAT.validate(ctx, stranger)[0]
     repeat = stranger.model_copy(update={"partner": "Bob Wu", "topic": "Dinner"})
     assert "already discussed with Bob Wu" in CHAT.validate(ctx, repeat)[0]

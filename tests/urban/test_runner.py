@@ -79,3 +79,26 @@ def test_cli_urban_run(tmp_path, capsys):
     assert f"run directory: {out}" in printed
     assert "punctuality" in printed
     assert (out / "plots" / "traffic_snapshots.png").exists()
+
+
+def test_cli_urban_run_with_tools_through_the_local_server(tmp_path, monkeypatch):
+    from mesa_llm_mobility.cognition.testing import FakeLLMServer  # noqa: PLC0415
+    from mesa_llm_mobility.urban import scripted_llm  # noqa: PLC0415
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    out = tmp_path / "tools"
+    with FakeLLMServer(scripted_llm.respond) as server:
+        code = main(
+            ["urban", "run", "--days", "1", "--agents", "4", "--out", str(out),
+             "--no-progress", "--tools", "--brain", "llm:openai/fake-model",
+             "--api-base", server.api_base]
+        )  # fmt: skip
+    assert code == 0
+    run = RunDirectory.open(out)
+    assert run.config["tools"] is True
+    calls = run.read_table("tool_calls")
+    assert len(calls) >= 4 and calls["ok"].all()
+    decisions = run.read_table("decisions")
+    assert (decisions["kind"] == "TravelQuery").sum() >= 4
+    assert "chats" in run.table_names()
+    assert "tools" not in urban_config()  # off: configs stay as they were

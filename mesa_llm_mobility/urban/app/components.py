@@ -147,7 +147,7 @@ def FastForward(model: UrbanMobilityModel) -> None:
 
 @solara.component
 def InspectorPanel(source: LiveSource | ReplaySource) -> None:
-    """Pick a traveller; show profile, plan, revisions, chats, memories, trips."""
+    """Pick a traveller; show profile, plan, revisions, conversations, tool calls, memories, trips."""
     update_counter.get()  # redraw when the live model steps
     names = source.travellers()
     with solara.Column(classes=["mlm-inspector"]):
@@ -175,8 +175,16 @@ def InspectorPanel(source: LiveSource | ReplaySource) -> None:
         solara.Text("Revisions (with reasons)")
         with solara.Column(classes=["mlm-revisions"]):
             html_table(report.revisions, "no revision yet today")
-        with solara.Details("Chats"):
+        with solara.Details("Conversations"):
+            with solara.Column(classes=["mlm-conversations"]):
+                html_table(report.conversations, "no conversation today")
+            solara.Text("Summaries remembered")
             html_table(pd.DataFrame({"chat": report.chats}), "no chat today")
+        with (
+            solara.Details("Tool calls"),
+            solara.Column(classes=["mlm-tool-calls"]),
+        ):
+            html_table(report.tool_calls, "no tool call today")
         with solara.Details("Memories"):
             solara.Text("Recently retrieved")
             html_table(report.recent_memories)

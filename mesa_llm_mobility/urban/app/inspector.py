@@ -36,6 +36,9 @@ TRIP_COLUMNS = [
     "delay",
     "late",
 ]
+CONVERSATION_COLUMNS = ["time", "with", "medium", "topic", "turn", "speaker", "message",
+                        "proposal", "accept", "agreed"]  # fmt: skip
+TOOL_CALL_COLUMNS = ["time", "tool", "arguments", "answer"]
 MEMORIES_SHOWN = 8
 
 
@@ -55,6 +58,9 @@ class TravellerReport:
         important_memories: The most important memories.
         reflections: Reflections, newest first, and the long-term reflection if any.
         trips: Every trip departed so far (``TRIP_COLUMNS``; times as ``day d HH:MM``).
+        conversations: Today's conversations turn by turn, the traveller's side and the
+            other's (``CONVERSATION_COLUMNS``).
+        tool_calls: Today's tool calls with their answers (``TOOL_CALL_COLUMNS``).
     """
 
     name: str
@@ -68,6 +74,12 @@ class TravellerReport:
     important_memories: pd.DataFrame
     reflections: list[str]
     trips: pd.DataFrame
+    conversations: pd.DataFrame = dataclasses.field(
+        default_factory=lambda: pd.DataFrame(columns=CONVERSATION_COLUMNS)
+    )
+    tool_calls: pd.DataFrame = dataclasses.field(
+        default_factory=lambda: pd.DataFrame(columns=TOOL_CALL_COLUMNS)
+    )
 
 
 def profile_of(persona: PersonaFacts) -> dict[str, Any]:
@@ -158,6 +170,12 @@ def report_of_model(model: UrbanMobilityModel, agent: str) -> TravellerReport:
         important_memories=_memory_rows(nodes, "importance"),
         reflections=reflections,
         trips=_trip_rows(trips_by(model.trips_frame(), model.minute), agent),
+        conversations=_conversation_rows(
+            model.conversations_frame(), agent, traveller.today.day, MINUTES_PER_DAY
+        ),
+        tool_calls=_tool_rows(
+            model.tool_calls_frame(), agent, traveller.today.day, MINUTES_PER_DAY
+        ),
     )
 
 
@@ -211,7 +229,59 @@ def report_of_run(run: SavedRun, agent: str, minute: float) -> TravellerReport:
         important_memories=_memory_rows(nodes, "importance"),
         reflections=_reflections(nodes, ""),
         trips=_trip_rows(view.trips, agent),
+        conversations=_conversation_rows(run.table("chats"), agent, day, now),
+        tool_calls=_tool_rows(run.table("tool_calls"), agent, day, now),
     )
+
+
+def _conversation_rows(
+    chats: pd.DataFrame, agent: str, day: int, now: int
+) -> pd.DataFrame:
+    """Turns of ``agent``'s conversations of ``day`` up to ``now``, both speakers' (oldest first)."""
+    if not len(chats):
+        return pd.DataFrame(columns=CONVERSATION_COLUMNS)
+    mine = chats[
+        (chats["day"] == day)
+        & (chats["minute"] <= now)
+        & ((chats["speaker"] == agent) | (chats["listener"] == agent))
+    ]
+    talks = set(mine.loc[mine["speaker"] == agent, "conversation"]) | set(
+        mine.loc[mine["listener"] == agent, "conversation"]
+    )
+    rows = chats[chats["conversation"].isin(talks)].sort_values(
+        ["conversation", "turn"]
+    )
+    frame = pd.DataFrame(
+        {
+            "time": rows["minute"].map(format_hhmm),
+            "with": [
+                listener if speaker == agent else speaker
+                for speaker, listener in zip(
+                    rows["speaker"], rows["listener"], strict=True
+                )
+            ],
+            "medium": rows["medium"],
+            "topic": rows["topic"],
+            "turn": rows["turn"],
+            "speaker": rows["speaker"],
+            "message": rows["message"],
+            "proposal": rows["proposal"],
+            "accept": rows["accept"].map(lambda a: "yes" if a else ""),
+            "agreed": rows["agreed"],
+        }
+    )
+    return frame[CONVERSATION_COLUMNS].reset_index(drop=True)
+
+
+def _tool_rows(calls: pd.DataFrame, agent: str, day: int, now: int) -> pd.DataFrame:
+    """``agent``'s tool calls of ``day`` up to ``now`` with their answers."""
+    if not len(calls):
+        return pd.DataFrame(columns=TOOL_CALL_COLUMNS)
+    mine = calls[
+        (calls["agent"] == agent) & (calls["day"] == day) & (calls["minute"] <= now)
+    ]
+    frame = mine.assign(time=mine["minute"].map(format_hhmm))[TOOL_CALL_COLUMNS]
+    return frame.reset_index(drop=True)
 
 
 def _traveller(known: dict[str, Any], agent: str) -> Any:

@@ -1,27 +1,34 @@
-"""The ``Chat`` decision: a morning conversation with a family member or friend.
+"""The ``Chat`` decision: the opening turn of a conversation with a family member or friend.
 
-The summary becomes a memory of both speakers, with its importance (no separate scoring call).
+A chat is a conversation (GATSim 3.4.3): the initiator opens it here with a topic, a message
+and optionally a proposal (:class:`ChatAgreement`: who takes the household car, who drops the
+children off or picks them up, a joint activity); the partner and the initiator then answer
+in turn from their own persona, memory and plan (:mod:`.chat_turn`), at most
+:data:`MAX_CHAT_TURNS` turns in all. An accepted proposal changes both travellers' day. The
+rule policy proposes nothing, so under rules the engine's assignment of cars and school runs
+stands (the classical baseline).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
-from mesa_llm_mobility.urban.clock import format_hhmm
+from mesa_llm_mobility.urban.clock import format_hhmm, parse_hhmm
 from mesa_llm_mobility.urban.decisions.persona import (
     PersonaFacts,
     TripExperience,
     prompt_section,
+    prompt_sections,
     system_message,
     trip_memory_text,
 )
-from mesa_llm_mobility.urban.plans import (
-    compact_schema,
-)
+from mesa_llm_mobility.urban.plans import compact_schema
 
 CHAT_TOPICS = (
     "morning traffic",
@@ -33,6 +40,101 @@ CHAT_TOPICS = (
     "metro or drive",
     "work news",
 )
+MAX_CHAT_TURNS = 4
+"""Turns of a conversation at most, the opening one included (two per speaker)."""
+MEET_LEAD_MINUTES = 30
+"""A joint activity must start at least this long after the chat."""
+LATEST_MEETING = 22 * 60
+"""A joint activity must start by 22:00."""
+
+ChatMedium = Literal["in person", "by phone"]
+
+
+@dataclass(frozen=True)
+class SpeakerFacts:
+    """What a conversation can change about one speaker's day (both speakers know it).
+
+    Attributes:
+        name: The speaker.
+        household: Household id (cars and school runs are agreed within one).
+        licensed: Holds a driving licence.
+        has_car: A household vehicle is assigned to them today.
+        parent: Has children at school.
+        works: Works today at a facility other than the school (school runs are timed
+            around work).
+        school_duty: Today's school runs (``"drop_off"``, ``"pick_up"``, ``"both"``, ``None``).
+        plan: Today's plan as lines (empty before planning).
+    """
+
+    name: str
+    household: str = ""
+    licensed: bool = False
+    has_car: bool = False
+    parent: bool = False
+    works: bool = False
+    school_duty: str | None = None
+    plan: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The speaker's day as a line of a prompt."""
+        parts = [
+            "licensed" if self.licensed else "no licence",
+            "has the car today" if self.has_car else "no car today",
+            {
+                "drop_off": "drops the children off",
+                "pick_up": "picks the children up",
+                "both": "drops the children off and picks them up",
+            }.get(self.school_duty or "", ""),
+        ]
+        if self.plan:
+            parts.append("plan: " + " | ".join(self.plan))
+        return f"{self.name}: " + "; ".join(p for p in parts if p)
+
+
+class ChatAgreement(BaseModel):
+    """A proposal that changes both speakers' day once the other accepts it."""
+
+    model_config = ConfigDict(json_schema_extra=compact_schema)
+
+    car: str | None = Field(
+        default=None, description="who drives the household car today (a name)"
+    )
+    drop_off: str | None = Field(
+        default=None, description="who takes the children to school (a name)"
+    )
+    pick_up: str | None = Field(
+        default=None, description="who fetches the children from school (a name)"
+    )
+    meet_at: str | None = Field(
+        default=None, description="facility of a joint activity of both speakers"
+    )
+    meet_time: str | None = Field(default=None, description='"HH:MM" of that activity')
+
+    @field_validator("meet_time")
+    @classmethod
+    def _clock(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_hhmm(value)
+        return value
+
+    def is_empty(self) -> bool:
+        """Whether the proposal changes nothing."""
+        return not any(
+            (self.car, self.drop_off, self.pick_up, self.meet_at, self.meet_time)
+        )
+
+    def describe(self) -> str:
+        """The proposal in words."""
+        parts = []
+        if self.car:
+            parts.append(f"{self.car} takes the car")
+        if self.drop_off:
+            parts.append(f"{self.drop_off} drops the children off")
+        if self.pick_up:
+            parts.append(f"{self.pick_up} picks the children up")
+        if self.meet_at:
+            parts.append(f"meet at the {self.meet_at} at {self.meet_time}")
+        return ", ".join(parts) or "nothing"
 
 
 @dataclass
@@ -47,6 +149,12 @@ class ChatContext:
         used_topics: Name -> topics already discussed with that person (never repeated).
         experiences: Recalled trips (to share).
         memories: Other recalled memories (text).
+        speakers: The day of the traveller and of each contact (:class:`SpeakerFacts`).
+        vehicles: Vehicles of the traveller's household.
+        facilities: Valid facility names (for a joint activity).
+        medium: ``"in person"`` or ``"by phone"``.
+        morning: Whether the day is still unplanned (cars and school runs can change only
+            then).
     """
 
     persona: PersonaFacts
@@ -56,45 +164,139 @@ class ChatContext:
     used_topics: dict[str, list[str]] = field(default_factory=dict)
     experiences: list[TripExperience] = field(default_factory=list)
     memories: list[str] = field(default_factory=list)
+    speakers: dict[str, SpeakerFacts] = field(default_factory=dict)
+    vehicles: int = 0
+    facilities: frozenset[str] = field(default_factory=frozenset)
+    medium: ChatMedium = "by phone"
+    morning: bool = True
 
 
 class ChatOutput(BaseModel):
-    """One short exchange: the request, the partner's reply and its summary."""
+    """The opening turn: to whom, on which new topic, the message and an optional proposal."""
 
     model_config = ConfigDict(json_schema_extra=compact_schema)
 
     partner: str
     topic: str = Field(min_length=1, max_length=80)
-    request: str = Field(min_length=1, max_length=500)
-    reply: str = Field(min_length=1, max_length=500)
-    summary: str = Field(min_length=1, max_length=500)
+    message: str = Field(min_length=1, max_length=500)
+    proposal: ChatAgreement | None = None
     importance: float = Field(ge=0.0, le=1.0)
 
 
+def agreement_help(morning: bool) -> str:
+    """What a proposal may change, for prompts."""
+    household = (
+        "Within your household you may propose who takes the car and who drops off or picks "
+        "up the children (names). "
+        if morning
+        else "Cars and school runs are settled for today. "
+    )
+    return (
+        household
+        + "With anyone you may propose a joint activity (meet_at a facility, meet_time HH:MM)."
+    )
+
+
 def render_chat_prompt(ctx: ChatContext) -> list[Message]:
-    """Ask for one short chat with a family member or friend, on a new topic."""
+    """Ask for the opening message of a chat with a family member or friend, on a new topic."""
     contacts = [
         f"{name} ({relation}; topics already discussed: {', '.join(ctx.used_topics.get(name, [])) or 'none'})"
         for name, relation in ctx.contacts.items()
     ]
+    days = [s.describe() for s in ctx.speakers.values()]
     trips = [trip_memory_text(e) for e in ctx.experiences[-4:]]
+    when = (
+        "Before planning today you talk with one person (in person at home, else by phone)."
+        if ctx.morning
+        else f"During the day you talk {ctx.medium} with one person."
+    )
     user = "\n".join(
         [
-            f"Day {ctx.day}, {format_hhmm(ctx.now)}. Before planning today, you message one person.",
+            f"Day {ctx.day}, {format_hhmm(ctx.now)}. {when}",
             prompt_section("People", contacts),
-            prompt_section("Your recent trips", trips),
-            prompt_section("Memories", ctx.memories[:4]),
+            *prompt_sections(
+                ("Today of each of you", days),
+                ("Your recent trips", trips),
+                ("Memories", ctx.memories[:4]),
+            ),
             (
-                "Write the request, their reply (in their voice) and a one-sentence summary both will "
-                "remember, with its importance 0-1. Never repeat a topic already discussed with that person."
+                "Open the conversation: choose the partner and a topic never discussed with them, "
+                "write your message, and give its importance 0-1. "
+                + agreement_help(ctx.morning)
+                + " They answer in their own words."
             ),
         ]
     )
     return [system_message(ctx.persona.name), {"role": "user", "content": user}]
 
 
+def validate_agreement(
+    proposal: ChatAgreement | None,
+    proposer: str,
+    partner: str,
+    speakers: Mapping[str, SpeakerFacts],
+    *,
+    vehicles: int,
+    facilities: frozenset[str],
+    now: int,
+    morning: bool,
+) -> list[str]:
+    """Specific errors of a proposal between ``proposer`` and ``partner`` (empty when valid)."""
+    if proposal is None or proposal.is_empty():
+        return []
+    errors: list[str] = []
+    pair = (proposer, partner)
+    me, other = speakers.get(proposer), speakers.get(partner)
+    same_household = (
+        me is not None and other is not None and me.household == other.household
+    )
+    for field_name in ("car", "drop_off", "pick_up"):
+        who = getattr(proposal, field_name)
+        if who is None:
+            continue
+        label = field_name.replace("_", "-")
+        if not morning:
+            errors.append(
+                f"agreement: the {label} is settled for today; only a joint activity can be agreed now"
+            )
+        elif not same_household:
+            errors.append(
+                f"agreement: the {label} is agreed within a household, and {partner} is not in yours"
+            )
+        elif who not in pair:
+            errors.append(
+                f"agreement: {field_name} must name {proposer} or {partner}, not {who!r}"
+            )
+        elif field_name == "car":
+            if not speakers[who].licensed:
+                errors.append(
+                    f"agreement: {who} has no driving licence to take the car"
+                )
+            elif vehicles < 1:
+                errors.append("agreement: your household has no car to share")
+        elif not speakers[who].parent or not speakers[who].works:
+            errors.append(
+                f"agreement: {who} cannot do the {label}: school runs are done by a working parent"
+            )
+    if (proposal.meet_at is None) != (proposal.meet_time is None):
+        errors.append("agreement: a joint activity needs both meet_at and meet_time")
+    elif proposal.meet_at is not None and proposal.meet_time is not None:
+        if facilities and proposal.meet_at not in facilities:
+            errors.append(
+                f"agreement: unknown facility {proposal.meet_at!r} to meet at; choose one of "
+                f"{', '.join(sorted(facilities))}"
+            )
+        minute = parse_hhmm(proposal.meet_time)
+        if not now + MEET_LEAD_MINUTES <= minute <= LATEST_MEETING:
+            errors.append(
+                f"agreement: meet_time {proposal.meet_time} must be between "
+                f"{format_hhmm(now + MEET_LEAD_MINUTES)} and {format_hhmm(LATEST_MEETING)}"
+            )
+    return errors
+
+
 def validate_chat(ctx: ChatContext, out: ChatOutput) -> list[str]:
-    """The partner must be a contact and the topic new with them."""
+    """The partner must be a contact, the topic new with them, the proposal possible."""
     if out.partner not in ctx.contacts:
         return [
             f"partner {out.partner!r} is not among your contacts: {', '.join(ctx.contacts)}"
@@ -104,14 +306,18 @@ def validate_chat(ctx: ChatContext, out: ChatOutput) -> list[str]:
         return [
             f"topic {out.topic!r} was already discussed with {out.partner}; choose another topic"
         ]
-    return []
+    return validate_agreement(
+        out.proposal, ctx.persona.name, out.partner, ctx.speakers,
+        vehicles=ctx.vehicles, facilities=ctx.facilities, now=ctx.now, morning=ctx.morning,
+    )  # fmt: skip
 
 
 def chat_rule_policy(ctx: ChatContext, rng: np.random.Generator) -> ChatOutput:
     """Pick a contact and a topic not yet discussed with them; share the worst recent trip.
 
     The trip is told as its memory text, so the partner's rule plan can read it as a tip
-    (:func:`~mesa_llm_mobility.urban.decisions.learning.learnt_link_waits`).
+    (:func:`~mesa_llm_mobility.urban.decisions.learning.learnt_link_waits`). No proposal: under
+    rules the engine's assignment of cars and school runs stands.
     """
     options = [
         (name, [t for t in CHAT_TOPICS if t not in ctx.used_topics.get(name, [])])
@@ -131,9 +337,7 @@ def chat_rule_policy(ctx: ChatContext, rng: np.random.Generator) -> ChatOutput:
     return ChatOutput(
         partner=partner,
         topic=topic,
-        request=f"Hi {partner}, about {topic}: {news}.",
-        reply=f"Thanks {ctx.persona.name}, good to know.",
-        summary=f"{ctx.persona.name} and {partner} talked about {topic}: {news}.",
+        message=f"Hi {partner}, about {topic}: {news}.",
         importance=0.4 if worst is None else min(1.0, 0.4 + worst.delay / 60),
     )
 

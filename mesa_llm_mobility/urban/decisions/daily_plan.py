@@ -45,6 +45,7 @@ from mesa_llm_mobility.urban.plans import (
     DailyPlan,
     PlanFacts,
     check_plan,
+    with_appointments,
 )
 from mesa_llm_mobility.urban.routing import (
     DirectedLink,
@@ -108,7 +109,8 @@ class PlanningContext:
         memories: Other recalled memories (text).
         long_term_reflection: Yesterday's long-term reflection.
         chats: Today's chat summaries.
-        events: Broadcast announcements.
+        events: Broadcast announcements and the events near the traveller.
+        lookups: Answers of the tools the traveller called before planning.
     """
 
     persona: PersonaFacts
@@ -128,6 +130,7 @@ class PlanningContext:
     long_term_reflection: str = ""
     chats: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+    lookups: list[str] = field(default_factory=list)
 
 
 def can_drive(facts: PlanFacts) -> bool:
@@ -296,6 +299,12 @@ def render_plan_prompt(ctx: PlanningContext) -> list[Message]:
         if facts.duties
         else ""
     )
+    if facts.appointments:
+        runs += (
+            " Agreed in chats: "
+            + "; ".join(a.describe() for a in facts.appointments)
+            + "."
+        )
     user = "\n".join(
         [
             f"Today is {ctx.weekday} {ctx.date} (day {ctx.day}); it is {format_hhmm(facts.now)} and you are at {facts.start_place}.",
@@ -317,6 +326,7 @@ def render_plan_prompt(ctx: PlanningContext) -> list[Message]:
                 ("Other memories", ctx.memories[:6]),
                 ("Chats today", ctx.chats),
                 ("Announcements", ctx.events),
+                ("Looked up", ctx.lookups),
             ),
             f"Facilities: {', '.join(sorted(facts.facilities))}.",
             (
@@ -497,6 +507,7 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
     expected scheduling cost with the believed travel time (those who prefer to leave early aim
     10 minutes before the work start); drivers route around what they learnt (queue lessons,
     announced road works, chat tips) when it is worth switching.
+    Joint activities agreed in chats are inserted (:func:`~.plans.with_appointments`).
     """
     persona, facts = ctx.persona, ctx.facts
     home = facts.start_place
@@ -531,7 +542,10 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
                 mode=mode, description="Return home",
             )
         )  # fmt: skip
-        return DailyPlan(activities=activities, long_term_reflection="", concepts=[])
+        return DailyPlan(
+            activities=with_appointments(activities, facts), long_term_reflection="",
+            concepts=[],
+        )  # fmt: skip
 
     mode = choose_mode(ctx, work, rng)
     prior_spread = float(rng.integers(3, 9))  # a first-day guess of the variability
@@ -600,7 +614,11 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
                 mode=mode, description="Return home after work",
             )
         )  # fmt: skip
-    return DailyPlan(activities=activities, long_term_reflection="", concepts=[])
+    return DailyPlan(
+        activities=with_appointments(activities, facts),
+        long_term_reflection="",
+        concepts=[],
+    )
 
 
 DAILY_PLAN: DecisionKind[PlanningContext, DailyPlan] = DecisionKind(

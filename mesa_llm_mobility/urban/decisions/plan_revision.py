@@ -31,9 +31,12 @@ from mesa_llm_mobility.urban.plans import (
     Concept,
     FamilyDuty,
     PlanFacts,
+    check_appointments,
     check_duties,
     check_plan,
     compact_schema,
+    missing_appointments,
+    with_appointments,
 )
 from mesa_llm_mobility.urban.routing import (
     PathError,
@@ -50,7 +53,7 @@ POSTPONE_LATEST = 21 * 60
 """Nobody waits for queues to clear past this minute of the day."""
 
 
-Situation = Literal["at_node", "during_activity", "end_of_activity"]
+Situation = Literal["at_node", "at_stop", "during_activity", "end_of_activity"]
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,10 @@ class RevisionContext:
 
     Attributes:
         persona: The profile.
-        situation: ``"at_node"`` (driving, about to reach ``node``), ``"during_activity"`` or
-            ``"end_of_activity"`` (about to leave for the next activity).
+        situation: ``"at_node"`` (en route, about to reach ``place``), ``"at_stop"`` (queued
+            for a train at ``place`` whose trains are full: the trip's path stays),
+            ``"during_activity"`` or ``"end_of_activity"`` (about to leave for the next
+            activity).
         place: Where the traveller is (facility, or the node being reached).
         facts: Validation facts; ``start_place`` is where the future activities start, ``now``
             the current minute of the day, ``day_mode`` today's mode.
@@ -92,6 +97,10 @@ class RevisionContext:
         memories: Recalled memories (text).
         social: Family members' and friends' current states.
         day: Day number (1 = first simulated day).
+        trigger: Why the traveller reconsiders en route (``at_node``), e.g. ``"crowded stop:
+            ..."``; empty elsewhere.
+        trip_id: The trip under way (``at_node``), else ``""``.
+        lookups: Answers of the tools the traveller called before deciding.
     """
 
     persona: PersonaFacts
@@ -113,6 +122,9 @@ class RevisionContext:
     memories: list[str] = field(default_factory=list)
     social: list[str] = field(default_factory=list)
     day: int = 1
+    trigger: str = ""
+    trip_id: str = ""
+    lookups: list[str] = field(default_factory=list)
 
 
 class PlanRevisionOutput(BaseModel):
@@ -136,8 +148,8 @@ class PlanRevisionOutput(BaseModel):
 
 
 def _new_path_ends(ctx: RevisionContext) -> tuple[str, str | None]:
-    """Where a ``new_path`` starts and ends: the node ahead when driving, else the next trip."""
-    if ctx.situation == "at_node":
+    """Where a ``new_path`` starts and ends: the node ahead en route, else the next trip."""
+    if ctx.situation in ("at_node", "at_stop"):
         return ctx.place, ctx.destination
     return ctx.facts.start_place, ctx.future[0].facility if ctx.future else None
 
@@ -160,10 +172,21 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
     )
     origin, target = _new_path_ends(ctx)
     mode = facts.day_mode or (following.mode if following is not None else "drive")
-    if ctx.situation == "at_node":
+    if ctx.situation == "at_stop":
         where = (
-            f"You are driving to {ctx.destination} and reaching {ctx.place}. "
+            f"You are waiting at the metro stop {ctx.place} on your way to {ctx.destination} "
+            f"({ctx.trigger}). You stay on this trip; you may change what follows. "
             f"Then: {doing}, {until}."
+        )
+        leave = facts.now
+    elif ctx.situation == "at_node":
+        going = {"drive": "driving", "walk": "walking"}.get(
+            mode, "travelling by transit"
+        )
+        where = (
+            f"You are {going} to {ctx.destination} and reaching {ctx.place}"
+            + (f" ({ctx.trigger})" if ctx.trigger else "")
+            + f". Then: {doing}, {until}."
         )
         leave = facts.now
     else:
@@ -198,6 +221,7 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
             )
         goal += "."
     runs = [duty.describe() for duty in _pending_runs(facts)]
+    runs += [a.describe() for a in facts.appointments if a.minute >= facts.now]
     future = [
         f"{a.facility} leave {a.departure_time or 'on arrival'} by {a.mode} ({a.description})"
         for a in ctx.future
@@ -218,10 +242,17 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
                 ("Announcements", ctx.events),
                 ("Family and friends now", ctx.social),
                 ("Memories", ctx.memories[:6]),
+                ("Looked up", ctx.lookups),
             ),
             (
-                f"Choose action: keep; new_path (links from {origin} to {target or 'the next activity'}, "
-                "e.g. one of the paths above); new_departure_time (HH:MM for the next activity); "
+                "Choose action: keep; "
+                + (
+                    ""
+                    if ctx.situation == "at_stop"
+                    else f"new_path (links from {origin} to {target or 'the next activity'}, "
+                    "e.g. one of the paths above); "
+                )
+                + "new_departure_time (HH:MM for the next activity); "
                 f"replace_activities (the new rest of the day, same mode {facts.day_mode or ''}, ending "
                 f"at home {persona.home}{', keeping the school runs' if runs else ''}). Give a short "
                 "reason; optionally a concept to remember."
@@ -241,7 +272,12 @@ def _pending_runs(facts: PlanFacts) -> list[FamilyDuty]:
 def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str]:
     """Check that the chosen action fits the situation and its plan is valid."""
     errors: list[str] = []
-    if out.action == "new_path":
+    if out.action == "new_path" and ctx.situation == "at_stop":
+        errors.append(
+            "path: you are queued for the train at this stop, so this trip's path stays; "
+            "keep, or change the next departure time or the activities after it"
+        )
+    elif out.action == "new_path":
         # at a node: the rest of the current trip; elsewhere: the trip to the next activity
         origin, target = _new_path_ends(ctx)
         if target is None:
@@ -290,6 +326,12 @@ def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str
             errors.append("home: replace_activities needs activities ending at home")
         else:
             errors.extend(str(i) for i in check_plan(out.activities, ctx.facts))
+    if out.action != "replace_activities":
+        # an agreed joint activity the rest of the day lacks: only a replacement can add it
+        errors.extend(
+            f"{issue}; use replace_activities"
+            for issue in check_appointments(ctx.future, ctx.facts)
+        )
     return errors
 
 
@@ -377,7 +419,16 @@ def revision_rule_policy(
       :data:`POSTPONE_LATEST`), drop a leisure activity (go
       home :data:`POSTPONE_MINUTES` later; also when an announcement threatens it) or leave
       :data:`POSTPONE_MINUTES` later.
+
+    Before all that, a joint activity agreed in a chat and missing from the rest of the day is
+    inserted (:func:`~.plans.with_appointments`).
     """
+    if ctx.situation != "at_node" and missing_appointments(ctx.future, ctx.facts):
+        return PlanRevisionOutput(
+            action="replace_activities",
+            activities=with_appointments(ctx.future, ctx.facts),
+            reason="keep the joint activity agreed in a chat",
+        )
     if ctx.situation == "at_node":
         lesson = _queue_lesson(ctx)
         if (

@@ -1,4 +1,9 @@
-"""The ``DailyReflection`` decision: the day's lessons at 23:50, with their importance."""
+"""The ``DailyReflection`` decision: the day's lessons at 23:50, with their importance.
+
+The LLM also scores the importance of each of the day's trip memories (GATSim's agents score
+what they remember); the rule reflection leaves the formula's scores
+(:meth:`~mesa_llm_mobility.urban.itinerary.Itinerary` writes them at arrival).
+"""
 
 from __future__ import annotations
 
@@ -55,6 +60,10 @@ class ReflectionOutput(BaseModel):
 
     reflections: list[Concept] = Field(min_length=1, max_length=4)
     long_term_reflection: str = Field(default="", max_length=800)
+    trip_importance: list[float] = Field(
+        default_factory=list,
+        description="importance 0-1 of each of today's trips, in order (empty: keep)",
+    )
 
 
 def render_reflection_prompt(ctx: ReflectionContext) -> list[Message]:
@@ -63,13 +72,17 @@ def render_reflection_prompt(ctx: ReflectionContext) -> list[Message]:
         [
             f"Day {ctx.day} is over.",
             prompt_section("Your plan", ctx.plan),
-            prompt_section("Your trips", [trip_memory_text(t) for t in ctx.trips]),
+            prompt_section(
+                "Your trips",
+                [f"{k}. {trip_memory_text(t)}" for k, t in enumerate(ctx.trips, 1)],
+            ),
             prompt_section("Chats", ctx.chats),
             f"Long-term reflection so far: {ctx.long_term_reflection or 'none'}",
             (
                 "Give 1-3 reflections (lessons about departure times, routes, modes, people) with "
-                "importance 0-1 and keywords, based only on what happened, and an updated long-term "
-                "reflection (at most 3 sentences)."
+                "importance 0-1 and keywords, based only on what happened, an updated long-term "
+                "reflection (at most 3 sentences), and trip_importance: how much each trip above "
+                "matters for your future travel (0-1), one number per trip in order."
             ),
         ]
     )
@@ -129,10 +142,29 @@ def long_term_beliefs(ctx: ReflectionContext, summary: str) -> str:
     return text
 
 
+def validate_reflection(ctx: ReflectionContext, out: ReflectionOutput) -> list[str]:
+    """Trip importances, when given, are one per trip and in [0, 1]."""
+    scores = out.trip_importance
+    if not scores:
+        return []
+    errors = []
+    if len(scores) != len(ctx.trips):
+        errors.append(
+            f"trip_importance: give one importance per trip ({len(ctx.trips)}), got {len(scores)}"
+        )
+    errors += [
+        f"trip_importance[{k}]: {v} is not in [0, 1]"
+        for k, v in enumerate(scores)
+        if not 0.0 <= v <= 1.0
+    ]
+    return errors
+
+
 DAILY_REFLECTION: DecisionKind[ReflectionContext, ReflectionOutput] = DecisionKind(
     name="DailyReflection",
     context_type=ReflectionContext,
     output_schema=ReflectionOutput,
     render_prompt=render_reflection_prompt,
     rule_policy=reflection_rule_policy,
+    validate=validate_reflection,
 )

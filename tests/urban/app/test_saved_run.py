@@ -35,6 +35,9 @@ def live_views(finished_run):
             model.step()
         views[minute] = view_of_model(model)
         reports[minute] = report_of_model(model, agent)
+        if minute == 1000:  # everybody who talked by then
+            talkers = {c.initiator for c in model.conversations}
+            reports["talkers"] = {n: report_of_model(model, n) for n in sorted(talkers)}
     return views, reports, agent
 
 
@@ -71,6 +74,8 @@ def test_replay_shows_what_the_live_model_showed(saved, live_views):
 def test_replay_report_matches_the_live_report(saved, live_views):
     _, reports, agent = live_views
     for minute, live in reports.items():
+        if minute == "talkers":
+            continue
         replay = report_of_run(saved, agent, minute)
         assert replay.state == live.state, minute
         assert replay.profile == live.profile
@@ -79,6 +84,21 @@ def test_replay_report_matches_the_live_report(saved, live_views):
         )
         assert list(replay.plan["facility"]) == list(live.plan["facility"]), minute
         pd.testing.assert_frame_equal(replay.trips, live.trips[replay.trips.columns])
+
+
+def test_replay_shows_conversations_turn_by_turn_as_the_live_model(saved, live_views):
+    _, reports, _ = live_views
+    talkers = reports["talkers"]
+    assert talkers
+    for name, live in talkers.items():
+        replay = report_of_run(saved, name, 1000)
+        assert len(live.conversations) >= 2  # both sides of at least one conversation
+        assert set(live.conversations["speaker"]) >= {name}
+        assert len(set(live.conversations["speaker"])) >= 2
+        pd.testing.assert_frame_equal(
+            replay.conversations, live.conversations, check_dtype=False
+        )
+        assert replay.tool_calls.empty and live.tool_calls.empty  # rules call no tool
 
 
 def test_views_are_clipped_to_the_run(saved):

@@ -1,0 +1,165 @@
+"""Tools: travel times, the metro timetable, congestion and occupancy, and the TravelQuery decision."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.testing import (
+    FakeLLMServer,
+)
+from mesa_llm_mobility.urban import UrbanMobilityModel
+from mesa_llm_mobility.urban.app.inspector import report_of_model
+from mesa_llm_mobility.urban.decisions import (
+    TRAVEL_QUERY,
+    ToolCall,
+    TravelQueryOutput,
+)
+from mesa_llm_mobility.urban.metro import next_train, transit_journey
+from mesa_llm_mobility.urban.tools import MAX_TOOL_CALLS, ToolError, TravelTools
+
+from .conftest import (
+    local_llm_options,
+    scripted_traveller,
+    slow_sometimes,
+    town_personas,
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    with UrbanMobilityModel(population=town_personas(), n_agents=8, rng=0) as m:
+        yield m
+
+
+def test_travel_times_agree_with_the_free_flow_table_and_the_timetable(model):
+    tools = TravelTools(model.view, 7 * 60)
+    drive = tools.travel_time("Uptown apartment", "Office", "drive")
+    free = model.travel_times[("Uptown apartment", "Office", "drive")]
+    assert drive.startswith(
+        f"Uptown apartment -> Office by drive leaving 07:00: ~{free:.0f} min"
+    )
+    links = model.routes[("Uptown apartment", "Office", "transit")]
+    arrival, _ = transit_journey(model.engine.index, links, 7 * 60 + 3)
+    transit = tools.travel_time("Uptown apartment", "Office", "transit", "07:03")
+    assert f"leaving 07:03: ~{arrival - (7 * 60 + 3):.0f} min" in transit
+    # a time before now is now
+    assert "leaving 07:00" in tools.travel_time("Office", "Factory", "walk", "06:00")
+
+
+def test_the_timetable_lists_the_next_trains_of_each_direction(model):
+    tools = TravelTools(model.view, 7 * 60 + 3)
+    answer = tools.metro_timetable("Supermarket")  # Node_6: both lines cross there
+    line = model.town.metro_lines["Metro_1"]
+    stop = line.stops.index("Node_6")
+    first = next_train(line, stop, 7 * 60 + 3)
+    expected = ", ".join(
+        f"{int(first + k * line.headway) // 60:02d}:{int(first + k * line.headway) % 60:02d}"
+        for k in range(3)
+    )
+    assert "Metro_1 towards Node_7 (" in answer and expected in answer
+    assert answer.count("towards") == 4  # two lines, two directions
+
+
+def test_congestion_and_occupancy_and_bad_arguments(model):
+    tools = TravelTools(model.view, 0)
+    assert tools.link_congestion("Ave_2_link_2") == (
+        "Ave_2_link_2: Node_5 -> Node_6 ~0 min wait; Node_6 -> Node_5 ~0 min wait"
+    )
+    capacity = model.town.facilities["Gym"].capacity
+    assert tools.facility_occupancy("Gym").startswith(f"Gym: 0 inside of {capacity}")
+    for call, message in [
+        (("link_congestion", {"link": "Moon_link"}), "link: unknown link 'Moon_link'"),
+        (("facility_occupancy", {"facility": "Moon"}), "unknown facility 'Moon'"),
+        (("metro_timetable", {"stop": "Gym"}), "stop: 'Gym' is not a metro stop"),
+        (
+            ("travel_time", {"origin": "Gym", "destination": "Moon", "mode": "walk"}),
+            "destination: unknown node or facility 'Moon'",
+        ),
+        (("fly", {}), "unknown tool 'fly'"),
+    ]:
+        with pytest.raises(ToolError, match=message):
+            tools.call(*call)
+
+
+def test_queries_are_validated_and_bounded(model):
+    agent = next(iter(model.travellers.values()))
+    plan = agent.plan_request(model.view, 1)
+    context = model.view.travel_query_context(agent, plan.context, 1)
+    bad = TravelQueryOutput(
+        queries=[
+            ToolCall(tool="travel_time", origin="Gym"),
+            ToolCall(tool="metro_timetable", stop="Moon"),
+            ToolCall(tool="link_congestion", link="Moon_link"),
+        ]
+    )
+    assert TRAVEL_QUERY.validate(context, bad) == [
+        "queries[0] (travel_time): missing destination, mode",
+        "queries[1] (metro_timetable): unknown stop 'Moon'; use a facility or node id",
+        "queries[2] (link_congestion): unknown link 'Moon_link'",
+    ]
+    with pytest.raises(ValidationError):
+        TravelQueryOutput(
+            queries=[ToolCall(tool="link_congestion", link="x")] * (MAX_TOOL_CALLS + 1)
+        )
+    assert TRAVEL_QUERY.rule_policy(context, None) == TravelQueryOutput()
+    user = TRAVEL_QUERY.messages(context)[1]["content"]
+    assert "Next you will plan your day" in user and "Metro_1: Node_4" in user
+
+
+def test_rule_travellers_never_query(model):
+    with UrbanMobilityModel(
+        population=town_personas(), n_agents=6, rng=0, tools=True, collect_every=60
+    ) as rules:
+        rules.run()
+    assert "TravelQuery" not in set(rules.decisions_frame()["kind"])
+    assert rules.tool_calls == []
+
+
+@pytest.mark.parametrize("faulty", [False, True])
+def test_llm_travellers_call_tools_and_read_the_answers(tmp_path, faulty):
+    ledger = tmp_path / "ledger.jsonl"
+    responder = scripted_traveller(faulty=faulty, every=4)
+    with (
+        FakeLLMServer(responder, latency_s=slow_sometimes) as server,
+        UrbanMobilityModel(
+            population=town_personas(), n_agents=6, rng=2, tools=True,
+            chat_probability=0.0, daytime_chat_probability=0.0, collect_every=60,
+            brain="llm:openai/fake-model",
+            brain_options=local_llm_options(server, ledger=ledger),
+        ) as model,
+    ):  # fmt: skip
+        model.run()
+    decisions = model.decisions_frame()
+    assert set(decisions["outcome"]) <= {"ok", "repaired", "fallback"}
+    queries = decisions[decisions["kind"] == "TravelQuery"]
+    plans = decisions[decisions["kind"] == "DailyPlan"]
+    assert len(queries) >= len(plans) == len(model.travellers)
+    calls = model.tool_calls_frame()
+    assert set(calls["tool"]) >= {"travel_time", "metro_timetable"}
+    assert calls["ok"].all()
+    assert (calls.groupby(["agent", "minute"]).size() <= MAX_TOOL_CALLS).all()
+    records = Ledger.read(ledger)
+    asked = [
+        r for r in records if r["kind"] == "TravelQuery" and r["outcome"] != "fallback"
+    ]
+    assert asked and all(len(r["result"]["queries"]) <= MAX_TOOL_CALLS for r in asked)
+    # the answers reach the plan's prompt, so they are in the ledger with the plan
+    answered = calls[calls["minute"] == 1]
+    for agent, answers in answered.groupby("agent"):
+        plan = next(
+            r for r in records if r["kind"] == "DailyPlan" and r["agent_id"] == agent
+        )
+        user = plan["messages"][1]["content"]
+        assert "Looked up:" in user
+        assert all(answer in user for answer in answers["answer"])
+    row = calls.iloc[0]
+    assert json.loads(row["arguments"]) and row["day"] == 1
+    # the app's inspector lists them
+    report = report_of_model(model, row["agent"])
+    assert list(report.tool_calls["answer"]) == list(
+        calls.loc[calls["agent"] == row["agent"], "answer"]
+    )
