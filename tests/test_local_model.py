@@ -107,6 +107,7 @@ def test_evacuation_moves_from_a_real_model(server, tmp_path):
     model = EvacuationModel(
         composition={"average": 2}, rng=1, time_limit_s=1 / 3,  # one step
         brain=f"llm:{server.model}", brain_options=_options(server, Ledger(path)),
+        rejection="repair",  # the path under test: parse, validate, repair, record
     )  # fmt: skip
     model.run()
     model.brain.close()

@@ -95,7 +95,9 @@ def response_params(mode: str, kind: DecisionKind[Any, Any]) -> dict[str, Any]:
             }
         }
     if mode == "json_object_schema":
-        return {"response_format": {"type": "json_object", "schema": schema}}
+        return {
+            "response_format": {"type": "json_object", "schema": grammar_safe(schema)}
+        }
     if mode == "ollama_format":
         return {"format": schema}
     if mode == "json_object":
@@ -103,6 +105,39 @@ def response_params(mode: str, kind: DecisionKind[Any, Any]) -> dict[str, Any]:
     if mode == "none":
         return {}
     raise ValueError(f"unknown response mode {mode!r}")
+
+
+GRAMMAR_MAX_LENGTH = 64
+"""Longest ``maxLength`` / ``maxItems`` a grammar-constrained server is given (see below)."""
+
+
+def grammar_safe(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without the large length bounds a grammar cannot hold.
+
+    llama.cpp turns a schema into a grammar with one optional rule per allowed character, so a
+    string of ``maxLength`` 1,200 (the evacuation memory role) makes a grammar it fails to
+    parse, after which the server crashes. Bounds above :data:`GRAMMAR_MAX_LENGTH` are left
+    out of what the server is sent; the kind's own validation still enforces them (an answer
+    too long is repaired or falls back like any invalid one).
+    """
+    safe = copy.deepcopy(schema)
+
+    def strip(node: Any) -> None:
+        if isinstance(node, dict):
+            for bound in ("maxLength", "maxItems"):
+                if (
+                    isinstance(node.get(bound), int)
+                    and node[bound] > GRAMMAR_MAX_LENGTH
+                ):
+                    del node[bound]
+            for value in node.values():
+                strip(value)
+        elif isinstance(node, list):
+            for value in node:
+                strip(value)
+
+    strip(safe)
+    return safe
 
 
 def schema_name(name: str) -> str:

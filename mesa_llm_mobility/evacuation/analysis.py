@@ -6,7 +6,7 @@
   ``unresolved``), ``usable_exits_known`` and ``information_group`` (:func:`exit_knowledge`);
 - decisions: every decision after the initial one with its ``urgency``, ``directness`` over the
   following 10 s, its threat ``evidence`` (``none``, ``remembered``, ``direct``), the brain's
-  ``brain_outcome`` (ok, repaired, fallback) and the pedestrian's ``outcome``;
+  ``brain_outcome`` (ok, repaired, fallback, or rejected under the paper's rejection rule) and the pedestrian's ``outcome``;
 - exit information: every message with its ``hops``.
 
 The pooled functions (:func:`outcome_shares`, :func:`knowledge_outcomes`,

@@ -10,6 +10,8 @@ from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.llm_brain import LLMBrain
 from mesa_llm_mobility.cognition.openai_compatible import http_error
 from mesa_llm_mobility.cognition.structured_output import (
+    GRAMMAR_MAX_LENGTH,
+    grammar_safe,
     mode_chain,
     rejects_format,
     response_params,
@@ -90,7 +92,7 @@ def test_a_schema_with_optional_fields_is_sent_unstrict():
 def test_llama_cpp_and_ollama_forms():
     schema = DEPARTURE_CHOICE.output_schema.model_json_schema()
     assert response_params("json_object_schema", DEPARTURE_CHOICE) == {
-        "response_format": {"type": "json_object", "schema": schema}
+        "response_format": {"type": "json_object", "schema": grammar_safe(schema)}
     }
     assert response_params("ollama_format", DEPARTURE_CHOICE) == {"format": schema}
     assert response_params("json_object", DEPARTURE_CHOICE) == {
@@ -151,9 +153,10 @@ def test_a_llama_cpp_like_server_is_probed_once_then_remembered(
         r.outcome in {Outcome.OK, Outcome.REPAIRED, Outcome.FALLBACK}
         for r in first + second
     )
-    # the schema sent is the kind's own
+    # the schema sent is the kind's own, without the length bounds a grammar cannot hold
     sent = next(f for f in formats if f.get("type") == "json_object")
-    assert sent["schema"] == DEPARTURE_CHOICE.output_schema.model_json_schema()
+    schema = DEPARTURE_CHOICE.output_schema.model_json_schema()
+    assert sent["schema"] == grammar_safe(schema) != schema
 
 
 def test_a_server_rejecting_every_format_gets_none_and_still_answers(
@@ -192,3 +195,25 @@ def test_an_explicit_mode_is_not_stepped_down(request_for_ada):
     assert result.outcome is Outcome.FALLBACK
     assert "BadRequestError: HTTP 400" in result.reason
     assert "response_format" in result.reason
+
+
+def test_llama_cpp_is_not_sent_length_bounds_its_grammar_cannot_hold():
+    """A maxLength of 1,200 made llama.cpp fail to parse its grammar and crash (-11)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "memory": {"type": "string", "maxLength": 1200},
+            "tag": {"type": "string", "maxLength": GRAMMAR_MAX_LENGTH},
+            "items": {"type": "array", "maxItems": 500, "items": {"maxLength": 8}},
+        },
+        "$defs": {"Note": {"type": "string", "maxLength": 300}},
+    }
+    safe = grammar_safe(schema)
+    assert "maxLength" not in safe["properties"]["memory"]
+    assert safe["properties"]["tag"]["maxLength"] == GRAMMAR_MAX_LENGTH
+    assert "maxItems" not in safe["properties"]["items"]
+    assert safe["properties"]["items"]["items"]["maxLength"] == 8
+    assert "maxLength" not in safe["$defs"]["Note"]
+    assert (
+        schema["properties"]["memory"]["maxLength"] == 1200
+    )  # the kind's schema is untouched

@@ -253,16 +253,20 @@ def test_one_llm_block_through_the_local_server_with_faults(tmp_path):
         received = server.request_count
     assert result.results.attrs["failed"] == 0
     decisions = result.pooled["decisions"]
+    # the paper's rejection is the default: an invalid answer is rejected, with its reason
     assert len(decisions) and set(decisions["brain_outcome"]) <= {
         "ok",
         "repaired",
         "fallback",
+        "rejected",
     }
     calls = 0
     for run_dir in result.results["run_dir"].unique():
         records = Ledger.read(f"{run_dir}/ledger.jsonl")
         assert records and all(
-            r["outcome"] in {"ok", "repaired", "fallback"} for r in records
+            r["outcome"] in {"ok", "repaired", "fallback"}
+            or (r["outcome"] == "rejected" and r["reason"])
+            for r in records
         )
         calls += Ledger.summarize_file(f"{run_dir}/ledger.jsonl").loc[
             "all", "http_calls"

@@ -119,5 +119,7 @@ def test_evacuation_llm_sweep(tmp_path, executor):
     assert results["error"].isna().all()
     for run_dir in results["run_dir"].unique():
         records = Ledger.read(RunDirectory.open(run_dir).ledger_path)
-        assert records and {r["outcome"] for r in records} <= RESOLVED
+        # evacuation rejects invalid answers by default, as the paper does (with the reason)
+        assert records and {r["outcome"] for r in records} <= RESOLVED | {"rejected"}
+        assert all(r["reason"] for r in records if r["outcome"] == "rejected")
     _assert_no_secret(tmp_path)
