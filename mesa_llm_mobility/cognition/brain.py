@@ -57,9 +57,12 @@ class Brain(abc.ABC):
         name: Short label recorded with each decision (``"rules"`` or the LLM model string).
         ledger: Where decisions are recorded, or ``None``.
         rng: Generator for rule policies (the model's ``rng`` makes runs reproducible).
+        native_tools: Whether requests' :class:`~.tool_calling.Toolbox` tools are offered to
+            the model natively; a model asks its look-ups another way when not.
     """
 
     name: str = "brain"
+    native_tools: bool = False
 
     def __init__(
         self,

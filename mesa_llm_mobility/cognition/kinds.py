@@ -13,12 +13,15 @@ import json
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from mesa_llm_mobility.cognition.json_extract import JSONExtractionError, extract_json
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.cognition.tool_calling import Toolbox, ToolUse
 
 Message = dict[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": "..."}``."""
@@ -249,6 +252,8 @@ class DecisionRequest[ContextT, OutputT: BaseModel]:
             merged over the brain's own; an LLM brain records them and keys replay on them.
             The rule brain ignores them.
         on_invalid: See :data:`OnInvalid`; the rule brain's answers are always valid.
+        tools: Tools the model may call before answering, where the brain calls tools
+            natively (:attr:`Brain.native_tools`); other brains ignore them.
     """
 
     kind: DecisionKind[ContextT, OutputT]
@@ -256,6 +261,7 @@ class DecisionRequest[ContextT, OutputT: BaseModel]:
     context: ContextT
     sampling: Mapping[str, Any] | None = None
     on_invalid: OnInvalid = "repair"
+    tools: Toolbox | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.context, self.kind.context_type):
@@ -286,6 +292,8 @@ class DecisionResult[ContextT, OutputT: BaseModel]:
         attempts: Transport attempts (HTTP calls) spent; 0 for rule and replayed answers.
         replayed: Answered from a ledger without calling the model.
         latency_s: Wall time spent on model calls for this request.
+        tool_calls: The tools the model called natively before answering, in order (a
+            replayed answer carries the recorded ones).
     """
 
     request: DecisionRequest[ContextT, OutputT]
@@ -296,6 +304,7 @@ class DecisionResult[ContextT, OutputT: BaseModel]:
     attempts: int = 0
     replayed: bool = False
     latency_s: float = 0.0
+    tool_calls: tuple[ToolUse, ...] = ()
 
     @property
     def errors(self) -> tuple[str, ...]:

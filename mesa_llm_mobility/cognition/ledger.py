@@ -26,6 +26,7 @@ import pandas as pd
 
 from mesa_llm_mobility.cognition.kinds import Message, Outcome
 from mesa_llm_mobility.cognition.redaction import known_secrets, redact_value
+from mesa_llm_mobility.cognition.tool_calling import is_tool_step
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ def decision_record(
         "reason": reason,
         "attempts": attempts,
         "carried_attempts": carried_attempts,
-        "repairs": 0 if replayed or deduplicated else max(len(rounds) - 1, 0),
+        "repairs": 0 if replayed or deduplicated else _repairs(rounds),
         "latency_s": round(latency_s, 6),
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
@@ -240,13 +241,18 @@ class Ledger:
         return records
 
 
+def _repairs(rounds: Sequence[Mapping[str, Any]]) -> int:
+    """Re-prompts among ``rounds``: the answers after the first (tool steps are no answers)."""
+    return max(sum(not is_tool_step(round_) for round_ in rounds) - 1, 0)
+
+
 def _row(record: Mapping[str, Any]) -> tuple[Any, ...]:
     # records written before carried_attempts and repairs existed count as none / from rounds
     defaults = {
         "carried_attempts": 0,
         "repairs": 0
         if record.get("replayed")
-        else max(len(record.get("rounds") or ()) - 1, 0),
+        else _repairs(record.get("rounds") or ()),
     }
     return tuple(record.get(name, defaults.get(name)) for name in _ROW_FIELDS)
 

@@ -15,6 +15,12 @@ fallback: its first invalid answer (or failed call) is recorded as ``rejected`` 
 
 A request's own ``sampling`` parameters are merged over the brain's; ``reasoning_effort`` is sent
 only to models that support it (``litellm.supports_reasoning``, or ``supports_reasoning=True``).
+
+A request with ``tools`` (a :class:`~mesa_llm_mobility.cognition.tool_calling.Toolbox`) is sent
+with ``tools=`` where the brain calls tools natively (``tool_calling``): an answer with
+``tool_calls`` is executed, answered with ``tool`` messages and the conversation goes on, at most
+``max_calls`` calls per decision, before the final structured answer (tool steps are no repair
+rounds). An endpoint that refuses ``tools`` turns native tool calling off for the brain's life.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from mesa_llm_mobility.cognition.deduplication import (
     shared_key,
 )
 from mesa_llm_mobility.cognition.kinds import (
+    CheckedAnswer,
     DecisionKind,
     DecisionRequest,
     DecisionResult,
@@ -72,6 +79,17 @@ from mesa_llm_mobility.cognition.structured_output import (
     mode_chain,
     rejects_format,
     response_params,
+)
+from mesa_llm_mobility.cognition.tool_calling import (
+    NO_TOOLS_LEFT,
+    Toolbox,
+    ToolUse,
+    is_tool_step,
+    native_tool_calling,
+    rejects_tools,
+    tool_params,
+    tool_step,
+    uses_of_rounds,
 )
 from mesa_llm_mobility.cognition.transport import (
     ChatCall,
@@ -110,6 +128,7 @@ class _Exchange:
     carried_attempts: int = 0
     response_mode: str | None = None
     deduplicated: bool = False
+    tool_calls: list[ToolUse] = field(default_factory=list)
 
     def shared(self) -> _Exchange:
         """This exchange's answer given to an identical request: no call, same rounds."""
@@ -174,6 +193,9 @@ class LLMBrain(Brain):
             map does not know (a self-hosted or fine-tuned model); such models are registered
             with this price, zero by default, so costs are recorded and litellm's cost lookup
             does not search its whole map on every call.
+        tool_calling: ``"auto"`` offers requests' tools natively (``tools=``) where
+            ``litellm.supports_function_calling`` knows the model to take them; ``"native"``
+            always; ``"structured"`` never (models then ask look-ups as decisions of their own).
     """
 
     def __init__(
@@ -199,6 +221,7 @@ class LLMBrain(Brain):
         cost_per_token: tuple[float, float] | None = None,
         supports_reasoning: bool | None = None,
         deduplicate: bool = True,
+        tool_calling: str = "auto",
     ) -> None:
         super().__init__(rng=rng, ledger=ledger if ledger is not None else Ledger())
         if not model or not isinstance(model, str):
@@ -235,6 +258,7 @@ class LLMBrain(Brain):
             if supports_reasoning is None
             else bool(supports_reasoning)
         )
+        self.native_tools = native_tool_calling(model, tool_calling)
         self.direct = uses_direct_client(model, api_base, client)
         self._client: DirectClient | None = (
             DirectClient(model, api_base or "", api_key) if self.direct else None
@@ -348,7 +372,11 @@ class LLMBrain(Brain):
         for index, exchange in zip(pending, answered, strict=True):
             exchanges[index] = exchange
             request, _, digest, _ = prepared[index]
-            if self.memo is not None and exchange.output is not None:
+            if (
+                self.memo is not None
+                and exchange.output is not None
+                and request.tools is None
+            ):
                 key = shared_key(
                     request, self.model, self.request_params(request), digest
                 )
@@ -373,6 +401,9 @@ class LLMBrain(Brain):
         keys = []
         for index in pending:
             request, _, digest, _ = prepared[index]
+            if request.tools is not None:  # tools answer from the world of their minute
+                keys.append((index, f"tools:{index}", None))
+                continue
             key = shared_key(request, self.model, self.request_params(request), digest)
             remembered = self.memo.get(key, request.context)
             if remembered is not None:
@@ -416,6 +447,7 @@ class LLMBrain(Brain):
                         attempts=exchange.attempts,
                         replayed=exchange.replayed,
                         latency_s=exchange.latency_s,
+                        tool_calls=tuple(exchange.tool_calls),
                     )
                 )
         self.ledger.append_many(records)
@@ -447,6 +479,9 @@ class LLMBrain(Brain):
         params = self.request_params(request)
         if request.on_invalid != "repair":  # default requests keep their old keys
             params["on_invalid"] = request.on_invalid
+        tools = self._tools_for(request)
+        if tools is not None:  # so are requests without tools offered
+            params["tools"] = list(tools.names)
         key = request_key(
             request.kind.name, request.agent_id, self.model, params, digest
         )
@@ -467,6 +502,7 @@ class LLMBrain(Brain):
             carried_attempts=carried_attempts,
             response_mode=record.get("response_mode"),
         )
+        exchange.tool_calls = uses_of_rounds(exchange.rounds)
         exchange.round_errors = _recheck(request, exchange.rounds)
         if exchange.outcome in (Outcome.FALLBACK, Outcome.REJECTED):
             # a fallback's rule policy answers again, drawing from the RNG as the original did
@@ -485,6 +521,10 @@ class LLMBrain(Brain):
             return None
         return exchange
 
+    def _tools_for(self, request: DecisionRequest) -> Toolbox | None:
+        """The request's tools when this brain offers them natively, else ``None``."""
+        return request.tools if self.native_tools else None
+
     async def _converse(
         self,
         request: DecisionRequest,
@@ -492,16 +532,24 @@ class LLMBrain(Brain):
         semaphore: asyncio.Semaphore,
     ) -> _Exchange:
         exchange = _Exchange()
-        conversation = list(messages)
+        conversation: list[dict[str, Any]] = list(messages)
         rejecting = request.on_invalid == "reject"
         rounds = 1 if rejecting else self.max_repairs + 1
-        for round_index in range(rounds):
+        tools = self._tools_for(request)
+        calls_left = tools.max_calls if tools is not None else 0
+        round_index = 0
+        while round_index < rounds:
+            offered = tool_params(tools, calls_left) if tools is not None else None
             try:
                 completion, exchange.response_mode = await self._complete(
-                    request, conversation, semaphore
+                    request, conversation, semaphore, offered
                 )
             except TransportError as error:
                 exchange.attempts += error.attempts
+                if offered is not None and rejects_tools(error.__cause__):
+                    self._stop_native_tools(error)
+                    tools = None
+                    continue  # the same round again, without tools
                 exchange.errors = [redact(str(error))]
                 exchange.round_errors.append(
                     RoundErrors("transport", tuple(exchange.errors))
@@ -519,25 +567,46 @@ class LLMBrain(Brain):
             exchange.prompt_tokens += completion.prompt_tokens
             exchange.completion_tokens += completion.completion_tokens
             exchange.cost_usd += completion.cost_usd
-            checked = request.kind.check(request.context, completion.content)
+            calls = completion.tool_calls if tools is not None else ()
+            if calls and calls_left > 0:  # a tool step: execute, answer, go on
+                step = tool_step(tools, completion.content, calls, calls_left)
+                calls_left -= len(step.uses)
+                exchange.tool_calls.extend(step.uses)
+                exchange.rounds.append(
+                    {
+                        "raw": completion.content,
+                        "errors": [],
+                        "attempts": completion.attempts,
+                        "tool_calls": list(calls),
+                        "tool_results": step.results,
+                    }
+                )
+                conversation = [*conversation, *step.messages]
+                continue
+            checked = _check_round(request, completion.content, calls)
             output, errors = checked.output, checked.errors
             if checked.failure is not None:
                 exchange.round_errors.append(checked.failure)
-            exchange.rounds.append(
-                {
-                    "raw": completion.content,
-                    "errors": errors,
-                    "attempts": completion.attempts,
-                }
-            )
+            recorded: dict[str, Any] = {
+                "raw": completion.content,
+                "errors": errors,
+                "attempts": completion.attempts,
+            }
+            exchange.rounds.append(recorded)
             exchange.errors = errors
             if output is not None:
                 exchange.output = output
                 exchange.outcome = Outcome.OK if round_index == 0 else Outcome.REPAIRED
                 return exchange
+            if calls:  # calls beyond the bound: each refused in its tool message
+                refused = tool_step(tools, completion.content, calls, 0)
+                recorded |= {"tool_calls": list(calls), "tool_results": refused.results}
+                answered: list[dict[str, Any]] = refused.messages
+            else:
+                answered = [{"role": "assistant", "content": completion.content}]
             conversation = [
                 *conversation,
-                {"role": "assistant", "content": completion.content},
+                *answered,
                 {
                     "role": "user",
                     "content": REPAIR_INSTRUCTION.format(
@@ -545,6 +614,7 @@ class LLMBrain(Brain):
                     ),
                 },
             ]
+            round_index += 1
         if rejecting:
             exchange.outcome = Outcome.REJECTED
             exchange.reason = "; ".join(exchange.errors[:3])
@@ -555,25 +625,44 @@ class LLMBrain(Brain):
         )
         return exchange
 
+    def _stop_native_tools(self, error: TransportError) -> None:
+        """The endpoint refused ``tools``: ask look-ups the structured way from now on."""
+        if self.native_tools:
+            logger.warning(
+                "%s does not take tools (%s); tool calling is structured from now on",
+                self.model,
+                error,
+            )
+        self.native_tools = False
+
     async def _complete(
         self,
         request: DecisionRequest,
-        conversation: list[Message],
+        conversation: list[dict[str, Any]],
         semaphore: asyncio.Semaphore,
+        offered: dict[str, Any] | None = None,
     ) -> tuple[Completion, str]:
-        """One round's completion in the best response mode the endpoint accepts."""
+        """One round's completion in the best response mode the endpoint accepts.
+
+        ``offered``: the tool parameters of a native tool-calling round; a refusal of the tools
+        is then not taken for a refusal of the response format.
+        """
+        format_rejected = None if self.response_modes.confirmed else rejects_format
+        if offered is not None and format_rejected is not None:
+
+            def format_rejected(error: BaseException) -> bool:
+                return rejects_format(error) and not rejects_tools(error)
 
         async def attempt(mode: str) -> Completion:
+            params = self._params_for(request, mode)
             return await complete(
                 call=self._call,
                 messages=conversation,
-                params=self._params_for(request, mode),
+                params=params if offered is None else params | offered,
                 policy=self.policy,
                 semaphore=semaphore,
                 jitter=self._jitter,
-                format_rejected=None
-                if self.response_modes.confirmed
-                else rejects_format,
+                format_rejected=format_rejected,
             )
 
         completion, mode, rejected_attempts = await self.response_modes.send(attempt)
@@ -606,11 +695,15 @@ class LLMBrain(Brain):
         exchange: _Exchange,
         tags: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
+        params = self.request_params(request)
+        tools = self._tools_for(request)
+        if tools is not None:
+            params["tools"] = list(tools.names)
         return decision_record(
             kind=request.kind.name,
             agent_id=request.agent_id,
             model=self.model,
-            params=self.request_params(request),
+            params=params,
             messages=messages,
             digest=digest,
             key=key,
@@ -643,10 +736,25 @@ def _recheck(
         if raw is None:
             found.append(RoundErrors("transport", tuple(round_.get("errors") or ())))
             continue
-        failure = request.kind.check(request.context, raw).failure
+        if is_tool_step(round_):
+            continue
+        failure = _check_round(request, raw, round_.get("tool_calls") or ()).failure
         if failure is not None:
             found.append(failure)
     return found
+
+
+def _check_round(
+    request: DecisionRequest, raw: str, refused_calls: Sequence[Any]
+) -> CheckedAnswer:
+    """Check an answer; tool calls it made beyond the bound are named first among its errors."""
+    checked = request.kind.check(request.context, raw)
+    if checked.failure is None or not refused_calls:
+        return checked
+    failure = checked.failure
+    return CheckedAnswer(
+        None, RoundErrors(failure.stage, (NO_TOOLS_LEFT, *failure.errors))
+    )
 
 
 def model_supports_reasoning(model: str) -> bool:

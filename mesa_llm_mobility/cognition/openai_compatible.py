@@ -28,6 +28,7 @@ from mesa_llm_mobility.cognition.background_loop import (
 )
 from mesa_llm_mobility.cognition.kinds import Message
 from mesa_llm_mobility.cognition.offline import import_litellm
+from mesa_llm_mobility.cognition.tool_calling import read_tool_calls
 from mesa_llm_mobility.cognition.transport import Answer
 
 ClientChoice = Literal["auto", "direct", "litellm"]
@@ -207,7 +208,9 @@ class DirectClient:
     def _answer(self, text: str, headers: Mapping[str, str]) -> Answer:
         try:
             payload = json.loads(text)
-            content = payload["choices"][0]["message"].get("content") or ""
+            message = payload["choices"][0]["message"]
+            content = message.get("content") or ""
+            tool_calls = read_tool_calls(message.get("tool_calls"))
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise InternalServerError(
                 502,
@@ -223,6 +226,7 @@ class DirectClient:
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=prompt_tokens * input_price + completion_tokens * output_price,
+            tool_calls=tool_calls,
         )
 
 

@@ -2,7 +2,7 @@
 
 A :data:`Responder` maps a chat-completion request body to a :data:`Reply`: assistant content, or
 a :class:`Fault` (malformed JSON, a schema violation, an HTTP error, a hang, a dropped
-connection). :func:`with_faults` mixes faults into any responder, :func:`provider_faults` is one
+connection), or :class:`ToolCalls` (an answer calling tools, for native tool calling). :func:`with_faults` mixes faults into any responder, :func:`provider_faults` is one
 of each failure for soak tests. :class:`~mesa_llm_mobility.cognition.testing.FakeLLMServer`
 serves them.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -139,8 +139,63 @@ class Fault:
         return cls(kind="hang", seconds=seconds, content=content)
 
 
-Reply = str | Fault
-"""What the script and the responder produce: assistant content, or a :class:`Fault`."""
+@dataclass(frozen=True, slots=True)
+class ToolCalls:
+    """An assistant answer that calls tools (OpenAI ``tool_calls``, ``finish_reason="tool_calls"``).
+
+    Attributes:
+        calls: ``(tool name, arguments)`` per call; arguments as a mapping (sent as its JSON)
+            or as raw text (to send malformed JSON).
+        content: Assistant text sent along (usually none).
+    """
+
+    calls: tuple[tuple[str, Mapping[str, Any] | str], ...]
+    content: str | None = None
+
+    @classmethod
+    def of(cls, *calls: tuple[str, Mapping[str, Any] | str]) -> ToolCalls:
+        """The answer calling ``calls`` in order, e.g. ``ToolCalls.of(("travel_time", {...}))``."""
+        return cls(tuple(calls))
+
+    def message(self, first_id: int) -> dict[str, Any]:
+        """The assistant message, call ids numbered from ``first_id``."""
+        return {
+            "role": "assistant",
+            "content": self.content,
+            "tool_calls": [
+                {
+                    "id": f"call_{first_id + number}",
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "arguments": arguments
+                        if isinstance(arguments, str)
+                        else json.dumps(arguments),
+                    },
+                }
+                for number, (name, arguments) in enumerate(self.calls)
+            ],
+        }
+
+
+Reply = str | Fault | ToolCalls
+"""What the script and the responder produce: assistant content, a :class:`Fault`, or
+:class:`ToolCalls`."""
+
+
+def offers_tools(body: Mapping[str, Any]) -> bool:
+    """Whether a request offers tools the model may call now (``tool_choice`` not ``"none"``)."""
+    return bool(body.get("tools")) and body.get("tool_choice") != "none"
+
+
+def tool_results(body: Mapping[str, Any]) -> list[str]:
+    """The contents of the ``tool`` messages of a request (answers to earlier calls)."""
+    return [
+        str(message.get("content"))
+        for message in body.get("messages") or ()
+        if isinstance(message, Mapping) and message.get("role") == "tool"
+    ]
+
 
 Responder = Callable[[dict[str, Any]], Reply]
 """Callable mapping a parsed chat-completion request body to a :data:`Reply`."""
@@ -186,12 +241,13 @@ def provider_faults(
     )
 
 
-def with_faults(responder: Responder, faults: Sequence[Fault], every: int) -> Responder:
+def with_faults(responder: Responder, faults: Sequence[Reply], every: int) -> Responder:
     """Wrap a responder so that every ``every``-th request gets the next of ``faults`` instead.
 
     The faults are served in turn, cycling (request ``every`` gets ``faults[0]``, request
     ``2 * every`` gets ``faults[1]``, ...), the other requests are answered by ``responder``.
-    A soak test mixes every kind of failure into a whole run this way.
+    A soak test mixes every kind of failure into a whole run this way (a fault may be any
+    :data:`Reply`, e.g. a malformed :class:`ToolCalls`).
 
     Args:
         responder: The normal answers.

@@ -10,7 +10,8 @@ OpenAI-compatible client) to talk to it over real HTTP on ``127.0.0.1``:
 Both paths are also served without the ``/v1`` prefix. Streaming is not supported: a request
 with ``"stream": true`` gets a 400 error.
 
-Replies can be plain strings (the assistant message content) or :class:`Fault` values that
+Replies can be plain strings (the assistant message content), :class:`ToolCalls` (an answer
+calling tools: ``tool_calls`` with ``finish_reason="tool_calls"``) or :class:`Fault` values that
 simulate what goes wrong with real providers: malformed JSON content, schema-violating content,
 HTTP errors (429 with ``retry-after: 0``, 500, ...) and hung requests. An optional latency is
 awaited with :func:`asyncio.sleep`, so concurrent requests overlap exactly as they do against a
@@ -55,8 +56,11 @@ from mesa_llm_mobility.cognition.replies import (
     Fault,
     Reply,
     Responder,
+    ToolCalls,
     json_content,
+    offers_tools,
     provider_faults,
+    tool_results,
     with_faults,
 )
 
@@ -65,9 +69,12 @@ __all__ = [
     "Fault",
     "Reply",
     "Responder",
+    "ToolCalls",
     "json_content",
     "main",
+    "offers_tools",
     "provider_faults",
+    "tool_results",
     "with_faults",
 ]
 
@@ -180,6 +187,9 @@ class FakeLLMServer:
             message naming ``response_format`` (llama.cpp's server answers 500 to
             ``json_schema``); it counts as a request.
         rejected_status: The HTTP status of a refused response format.
+        rejects_tools: Refuse requests that offer ``tools`` with a 400 naming them, as a
+            server without tool calling does (vLLM started without
+            ``--enable-auto-tool-choice``); it counts as a request.
         host: Interface to bind; keep the default loopback address for tests.
         port: TCP port, ``0`` to let the OS pick a free one (see :attr:`url`).
 
@@ -198,6 +208,7 @@ class FakeLLMServer:
         model_ids: Sequence[str] = ("fake-model",),
         rejected_formats: Iterable[str] = (),
         rejected_status: int = 400,
+        rejects_tools: bool = False,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -211,6 +222,7 @@ class FakeLLMServer:
         self._model_ids = tuple(model_ids)
         self._rejected_formats = frozenset(rejected_formats)
         self._rejected_status = rejected_status
+        self._rejects_tools = rejects_tools
         self._host = host
         self._port = port
 
@@ -493,6 +505,10 @@ class FakeLLMServer:
                 code="stream_not_supported",
             )
 
+        if self._rejects_tools and body.get("tools"):
+            return _error_response(
+                400, "tools are not supported by this server (no tool call parser)"
+            )
         refused = _response_format_type(body)
         if refused in self._rejected_formats:
             return _error_response(
@@ -530,27 +546,37 @@ class FakeLLMServer:
             if self._script:
                 return self._script.popleft()
         reply = self._responder(body)
-        if not isinstance(reply, str | Fault):
+        if not isinstance(reply, str | Fault | ToolCalls):
             raise TypeError(
-                f"responder must return str or Fault, got {type(reply).__name__}"
+                f"responder must return str, Fault or ToolCalls, got {type(reply).__name__}"
             )
         return reply
 
-    def _completion(self, body: dict[str, Any], content: str) -> web.Response:
+    def _completion(
+        self, body: dict[str, Any], content: str | ToolCalls
+    ) -> web.Response:
         prompt_tokens = _estimate_tokens(_prompt_chars(body))
-        completion_tokens = _estimate_tokens(len(content))
+        number = next(self._ids)
+        if isinstance(content, ToolCalls):
+            message = content.message(first_id=number * 100)
+            finish_reason = "tool_calls"
+            completion_tokens = _estimate_tokens(len(json.dumps(message)))
+        else:
+            message = {"role": "assistant", "content": content}
+            finish_reason = "stop"
+            completion_tokens = _estimate_tokens(len(content))
         model = body.get("model")
         payload = {
-            "id": f"chatcmpl-fake-{next(self._ids)}",
+            "id": f"chatcmpl-fake-{number}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model if isinstance(model, str) and model else self._model_ids[0],
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
+                    "message": message,
                     "logprobs": None,
-                    "finish_reason": "stop",
+                    "finish_reason": finish_reason,
                 }
             ],
             "usage": {

@@ -24,6 +24,7 @@ import aiohttp
 from mesa_llm_mobility.cognition.kinds import Message
 from mesa_llm_mobility.cognition.offline import import_litellm
 from mesa_llm_mobility.cognition.redaction import redact
+from mesa_llm_mobility.cognition.tool_calling import read_tool_calls
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 
@@ -83,12 +84,17 @@ class TransportError(RuntimeError):
 
 @dataclass(frozen=True)
 class Answer:
-    """What one HTTP call answered: the assistant text, the tokens and their price."""
+    """What one HTTP call answered: the assistant text, the tokens and their price.
+
+    ``tool_calls``: the calls of a native tool-calling answer (``{"id", "name", "arguments"}``,
+    see :func:`~mesa_llm_mobility.cognition.tool_calling.read_tool_calls`).
+    """
 
     content: str
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
+    tool_calls: tuple[dict[str, str], ...] = ()
 
 
 ChatCall = Callable[[Sequence[Message], Mapping[str, Any], float], Awaitable[Answer]]
@@ -105,6 +111,7 @@ class Completion:
     cost_usd: float
     attempts: int
     latency_s: float
+    tool_calls: tuple[dict[str, str], ...] = ()
 
 
 def register_model_price(
@@ -241,6 +248,7 @@ async def complete(
             cost_usd=answer.cost_usd,
             attempts=attempt,
             latency_s=time.monotonic() - started,
+            tool_calls=answer.tool_calls,
         )
     reason = _describe(last_error) if last_error else "no time left for an attempt"
     raise TransportError(
@@ -286,6 +294,7 @@ def _answer(response: Any, model: str) -> Answer:
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
         cost_usd=_cost_usd(model, prompt_tokens, completion_tokens),
+        tool_calls=read_tool_calls(getattr(choice.message, "tool_calls", None)),
     )
 
 
