@@ -15,6 +15,7 @@ from typing import Any
 
 from mesa_llm_mobility.cognition.openai_compatible import CLIENT_CHOICES
 from mesa_llm_mobility.cognition.structured_output import STRUCTURED_OUTPUT_CHOICES
+from mesa_llm_mobility.cognition.tool_calling import TOOL_CALLING_CHOICES
 
 BRAIN_FLAGS: dict[str, str] = {
     "api_base": "api_base",
@@ -26,6 +27,7 @@ BRAIN_FLAGS: dict[str, str] = {
     "max_repairs": "max_repairs",
     "client": "client",
     "structured_output": "structured_output",
+    "tool_calling": "tool_calling",
 }
 """Parsed flag (``args`` attribute) -> :func:`make_brain` option."""
 
@@ -141,6 +143,14 @@ def add_brain_arguments(
         default=None,
         help="how the answer's JSON schema is asked for; 'auto' takes the provider family's "
         "best and steps down to JSON mode where rejected (else $MLM_STRUCTURED_OUTPUT or auto)",
+    )
+    group.add_argument(
+        "--tool-calling",
+        choices=TOOL_CALLING_CHOICES,
+        default=None,
+        help="how an LLM calls tools (urban --tools): 'native' sends tools= and runs the "
+        "model's tool calls, 'structured' asks a query decision first, 'auto' is native where "
+        "litellm knows the model calls functions (else $MLM_TOOL_CALLING or auto)",
     )
     return group
 

@@ -15,6 +15,7 @@ code runs offline by default and on any LLM when the user has one:
 | ``MLM_MAX_REPAIRS`` | re-prompts with the validation errors before the rule fallback (default 2) |
 | ``MLM_CLIENT`` | ``auto``, ``direct`` or ``litellm``: who sends the calls (default ``auto``) |
 | ``MLM_STRUCTURED_OUTPUT`` | how the JSON schema is asked for (default ``auto``) |
+| ``MLM_TOOL_CALLING`` | ``auto``, ``native`` or ``structured``: how tools are called (default ``auto``) |
 
 An argument given to :func:`make_brain` (or a model's ``brain_options``, or a command-line flag)
 wins over the variable.
@@ -58,6 +59,7 @@ class BrainOptions(TypedDict, total=False):
     cost_per_token: tuple[float, float] | None
     supports_reasoning: bool | None
     deduplicate: bool
+    tool_calling: str
 
 
 DEFAULT_BRAIN = "rules"
@@ -71,6 +73,7 @@ ENVIRONMENT_OPTIONS: dict[str, tuple[str, type]] = {
     "max_repairs": ("MLM_MAX_REPAIRS", int),
     "client": ("MLM_CLIENT", str),
     "structured_output": ("MLM_STRUCTURED_OUTPUT", str),
+    "tool_calling": ("MLM_TOOL_CALLING", str),
 }
 """:class:`LLMBrain` options read from the environment when not given: option -> (variable, type)."""
 

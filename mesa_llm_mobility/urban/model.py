@@ -445,7 +445,7 @@ class UrbanMobilityModel(MobilityModel):
         talked = self._talk(self._chat_openings(t, staying), t, time)
         requests = self._requests(t, staying, others, talked)
         if self.tools and self.uses_llm:
-            self._look_up(requests, t, time)
+            requests = self._look_up(requests, t, time)
         if asynchronous:
             self._submit_with_reaction_time(requests, t, time)
         else:
@@ -626,15 +626,22 @@ class UrbanMobilityModel(MobilityModel):
     # ------------------------------------------------------------------ tools
     def _look_up(
         self,
-        requests: Sequence[DecisionRequest[Any, Any]],
+        requests: list[DecisionRequest[Any, Any]],
         t: int,
         time: dict[str, int],
-    ) -> None:
+    ) -> list[DecisionRequest[Any, Any]]:
         """Let travellers about to plan or to reconsider en route call tools first.
 
-        One ``TravelQuery`` decision each (a batch); its calls are answered by
-        :class:`~.tools.TravelTools` and the answers put into the decision's context
-        (``lookups``), so the decision's prompt (and its ledger record) carries them.
+        Where the brain calls tools natively, those requests are returned with the tools
+        (:meth:`~.tools.TravelTools.toolbox`): the model calls them within the decision (a
+        decision sent ahead with a reaction time asks the structured way, since its tools
+        would answer from a world that moves on meanwhile). Else one ``TravelQuery`` decision
+        each (a batch); its calls are answered by :class:`~.tools.TravelTools` and the answers
+        put into the decision's context (``lookups``), so the decision's prompt (and its
+        ledger record) carries them.
+
+        Returns:
+            The requests, those asking with native tools replaced.
         """
         asking = [
             r
@@ -646,7 +653,16 @@ class UrbanMobilityModel(MobilityModel):
             )
         ]
         if not asking:
-            return
+            return requests
+        if self.brain.native_tools and (
+            self.reactions.reaction_minutes == 0 or self._is_phase(time)
+        ):
+            toolbox = TravelTools(self.view, t).toolbox()
+            chosen = set(map(id, asking))
+            return [
+                dataclasses.replace(r, tools=toolbox) if id(r) in chosen else r
+                for r in requests
+            ]
         queries = [
             self.travellers[str(r.agent_id)].travel_query_request(self.view, t, r)
             for r in asking
@@ -668,6 +684,7 @@ class UrbanMobilityModel(MobilityModel):
                 )
             request.context.lookups = lines
             self.record_decision(result, time, action=f"{len(lines)} tool calls")
+        return requests
 
     def conversations_frame(self) -> pd.DataFrame:
         """One row per turn of every conversation (:func:`~.outputs.conversations_frame`)."""
@@ -722,7 +739,16 @@ class UrbanMobilityModel(MobilityModel):
     def _apply(
         self, results: Sequence[DecisionResult[Any, Any]], time: dict[str, int]
     ) -> None:
-        """Commit each result through its kind's handler and record it at ``time``."""
+        """Commit each result through its kind's handler and record it at ``time``.
+
+        The tools a result's model called natively join :attr:`tool_calls` first.
+        """
+        minute = (time["day"] - 1) * MINUTES_PER_DAY + time["minute"]
+        self.tool_calls.extend(
+            ToolCallRecord(str(r.agent_id), minute, use.tool, use.arguments,
+                           use.answer, use.ok, via="native")
+            for r in results for use in r.tool_calls
+        )  # fmt: skip
         actions = dispatch(results, self._commits())
         for result, action in zip(results, actions, strict=True):
             self.record_decision(result, time, action=action)

@@ -38,7 +38,8 @@ MEMORY_COLUMNS = (
 CHAT_COLUMNS = ("day", "minute", "conversation", "turn", "speaker", "listener", "relation",
                 "medium", "topic", "message", "proposal", "accept", "outcome", "agreed",
                 "summary")  # fmt: skip
-TOOL_CALL_COLUMNS = ("day", "minute", "agent", "tool", "arguments", "answer", "ok")
+TOOL_CALL_COLUMNS = ("day", "minute", "agent", "tool", "arguments", "answer", "ok",
+                     "via")  # fmt: skip
 COMMUTE_COLUMNS = ("day", "commuters", "mean_departure", "mean_lead", "late_share",
                    "mean_late", "mean_delay")  # fmt: skip
 
@@ -133,7 +134,7 @@ def tool_calls_frame(calls: Iterable[ToolCallRecord]) -> pd.DataFrame:
     """One row per tool call (see :data:`TOOL_CALL_COLUMNS`); arguments as JSON text."""
     rows = [
         (c.minute // MINUTES_PER_DAY + 1, c.minute % MINUTES_PER_DAY, c.agent, c.tool,
-         json.dumps(c.arguments, sort_keys=True), c.answer, c.ok)
+         json.dumps(c.arguments, sort_keys=True), c.answer, c.ok, c.via)
         for c in calls
     ]  # fmt: skip
     return pd.DataFrame(rows, columns=list(TOOL_CALL_COLUMNS))

@@ -6,7 +6,9 @@ brain (litellm, HTTP, parsing, validation, repair and fallback) without any mode
 fault tests, the LLM benchmarks and demos use it. A day plan is a commute planned from the profile
 (home, work facility, work hours, whether the car is free), the stated travel time and the
 required school runs and the joint activities agreed in chats, or a shopping trip; every revision
-is "keep", except that one adds a joint activity agreed in a chat and missing from the plan; before planning it looks up the drive to the Office and the trains from home; a
+is "keep", except that one adds a joint activity agreed in a chat and missing from the plan; before planning it looks up the drive to the Office and the trains from home (en route: a
+link's congestion), as a ``TravelQuery`` answer or, when the request offers ``tools``, as native
+tool calls answered before it decides; a
 reflection is short; a chat picks a new topic, asks a family member for the car
 they have or a friend for a coffee, and the partner accepts. A prompt
 it does not recognise gets a schema violation, which the brain repairs or replaces.
@@ -19,7 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from mesa_llm_mobility.cognition.testing import Fault, Reply, json_content
+from mesa_llm_mobility.cognition.testing import (
+    Fault,
+    Reply,
+    ToolCalls,
+    json_content,
+    offers_tools,
+    tool_results,
+)
 from mesa_llm_mobility.urban.clock import format_hhmm, parse_hhmm
 
 _HOME = re.compile(r"lives at (?P<home>[^;]+);")
@@ -190,9 +199,30 @@ def _queries(prompt: str) -> dict[str, Any]:
     return {"queries": [{"tool": "link_congestion", "link": "Ave_2_link_2"}]}
 
 
+def _native_calls(prompt: str) -> ToolCalls | None:
+    """The tool calls of :func:`_queries`, made natively: before a plan or an en-route revision."""
+    if "Plan today" in prompt:
+        home = _HOME.search(prompt)["home"]
+        return ToolCalls.of(
+            ("travel_time", {"origin": home, "destination": "Office", "mode": "drive",
+                             "time": "07:30"}),
+            ("metro_timetable", {"stop": home}),
+        )  # fmt: skip
+    if "Choose action" in prompt:
+        return ToolCalls.of(("link_congestion", {"link": "Ave_2_link_2"}))
+    return None
+
+
 def respond(body: dict[str, Any]) -> Reply:
-    """Answer each urban decision kind validly, from the prompt text alone."""
+    """Answer each urban decision kind validly, from the prompt text alone.
+
+    Offered ``tools`` and no tool answer yet, it calls them first (:func:`_native_calls`).
+    """
     prompt = body["messages"][1]["content"]
+    if offers_tools(body) and not tool_results(body):
+        calls = _native_calls(prompt)
+        if calls is not None:
+            return calls
     if "Plan today" in prompt:
         return json_content(_plan(prompt))
     if "Choose action" in prompt:

@@ -1,15 +1,20 @@
 """Tools an LLM traveller may use before deciding: travel times, the metro timetable, congestion, occupancy.
 
-GATSim's agents query the environment (routes and travel times) before planning. Here a
-traveller about to plan its day or to reconsider en route is first asked a ``TravelQuery``
-decision (:mod:`.decisions.travel_query`): at most :data:`MAX_TOOL_CALLS` calls of the
-:data:`TOOL_NAMES` tools. The model answers them with :class:`TravelTools` (read-only queries of
-the world at that minute) and the answers go into the decision's prompt ("Looked up"). The query
-decision is in the ledger with its calls, the answers are in the ledger with the decision that
-reads them, and :attr:`UrbanMobilityModel.tool_calls` keeps every call with its answer.
+GATSim's agents query the environment (routes and travel times) before planning. A traveller
+about to plan its day or to reconsider en route may make at most :data:`MAX_TOOL_CALLS` calls of
+the :data:`TOOL_NAMES` tools, answered by :class:`TravelTools` (read-only queries of the world at
+that minute), in one of two ways:
 
-:data:`TOOL_SPECS` describes the same tools in the OpenAI function-calling format, for brains
-that call tools natively.
+* **native** (a brain that calls tools natively, ``tool_calling="native"`` or ``"auto"`` on a
+  model litellm knows to call functions): the decision itself is sent with ``tools=``
+  :data:`TOOL_SPECS` (:meth:`TravelTools.toolbox`); the model calls them, reads the answers in
+  ``tool`` messages and then decides. The calls and answers are in the decision's ledger record.
+* **structured** (every other brain): a ``TravelQuery`` decision first
+  (:mod:`.decisions.travel_query`), whose calls the model answers; the answers go into the
+  decision's prompt ("Looked up"). The query decision is in the ledger with its calls, the
+  answers with the decision that reads them.
+
+:attr:`UrbanMobilityModel.tool_calls` keeps every call of either way with its answer and ``via``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mesa_llm_mobility.cognition.tool_calling import Toolbox
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm, parse_hhmm
 from mesa_llm_mobility.urban.metro import next_train
 from mesa_llm_mobility.urban.routing import PathError
@@ -97,7 +103,11 @@ class ToolError(ValueError):
 
 @dataclass(frozen=True)
 class ToolCallRecord:
-    """One tool call: who asked, when, what, and the answer (or the error)."""
+    """One tool call: who asked, when, what, the answer (or the error), and how it was asked.
+
+    ``via``: ``"structured"`` (a ``TravelQuery`` decision) or ``"native"`` (the model's own
+    tool call in the decision).
+    """
 
     agent: str
     minute: int
@@ -105,6 +115,7 @@ class ToolCallRecord:
     arguments: dict[str, Any]
     answer: str
     ok: bool = True
+    via: str = "structured"
 
 
 @dataclass
@@ -135,10 +146,19 @@ class TravelTools:
             raise ToolError(
                 f"unknown tool {tool!r}; use one of {', '.join(TOOL_NAMES)}"
             )
+        for name, value in arguments.items():
+            if value is not None and not isinstance(value, str):
+                raise ToolError(
+                    f"{tool}: {name} must be a string, got {type(value).__name__}"
+                )
         try:
             return method(**{k: v for k, v in arguments.items() if v is not None})
         except TypeError as error:
             raise ToolError(f"{tool}: {error}") from error
+
+    def toolbox(self) -> Toolbox:
+        """The tools for a brain that calls them natively (:data:`TOOL_SPECS`, bounded)."""
+        return Toolbox(TOOL_SPECS, self.call, MAX_TOOL_CALLS)
 
     def _minute(self, time: str | None) -> int:
         """The absolute minute of ``time`` today (``None``: now); never before now."""
