@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
@@ -11,6 +13,7 @@ from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import (
     FakeLLMServer,
 )
+from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.urban import UrbanMobilityModel
 from mesa_llm_mobility.urban.app.inspector import report_of_model
 from mesa_llm_mobility.urban.decisions import (
@@ -19,7 +22,13 @@ from mesa_llm_mobility.urban.decisions import (
     TravelQueryOutput,
 )
 from mesa_llm_mobility.urban.metro import next_train, transit_journey
-from mesa_llm_mobility.urban.tools import MAX_TOOL_CALLS, ToolError, TravelTools
+from mesa_llm_mobility.urban.runner import resume_urban, run_urban, urban_config
+from mesa_llm_mobility.urban.tools import (
+    MAX_TOOL_CALLS,
+    TOOL_NAMES,
+    ToolError,
+    TravelTools,
+)
 
 from .conftest import (
     local_llm_options,
@@ -163,3 +172,121 @@ def test_llm_travellers_call_tools_and_read_the_answers(tmp_path, faulty):
     assert list(report.tool_calls["answer"]) == list(
         calls.loc[calls["agent"] == row["agent"], "answer"]
     )
+
+
+def _native_run(server, ledger, **options):
+    return UrbanMobilityModel(
+        population=town_personas(), n_agents=6, rng=2, tools=True,
+        chat_probability=0.0, daytime_chat_probability=0.0, collect_every=60,
+        brain="llm:openai/fake-model",
+        brain_options=local_llm_options(
+            server, ledger=ledger, **({"tool_calling": "native"} | options)
+        ),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("faulty", [False, True])
+def test_llm_travellers_call_tools_natively(tmp_path, faulty):
+    ledger = tmp_path / "ledger.jsonl"
+    responder = scripted_traveller(faulty=faulty, every=4)
+    with (
+        FakeLLMServer(responder, latency_s=slow_sometimes) as server,
+        _native_run(server, ledger) as model,
+    ):
+        model.run()
+        served = server.request_count
+    decisions = model.decisions_frame()
+    assert set(decisions["outcome"]) <= {"ok", "repaired", "fallback"}
+    assert "TravelQuery" not in set(decisions["kind"])  # the decisions call them
+    calls = model.tool_calls_frame()
+    assert set(calls["via"]) == {"native"}
+    assert set(calls["tool"]) == {"travel_time", "metro_timetable", "link_congestion"}
+    assert calls["ok"].all()
+    assert (calls.groupby(["agent", "minute"]).size() <= MAX_TOOL_CALLS).all()
+    records = Ledger.read(ledger)
+    plans = [r for r in records if r["kind"] == "DailyPlan"]
+    assert len(plans) == len(model.travellers)
+    assert all(r["params"]["tools"] == list(TOOL_NAMES) for r in plans)
+    # each call is in its decision's ledger record, with the answer the table has
+    recorded = [
+        (r["agent_id"], result["answer"])
+        for r in records
+        for round_ in r["rounds"]
+        for result in round_.get("tool_results") or ()
+        if result["executed"]
+    ]
+    assert sorted(recorded) == sorted(zip(calls["agent"], calls["answer"], strict=True))
+    first_plan = next(r for r in plans if r["outcome"] == "ok")
+    assert "Looked up:" not in first_plan["messages"][1]["content"]
+    assert Ledger.summarize_file(ledger).loc["all", "http_calls"] == served
+    assert b"sk-local" not in ledger.read_bytes()
+    row = calls.iloc[0]
+    report = report_of_model(model, row["agent"])
+    assert list(report.tool_calls["answer"]) == list(
+        calls.loc[calls["agent"] == row["agent"], "answer"]
+    )
+
+
+def test_native_tool_calls_replay_from_the_ledger_with_no_call(tmp_path):
+    ledger = tmp_path / "ledger.jsonl"
+    with (
+        FakeLLMServer(
+            scripted_traveller(faulty=True), latency_s=slow_sometimes
+        ) as server,
+        _native_run(server, ledger) as live,
+    ):
+        live.run()
+    with (
+        FakeLLMServer(scripted_traveller(faulty=False)) as server,
+        _native_run(server, tmp_path / "again.jsonl", replay=ledger) as again,
+    ):
+        again.run()
+        assert server.request_count == 0
+    pd.testing.assert_frame_equal(live.tool_calls_frame(), again.tool_calls_frame())
+    pd.testing.assert_frame_equal(live.decisions_frame(), again.decisions_frame())
+    assert Ledger.summarize_file(tmp_path / "again.jsonl").loc["all", "http_calls"] == 0
+
+
+def test_a_server_without_tool_calling_gets_the_structured_query(tmp_path):
+    with (
+        FakeLLMServer(scripted_traveller(faulty=False), rejects_tools=True) as server,
+        _native_run(server, tmp_path / "ledger.jsonl") as model,
+    ):
+        model.run()
+        refused = sum("tools" in body for body in server.requests)
+    # the first batch (the plans, in flight together) is refused once each, then never again
+    assert refused == len(model.travellers) and not model.brain.native_tools
+    calls = model.tool_calls_frame()
+    assert set(calls["via"]) == {"structured"} and calls["ok"].all()
+    assert "TravelQuery" in set(model.decisions_frame()["kind"])
+    # the model litellm does not know asks the structured way from the start (auto)
+    with (
+        FakeLLMServer(scripted_traveller(faulty=False)) as server,
+        _native_run(server, None, tool_calling="auto") as auto,
+    ):
+        auto.run(days=1)
+        assert not any("tools" in body for body in server.requests)
+    assert set(auto.tool_calls_frame()["via"]) == {"structured"}
+
+
+def test_a_resumed_run_replays_its_native_tool_calls_with_no_call(tmp_path):
+    config = urban_config(
+        days=2, n_agents=6, seed=1, tools=True, brain="llm:openai/fake-model"
+    )
+    with FakeLLMServer(scripted_traveller(faulty=True)) as server:
+        options = local_llm_options(server, tool_calling="native")
+        source = run_urban(tmp_path / "run", config, progress=False, brain_options=options)  # fmt: skip
+        served = server.request_count
+    calls = source.run.read_table("tool_calls")
+    assert set(calls["via"]) == {"native"} and set(calls["day"]) == {1, 2}
+    copy = tmp_path / "copy"
+    shutil.copytree(source.run.path, copy)
+    # as if the process died during day 2's checkpoint: day 2 is answered from the ledger
+    RunDirectory(copy).checkpoint_path(2).write_bytes(b"truncated")
+    (copy / "summary.json").unlink()
+    with FakeLLMServer(scripted_traveller(faulty=False)) as server:
+        options = local_llm_options(server, tool_calling="native")
+        resumed = resume_urban(copy, progress=False, brain_options=options)
+        assert server.request_count == 0
+    pd.testing.assert_frame_equal(calls, resumed.run.read_table("tool_calls"))
+    assert resumed.summary["llm"].loc["all", "http_calls"] == served
