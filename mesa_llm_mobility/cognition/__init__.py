@@ -26,6 +26,7 @@ from mesa_llm_mobility.cognition.settings import (
     make_brain,
     parse_brain_setting,
 )
+from mesa_llm_mobility.cognition.tool_calling import Toolbox, ToolUse
 from mesa_llm_mobility.cognition.transport import RetryPolicy, TransportError
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "RoundErrors",
     "RuleBrain",
     "RulePolicyError",
+    "ToolUse",
+    "Toolbox",
     "TransportError",
     "dispatch",
     "extract_json",
