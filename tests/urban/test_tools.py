@@ -128,29 +128,48 @@ def test_rule_travellers_never_query(model):
     assert rules.tool_calls == []
 
 
-@pytest.mark.parametrize("faulty", [False, True])
-def test_llm_travellers_call_tools_and_read_the_answers(tmp_path, faulty):
-    ledger = tmp_path / "ledger.jsonl"
+def _tool_run(server, ledger, **options):
+    """Six LLM travellers with tools for a day; native tool calling unless told otherwise."""
+    return UrbanMobilityModel(
+        population=town_personas(), n_agents=6, rng=2, tools=True,
+        chat_probability=0.0, daytime_chat_probability=0.0, collect_every=60,
+        brain="llm:openai/fake-model",
+        brain_options=local_llm_options(
+            server, ledger=ledger, **({"tool_calling": "native"} | options)
+        ),
+    )  # fmt: skip
+
+
+def _run_faulty_or_not(ledger, faulty, tool_calling):
+    """A day of :func:`_tool_run` with slow answers, with provider faults or not."""
     responder = scripted_traveller(faulty=faulty, every=4)
     with (
         FakeLLMServer(responder, latency_s=slow_sometimes) as server,
-        UrbanMobilityModel(
-            population=town_personas(), n_agents=6, rng=2, tools=True,
-            chat_probability=0.0, daytime_chat_probability=0.0, collect_every=60,
-            brain="llm:openai/fake-model",
-            brain_options=local_llm_options(server, ledger=ledger),
-        ) as model,
-    ):  # fmt: skip
+        _tool_run(server, ledger, tool_calling=tool_calling) as model,
+    ):
         model.run()
+        return model, server.request_count
+
+
+def _resolved_and_bounded(model, via):
+    """The decisions and tool calls of a run: all resolved, all answered, bounded, ``via``."""
     decisions = model.decisions_frame()
     assert set(decisions["outcome"]) <= {"ok", "repaired", "fallback"}
+    calls = model.tool_calls_frame()
+    assert set(calls["via"]) == {via} and calls["ok"].all()
+    assert (calls.groupby(["agent", "minute"]).size() <= MAX_TOOL_CALLS).all()
+    return decisions, calls
+
+
+@pytest.mark.parametrize("faulty", [False, True])
+def test_llm_travellers_call_tools_and_read_the_answers(tmp_path, faulty):
+    ledger = tmp_path / "ledger.jsonl"
+    model, _ = _run_faulty_or_not(ledger, faulty, tool_calling="auto")
+    decisions, calls = _resolved_and_bounded(model, via="structured")
     queries = decisions[decisions["kind"] == "TravelQuery"]
     plans = decisions[decisions["kind"] == "DailyPlan"]
     assert len(queries) >= len(plans) == len(model.travellers)
-    calls = model.tool_calls_frame()
     assert set(calls["tool"]) >= {"travel_time", "metro_timetable"}
-    assert calls["ok"].all()
-    assert (calls.groupby(["agent", "minute"]).size() <= MAX_TOOL_CALLS).all()
     records = Ledger.read(ledger)
     asked = [
         r for r in records if r["kind"] == "TravelQuery" and r["outcome"] != "fallback"
@@ -174,35 +193,13 @@ def test_llm_travellers_call_tools_and_read_the_answers(tmp_path, faulty):
     )
 
 
-def _native_run(server, ledger, **options):
-    return UrbanMobilityModel(
-        population=town_personas(), n_agents=6, rng=2, tools=True,
-        chat_probability=0.0, daytime_chat_probability=0.0, collect_every=60,
-        brain="llm:openai/fake-model",
-        brain_options=local_llm_options(
-            server, ledger=ledger, **({"tool_calling": "native"} | options)
-        ),
-    )  # fmt: skip
-
-
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_travellers_call_tools_natively(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"
-    responder = scripted_traveller(faulty=faulty, every=4)
-    with (
-        FakeLLMServer(responder, latency_s=slow_sometimes) as server,
-        _native_run(server, ledger) as model,
-    ):
-        model.run()
-        served = server.request_count
-    decisions = model.decisions_frame()
-    assert set(decisions["outcome"]) <= {"ok", "repaired", "fallback"}
+    model, served = _run_faulty_or_not(ledger, faulty, tool_calling="native")
+    decisions, calls = _resolved_and_bounded(model, via="native")
     assert "TravelQuery" not in set(decisions["kind"])  # the decisions call them
-    calls = model.tool_calls_frame()
-    assert set(calls["via"]) == {"native"}
     assert set(calls["tool"]) == {"travel_time", "metro_timetable", "link_congestion"}
-    assert calls["ok"].all()
-    assert (calls.groupby(["agent", "minute"]).size() <= MAX_TOOL_CALLS).all()
     records = Ledger.read(ledger)
     plans = [r for r in records if r["kind"] == "DailyPlan"]
     assert len(plans) == len(model.travellers)
@@ -233,12 +230,12 @@ def test_native_tool_calls_replay_from_the_ledger_with_no_call(tmp_path):
         FakeLLMServer(
             scripted_traveller(faulty=True), latency_s=slow_sometimes
         ) as server,
-        _native_run(server, ledger) as live,
+        _tool_run(server, ledger) as live,
     ):
         live.run()
     with (
         FakeLLMServer(scripted_traveller(faulty=False)) as server,
-        _native_run(server, tmp_path / "again.jsonl", replay=ledger) as again,
+        _tool_run(server, tmp_path / "again.jsonl", replay=ledger) as again,
     ):
         again.run()
         assert server.request_count == 0
@@ -250,7 +247,7 @@ def test_native_tool_calls_replay_from_the_ledger_with_no_call(tmp_path):
 def test_a_server_without_tool_calling_gets_the_structured_query(tmp_path):
     with (
         FakeLLMServer(scripted_traveller(faulty=False), rejects_tools=True) as server,
-        _native_run(server, tmp_path / "ledger.jsonl") as model,
+        _tool_run(server, tmp_path / "ledger.jsonl") as model,
     ):
         model.run()
         refused = sum("tools" in body for body in server.requests)
@@ -262,7 +259,7 @@ def test_a_server_without_tool_calling_gets_the_structured_query(tmp_path):
     # the model litellm does not know asks the structured way from the start (auto)
     with (
         FakeLLMServer(scripted_traveller(faulty=False)) as server,
-        _native_run(server, None, tool_calling="auto") as auto,
+        _tool_run(server, None, tool_calling="auto") as auto,
     ):
         auto.run(days=1)
         assert not any("tools" in body for body in server.requests)
