@@ -15,9 +15,11 @@ waits for its whole batch: sum over batches of ceil(batch / concurrency) x laten
 binds the synchronous minute (``--reaction-minutes 0``, Algorithm 1) but not the asynchronous
 decisions of ``--reaction-minutes d > 0`` (goal at d = 5: wall <= 10 s). CPU time of this process
 and the load average are printed beside the wall time (the machine may be shared).
+``--tools native|structured`` lets the travellers call tools (natively in their decisions, or by
+a ``TravelQuery`` decision first) and prints the tool calls made.
 
     python benchmarks/bench_urban.py [--skip-large] [--llm-only] [--latency 0.5] [--concurrency 64]
-        [--reaction-minutes 0] [--client auto|direct|litellm]
+        [--reaction-minutes 0] [--client auto|direct|litellm] [--tools off|native|structured]
 """
 
 from __future__ import annotations
@@ -52,7 +54,11 @@ def run(n_agents: int | None, days: int) -> None:
 
 
 def run_llm(
-    latency: float, concurrency: int, reaction_minutes: int, client: str
+    latency: float,
+    concurrency: int,
+    reaction_minutes: int,
+    client: str,
+    tools: str = "off",
 ) -> None:
     with FakeLLMServer(respond, latency_s=latency) as server:
         started = time.perf_counter()
@@ -61,13 +67,15 @@ def run_llm(
             days=1, rng=0, brain="llm:openai/fake-model",
             brain_options={"api_base": server.api_base, "api_key": "sk-fake",
                            "max_concurrency": concurrency, "timeout_s": 30,
-                           "client": client},
-            reaction_minutes=reaction_minutes,
+                           "client": client,
+                           "tool_calling": "native" if tools == "off" else tools},
+            reaction_minutes=reaction_minutes, tools=tools != "off",
         )  # fmt: skip
         model.run()
         wall = time.perf_counter() - started
         cpu = time.process_time() - cpu_started
         summary, decisions = model.summary(), model.decisions_frame()
+        tool_calls = model.tool_calls_frame()
         model.close()
         requests = server.requests
     calls = len(requests)
@@ -88,6 +96,12 @@ def run_llm(
         f"calls_per_agent_day {calls / agents:.1f}  prompt_chars_per_call {sum(chars) / calls:.0f} "
         f"(max {max(chars)})  max_in_flight {server.max_in_flight}"
     )
+    if tools != "off":
+        print(
+            f"  tools {tools}: tool calls {len(tool_calls)} "
+            f"({len(tool_calls) / agents:.2f} per agent-day), by "
+            + ", ".join(f"{k} {n}" for k, n in tool_calls["via"].value_counts().items())
+        )
     print(
         f"  ideal calls x latency / concurrency {ideal:.1f} s; per-minute bound "
         f"({len(batches)} minutes with requests) {per_minute:.1f} s; wall / per-minute bound "
@@ -138,12 +152,17 @@ def main() -> None:
     parser.add_argument(
         "--client", choices=["auto", "direct", "litellm"], default="auto"
     )
+    parser.add_argument(
+        "--tools", choices=["off", "native", "structured"], default="off"
+    )
     args = parser.parse_args()
     if not args.llm_only:
         run(None, 3)
         if not args.skip_large:
             run(1000, 1)
-    run_llm(args.latency, args.concurrency, args.reaction_minutes, args.client)
+    run_llm(
+        args.latency, args.concurrency, args.reaction_minutes, args.client, args.tools
+    )
 
 
 if __name__ == "__main__":
