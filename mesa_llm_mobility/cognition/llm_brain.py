@@ -480,7 +480,7 @@ class LLMBrain(Brain):
         if request.on_invalid != "repair":  # default requests keep their old keys
             params["on_invalid"] = request.on_invalid
         tools = self._tools_for(request)
-        if tools is not None:  # so are requests without tools offered
+        if tools is not None:  # requests without tools offered keep their old keys too
             params["tools"] = list(tools.names)
         key = request_key(
             request.kind.name, request.agent_id, self.model, params, digest
@@ -647,11 +647,11 @@ class LLMBrain(Brain):
         ``offered``: the tool parameters of a native tool-calling round; a refusal of the tools
         is then not taken for a refusal of the response format.
         """
-        format_rejected = None if self.response_modes.confirmed else rejects_format
-        if offered is not None and format_rejected is not None:
 
-            def format_rejected(error: BaseException) -> bool:
-                return rejects_format(error) and not rejects_tools(error)
+        def format_rejected(error: BaseException) -> bool:
+            return rejects_format(error) and (
+                offered is None or not rejects_tools(error)
+            )
 
         async def attempt(mode: str) -> Completion:
             params = self._params_for(request, mode)
@@ -662,7 +662,9 @@ class LLMBrain(Brain):
                 policy=self.policy,
                 semaphore=semaphore,
                 jitter=self._jitter,
-                format_rejected=format_rejected,
+                format_rejected=None
+                if self.response_modes.confirmed
+                else format_rejected,
             )
 
         completion, mode, rejected_attempts = await self.response_modes.send(attempt)

@@ -89,6 +89,8 @@ def test_congestion_and_occupancy_and_bad_arguments(model):
             "destination: unknown node or facility 'Moon'",
         ),
         (("fly", {}), "unknown tool 'fly'"),
+        (("link_congestion", {"link": 5}), "link_congestion: link must be a string"),
+        (("facility_occupancy", {"place": "Gym"}), "unexpected keyword argument"),
     ]:
         with pytest.raises(ToolError, match=message):
             tools.call(*call)
