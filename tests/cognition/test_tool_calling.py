@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 
 import pytest
 from pydantic import BaseModel
 
-from mesa_llm_mobility.cognition import DecisionKind, DecisionRequest, LLMBrain
+from mesa_llm_mobility.cognition import (
+    DecisionKind,
+    DecisionRequest,
+    LLMBrain,
+    make_brain,
+)
+from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import (
     FakeLLMServer,
@@ -318,3 +325,20 @@ def test_tool_calling_under_provider_faults_slow_answers_and_an_idle_gap(
     )
     assert Ledger.summarize_file(ledger).loc["all", "http_calls"] == served
     assert KEY not in ledger.read_text()
+
+
+def test_the_flag_and_the_variable_reach_the_brain(monkeypatch):
+    parser = argparse.ArgumentParser(prog="mlm test")
+    add_brain_arguments(parser)
+    options = brain_options(parser.parse_args(["--tool-calling=native"]))
+    assert options == {"tool_calling": "native"}
+    with make_brain(
+        "llm:openai/m", api_base="http://127.0.0.1:9/v1", **options
+    ) as brain:
+        assert brain.native_tools
+    monkeypatch.setenv("MLM_TOOL_CALLING", "native")
+    with make_brain("llm:openai/m", api_base="http://127.0.0.1:9/v1") as brain:
+        assert brain.native_tools
+    monkeypatch.setenv("MLM_TOOL_CALLING", "sometimes")
+    with pytest.raises(ValueError, match="tool_calling must be one of"):
+        make_brain("llm:openai/m")
