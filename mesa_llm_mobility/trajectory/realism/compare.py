@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from mesa_llm_mobility.trajectory.realism import classifier, individual, visit
+from mesa_llm_mobility.trajectory.realism.choices import DEFAULT_DETECTORS, DETECTORS
 from mesa_llm_mobility.trajectory.realism.frames import (
     RealismError,
     split_for_detection,
@@ -24,18 +25,6 @@ from mesa_llm_mobility.trajectory.realism.scoring import (
     balanced,
     detection_row,
 )
-
-DETECTORS = ("visit", "visit_individual", "individual", "classifier")
-"""Every detector :func:`realism` knows:
-
-* ``visit``: the ICAD-like next-visit model, one score per visit (level ``visit``);
-* ``visit_individual``: the same model's mean visit score per individual (ICAD's individual
-  level, level ``individual``);
-* ``individual``: the BeSTAD-like behaviour-cluster shift, one score per individual;
-* ``classifier``: the classifier two-sample test, one score per individual-day (level ``day``).
-"""
-
-DEFAULT_DETECTORS = ("visit", "individual", "classifier")
 
 
 def _per_individual_mean(scored: pd.DataFrame, source: str) -> np.ndarray:
@@ -51,7 +40,7 @@ def realism(
     detectors: Sequence[str] = DEFAULT_DETECTORS,
     train_fraction: float = 0.5,
     top_k: int = 3,
-    classifier_kind: str = "boosting",
+    classifier_kind: str = "logistic",
 ) -> pd.DataFrame:
     """How well each detector separates generated trajectories from real ones.
 
@@ -69,7 +58,7 @@ def realism(
         detectors: Which of :data:`DETECTORS`, in the order of the rows.
         train_fraction: Share of each individual's real days the detectors learn from.
         top_k: Guesses that count as a hit for the visit detector's location.
-        classifier_kind: ``"boosting"`` or ``"logistic"`` for the two-sample test.
+        classifier_kind: ``"logistic"`` (default) or ``"boosting"`` for the two-sample test.
 
     Returns:
         One row per detector: ``detector, level, auroc, ap, n_real, n_generated`` (units
