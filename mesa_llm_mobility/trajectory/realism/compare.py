@@ -27,6 +27,15 @@ from mesa_llm_mobility.trajectory.realism.scoring import (
 )
 
 
+def _by_source(scored: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The ``score`` column of the real rows and of the generated rows."""
+    source = scored["source"]
+    return (
+        scored.loc[source == "real", "score"].to_numpy(),
+        scored.loc[source == "generated", "score"].to_numpy(),
+    )
+
+
 def _per_individual_mean(scored: pd.DataFrame, source: str) -> np.ndarray:
     chosen = scored[scored["source"] == source]
     return chosen.groupby("agent_id", sort=True)["score"].mean().to_numpy()
@@ -89,28 +98,19 @@ def realism(
             if visits is None:
                 visits = visit.score_split(split, top_k=top_k)
             if name == "visit":
-                real_scores = visits.loc[visits["source"] == "real", "score"].to_numpy()
-                generated_scores = visits.loc[
-                    visits["source"] == "generated", "score"
-                ].to_numpy()
+                real_scores, generated_scores = _by_source(visits)
                 level = "visit"
             else:
                 real_scores = _per_individual_mean(visits, "real")
                 generated_scores = _per_individual_mean(visits, "generated")
                 level = "individual"
         elif name == "individual":
-            scored = individual.score_split(split)
-            real_scores = scored.loc[scored["source"] == "real", "score"].to_numpy()
-            generated_scores = scored.loc[
-                scored["source"] == "generated", "score"
-            ].to_numpy()
+            real_scores, generated_scores = _by_source(individual.score_split(split))
             level = "individual"
         else:
-            scored = classifier.score_split(split, classifier=classifier_kind)
-            real_scores = scored.loc[scored["source"] == "real", "score"].to_numpy()
-            generated_scores = scored.loc[
-                scored["source"] == "generated", "score"
-            ].to_numpy()
+            real_scores, generated_scores = _by_source(
+                classifier.score_split(split, classifier=classifier_kind)
+            )
             level = "day"
         real_scores, generated_scores = balanced(real_scores, generated_scores, rng)
         rows.append(detection_row(name, level, real_scores, generated_scores))
