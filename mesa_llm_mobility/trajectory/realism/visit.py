@@ -53,9 +53,33 @@ ATTRIBUTIONS = ("none", "spatial", "temporal", "both")
 ANOMALY_QUANTILE = 0.95
 
 
-def top_k_deviation(
-    probabilities: np.ndarray, rest_mass: float, rest_count: int, k: int
-) -> float:
+@dataclass(frozen=True)
+class Prediction:
+    """What a context predicts: its candidates' probabilities, the k-th largest, the entropy.
+
+    Tokens that are not candidates share the rest of the mass; for the entropy they count as
+    equally likely, which overstates it a little.
+    """
+
+    candidates: dict[object, float]
+    kth: float
+    entropy: float
+
+    @classmethod
+    def of(cls, candidates: dict[object, float], rest_count: int, k: int) -> Prediction:
+        """The prediction of ``candidates`` plus ``rest_count`` other tokens."""
+        values = np.fromiter(candidates.values(), dtype=float, count=len(candidates))
+        rest_mass = max(1.0 - float(values.sum()), 0.0)
+        rest = rest_mass / rest_count if rest_count > 0 else 0.0
+        ordered = np.sort(values)[::-1]
+        kth = float(ordered[k - 1]) if len(ordered) >= k else rest
+        entropy = -float(np.sum(values * np.log(values)))
+        if rest > 0:
+            entropy -= rest_count * rest * np.log(rest)
+        return cls(candidates, kth, entropy)
+
+
+def top_k_deviation(observed: float, prediction: Prediction) -> float:
     """Zero inside the top k, else the surprise ``-log P(observed)`` beyond the entropy.
 
     The entropy ``H`` is the surprise a typical draw of the distribution has, so the deviation
@@ -63,26 +87,15 @@ def top_k_deviation(
     predictable (someone else's home) and small where many places are about equally likely.
 
     Args:
-        probabilities: P of what happened (first) and of the other candidates.
-        rest_mass: P of all the tokens that are not candidates together (for the entropy
-            they count as equally likely, which overstates it a little).
-        rest_count: How many such tokens there are.
-        k: How many top guesses count as a hit (>= 1).
+        observed: P of what happened.
+        prediction: The context's prediction.
 
     Returns:
         The deviation in nats (>= 0).
     """
-    probabilities = np.asarray(probabilities, dtype=float)
-    rest_probability = rest_mass / rest_count if rest_count > 0 else 0.0
-    observed = float(probabilities[0])
-    ordered = np.sort(probabilities)[::-1]
-    kth = ordered[k - 1] if len(ordered) >= k else rest_probability
-    if observed >= kth:
+    if observed >= prediction.kth:
         return 0.0
-    entropy = -float(np.sum(probabilities * np.log(probabilities)))
-    if rest_count > 0 and rest_probability > 0:
-        entropy -= rest_count * rest_probability * np.log(rest_probability)
-    return float(max(0.0, -np.log(observed) - entropy))
+    return float(max(0.0, -np.log(observed) - prediction.entropy))
 
 
 @dataclass
@@ -99,6 +112,7 @@ class BackoffModel:
     levels: list[dict[object, Counter]] = field(default_factory=list)
     popular: dict[object, tuple] = field(default_factory=dict)
     floor: Callable[[tuple, list], np.ndarray] | None = None
+    _predictions: dict[tuple, Prediction] = field(default_factory=dict, repr=False)
 
     @classmethod
     def fit(
@@ -138,22 +152,33 @@ class BackoffModel:
             values = (observed + self.tau * values) / (total + self.tau)
         return values
 
-    def deviation(self, keys: tuple, token: object) -> float:
-        """The top-k deviation of ``token`` in its contexts (:func:`top_k_deviation`)."""
+    def predict(self, keys: tuple) -> Prediction:
+        """The prediction of a context (cached: contexts repeat from day to day)."""
+        cached = self._predictions.get(keys)
+        if cached is not None:
+            return cached
         empty: Counter = Counter()
         candidates = set(self.popular.get(keys[0], ()))
         for level, key in zip(self.levels[1:], keys[1:], strict=True):
             candidates.update(level.get(key, empty))
-        candidates.discard(token)
-        tokens = [token, *candidates]
+        tokens = list(candidates)
         values = self.probabilities(keys, tokens)
         vocabulary = len(self.levels[0].get(keys[0], empty)) + 1
-        return top_k_deviation(
-            values,
-            max(1.0 - float(values.sum()), 0.0),
+        prediction = Prediction.of(
+            dict(zip(tokens, values.tolist(), strict=True)),
             max(vocabulary - len(tokens), 0),
             self.k,
         )
+        self._predictions[keys] = prediction
+        return prediction
+
+    def deviation(self, keys: tuple, token: object) -> float:
+        """The top-k deviation of ``token`` in its contexts (:func:`top_k_deviation`)."""
+        prediction = self.predict(keys)
+        observed = prediction.candidates.get(token)
+        if observed is None:
+            observed = float(self.probabilities(keys, [token])[0])
+        return top_k_deviation(observed, prediction)
 
     def deviations(self, contexts: list[list[object]], tokens: list) -> np.ndarray:
         """:meth:`deviation` of every token (``contexts`` as in :meth:`fit`)."""
@@ -213,27 +238,30 @@ class DistanceFloor:
         ):
             self.coordinates.setdefault(poi, (lat, lon))
 
+    def _shares(self, activity: str, tokens: list) -> np.ndarray:
+        """``P_pop(p | a)`` of each token, with one pseudo-visit per POI and one unseen POI."""
+        counts = self.counts.get(activity, Counter())
+        total = counts.total() + len(counts) + 1.0
+        return np.array([(counts.get(token, 0) + 1.0) / total for token in tokens])
+
     def _weights(self, agent: object, tokens: list, activity: str) -> np.ndarray:
         """``P_pop(p | a) exp(-d / R_u)`` of each token, before normalising."""
-        counts = self.counts.get(activity, Counter())
-        total = counts.total()
-        shares = np.array(
-            [
-                (counts.get(token, 0) + 1.0) / (total + len(counts) + 1.0)
-                for token in tokens
-            ]
-        )
+        shares = self._shares(activity, tokens)
+        home_lat, home_lon = self.home.get(agent, (np.nan, np.nan))
+        if np.isnan(home_lat):
+            return shares
         points = np.array(
             [self.coordinates.get(token, (np.nan, np.nan)) for token in tokens],
             dtype=float,
         ).reshape(-1, 2)
-        home_lat, home_lon = self.home.get(agent, (np.nan, np.nan))
-        if np.isnan(home_lat):
-            return shares
         distance = haversine_km(home_lat, home_lon, points[:, 0], points[:, 1])
         closeness = np.exp(-distance / self.radius_km[agent])
-        typical = float(np.nanmean(closeness)) if np.isfinite(closeness).any() else 1.0
-        return shares * np.nan_to_num(closeness, nan=typical)
+        missing = np.isnan(closeness)
+        if missing.any():  # no coordinates: a typical closeness
+            closeness[missing] = (
+                float(np.nanmean(closeness)) if (~missing).any() else 1.0
+            )
+        return shares * closeness
 
     def __call__(self, keys: tuple, tokens: list) -> np.ndarray:
         """``P_0`` of ``tokens`` (location contexts: ``keys[2] = (agent, activity)``)."""
