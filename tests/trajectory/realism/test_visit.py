@@ -15,37 +15,7 @@ from mesa_llm_mobility.trajectory.realism.visit import (
     ATTRIBUTIONS,
     DAY_SCORE_COLUMNS,
     VISIT_SCORE_COLUMNS,
-    BackoffModel,
-    Prediction,
-    top_k_deviation,
 )
-
-
-def test_top_k_deviation_is_zero_inside_the_top_k_and_entropy_relative_outside():
-    prediction = Prediction.of({"a": 0.6, "b": 0.3, "c": 0.05, "d": 0.05}, 0, k=2)
-    assert prediction.kth == 0.3
-    assert top_k_deviation(0.3, prediction) == 0.0
-    entropy = -sum(p * np.log(p) for p in (0.6, 0.3, 0.05, 0.05))
-    assert prediction.entropy == pytest.approx(entropy)
-    assert top_k_deviation(0.05, prediction) == pytest.approx(-np.log(0.05) - entropy)
-    # the same miss costs more where the next visit is predictable
-    predictable = Prediction.of({"a": 0.98, "b": 0.01, "c": 0.01}, 0, k=1)
-    diffuse = Prediction.of(
-        {"a": 0.2, "b": 0.2, "c": 0.2}, 40, k=1
-    )  # 40 more share 0.4
-    assert diffuse.kth == 0.2
-    assert diffuse.entropy == pytest.approx(-3 * 0.2 * np.log(0.2) - 0.4 * np.log(0.01))
-    assert top_k_deviation(0.01, predictable) > top_k_deviation(0.01, diffuse) + 2.0
-
-
-def test_backoff_model_prefers_the_specific_context():
-    contexts = [["a"] * 6, [("u", "a")] * 3 + [("v", "a")] * 3]
-    tokens = ["x", "x", "x", "y", "y", "y"]
-    model = BackoffModel.fit(contexts, tokens, tau=1.0, k=1)
-    p_u = model.probabilities(("a", ("u", "a")), ["x", "y", "z"])
-    assert p_u[0] > 0.7 > p_u[1] > p_u[2] > 0
-    assert model.deviation(("a", ("u", "a")), "x") == 0.0
-    assert model.deviation(("a", ("u", "a")), "y") > 0.0
 
 
 @pytest.fixture(scope="module")
