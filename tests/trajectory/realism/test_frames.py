@@ -10,7 +10,24 @@ from mesa_llm_mobility.trajectory.realism.frames import (
     split_for_detection,
     visit_table,
 )
-from tests.trajectory.conftest import stays_table
+
+
+def stays_table(rows, timezone):
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "agent_id",
+            "poi_id",
+            "latitude",
+            "longitude",
+            "activity",
+            "start",
+            "end",
+        ],
+    )
+    for column in ("start", "end"):
+        frame[column] = pd.to_datetime(frame[column]).dt.tz_localize(timezone)
+    return frame
 
 
 def test_visit_table_counts_minutes_from_the_local_midnight():
