@@ -83,7 +83,10 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
         "--no-events", action="store_true", help="switch the scenario's events off"
     )
     parser.add_argument(
-        "--embedding", default="hash", help="'hash' (default), 'minilm' or 'auto'"
+        "--embedding",
+        default="auto",
+        help="'auto' (default: MiniLM when installed, else hash; the run's metadata and "
+        "summary say which), 'minilm' or 'hash'",
     )
     parser.add_argument(
         "--reaction-minutes",
@@ -149,6 +152,11 @@ def _print_result(result: Any) -> int:
     for line in runner.summary_lines(result.summary):
         print(line)
     print("plots: " + ", ".join(path.name for path in result.plots))
+    embedding = (
+        result.run.metadata().get("extra", {}).get("memory", {}).get("embedding")
+    )
+    if embedding:
+        print(f"embedding: {embedding['name']} ({embedding['backend']})")
     return 0
 
 

@@ -6,7 +6,10 @@ decisions, the partner and the initiator in turn, one decision per turn, at most
 a minute as batches (all second turns together, then all third turns, ...). When one speaker
 accepts the other's proposal, :func:`apply_agreement` changes both travellers' day: who has
 the household car, who drops the children off or picks them up (settled before planning), and
-joint activities (:class:`~.plans.Appointment`) that their plans must then contain.
+joint activities (:class:`~.plans.Appointment`) that their plans must then contain. A car that
+changes hands during the day frees the day's mode of a member who has not left home yet; the
+model then lets both speakers reconsider, and their revisions are validated against the new
+assignment.
 """
 
 from __future__ import annotations
@@ -179,6 +182,13 @@ def apply_agreement(
             while len(holders) > vehicles:
                 holders.remove(other if other in holders else holders[0])
         for member in members:
+            if member.today.vehicle_available != (member.name in holders) and not any(
+                r.day == member.today.day
+                and not r.cancelled
+                and r.departure == r.departure
+                for r in member.trips
+            ):  # not left home yet (departure not NaN): today's mode can still change
+                member.today.mode = None
             member.today.vehicle_available = member.name in holders
             member.today.household_drivers = tuple(
                 n for n in holders if n != member.name

@@ -72,6 +72,7 @@ from mesa_llm_mobility.urban.decisions import (
     RevisionContext,
     Situation,
 )
+from mesa_llm_mobility.urban.decisions.household import LATE_HANDOVER_MINUTES
 from mesa_llm_mobility.urban.itinerary import (
     CHAT_MINUTE,
     PLAN_MINUTE,
@@ -211,7 +212,9 @@ class UrbanMobilityModel(MobilityModel):
         days: Days to simulate.
         start_date: Date of day 1 (ISO; default Monday 2025-03-10, as in the paper).
         brain: ``"rules"``, ``"llm:<model>"`` or a :class:`Brain`.
-        embedding: Memory embedding (``"hash"``: offline and deterministic).
+        embedding: Memory embedding: ``"auto"`` (the default: all-MiniLM-L6-v2 when it loads
+            offline, else the hash; :attr:`memory_store` ``.embedding`` says which was used),
+            ``"minilm"`` or ``"hash"`` (offline and deterministic).
         rng: Seed or generator.
         events: ``True``/``False`` for the scenario's events, or a list of :class:`Event`.
         run_dir: Directory for a persistent memory store (``None``: in memory).
@@ -251,7 +254,7 @@ class UrbanMobilityModel(MobilityModel):
         days: int = 1,
         start_date: str = "2025-03-10",
         brain: str | Brain = "rules",
-        embedding: str = "hash",
+        embedding: str = "auto",
         rng: int | np.random.Generator | None = None,
         events: bool | Sequence[Event] = True,
         run_dir: str | Path | None = None,
@@ -523,7 +526,10 @@ class UrbanMobilityModel(MobilityModel):
         probability ``chat_probability`` (family at home in person, friends by phone). During
         an activity (a ``"during_activity"`` revision opportunity) it calls, with probability
         ``daytime_chat_probability``, one of its contacts who is staying at an activity with
-        trips ahead (in person when at the same place), at most one daytime chat a day.
+        trips ahead (in person when at the same place), at most one daytime chat a day; a
+        parent holding a pick-up still ahead who arrived at work
+        :data:`~.decisions.household.LATE_HANDOVER_MINUTES` or more late always calls such a
+        family member (its day runs late).
         """
         view, now = self.view, t % MINUTES_PER_DAY
         requests: list[DecisionRequest[Any, Any]] = []
@@ -543,18 +549,27 @@ class UrbanMobilityModel(MobilityModel):
                 if self.travellers[name].state == "staying"
                 and self.travellers[name].pending_trips()
             }
-            if contacts and self.rng.random() < self.daytime_chat_probability:
-                agent.today.daytime_chats += 1
-                together = {
-                    n for n in contacts if self.travellers[n].place == agent.place
-                }
-                medium = "in person" if together else "by phone"
-                if together:
-                    contacts = {n: contacts[n] for n in sorted(together)}
-                requests.append(
-                    agent.chat_request(view, t, contacts, medium=medium, morning=False)
-                )
+            family = {n: r for n, r in contacts.items() if r == "family"}
+            if family and self._runs_late_with_pick_up(agent, t):
+                contacts = family  # a reason to call home: always, once a day
+            elif not contacts or self.rng.random() >= self.daytime_chat_probability:
+                continue
+            agent.today.daytime_chats += 1
+            together = {n for n in contacts if self.travellers[n].place == agent.place}
+            medium = "in person" if together else "by phone"
+            if together:
+                contacts = {n: contacts[n] for n in sorted(together)}
+            requests.append(
+                agent.chat_request(view, t, contacts, medium=medium, morning=False)
+            )
         return requests
+
+    def _runs_late_with_pick_up(self, agent: TravellerAgent, t: int) -> bool:
+        """Whether ``agent`` holds a pick-up still ahead and was late for work (it calls home)."""
+        if agent.today.school_duty not in ("pick_up", "both"):
+            return False
+        facts = self.view.speaker_facts(agent, t)
+        return "pick_up" in facts.open_runs and facts.late >= LATE_HANDOVER_MINUTES
 
     def _talk(
         self,

@@ -100,7 +100,7 @@ def urban_config(
     population: str = "population_70",
     n_agents: int | None = None,
     events: bool = True,
-    embedding: str = "hash",
+    embedding: str = "auto",
     start_date: str = "2025-03-10",
     reaction_minutes: int = 0,
     tools: bool = False,
