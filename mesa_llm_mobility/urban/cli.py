@@ -102,6 +102,13 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
         help="LLM travellers may look up travel times, the metro timetable, congestion "
         "and occupancy before planning and en route (one extra decision each)",
     )
+    parser.add_argument(
+        "--trip-importance",
+        choices=("creation", "reflection"),
+        default="creation",
+        help="when LLM travellers score their trip memories: on arrival (default, as in "
+        "the paper: one batched call per minute of arrivals) or at the daily reflection",
+    )
     add_brain_arguments(parser)
     _add_progress_option(parser)
     parser.set_defaults(handler=_run)
@@ -128,6 +135,7 @@ def _run(args: argparse.Namespace) -> int:
         embedding=args.embedding,
         reaction_minutes=args.reaction_minutes,
         tools=args.tools,
+        trip_importance=args.trip_importance,
     )
     result = runner.run_urban(
         args.out,

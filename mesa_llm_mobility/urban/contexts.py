@@ -115,6 +115,8 @@ class WorldView:
         routes: Free-flow shortest paths by facility pair and mode.
         travellers: Every traveller by name (for contacts and their states).
         uses_llm: Whether an LLM answers (contexts then carry recalled text memories).
+        trips_scored_on_arrival: Whether trip memories are scored on arrival (the reflection
+            then does not score them again).
     """
 
     engine: TrafficEngine
@@ -125,6 +127,7 @@ class WorldView:
     routes: Mapping[FacilityPair, tuple[DirectedLink, ...]]
     travellers: Mapping[str, TravellerAgent]
     uses_llm: bool = False
+    trips_scored_on_arrival: bool = False
     _congestion: tuple[int, list[str]] | None = field(default=None, repr=False)
     _surroundings: Surroundings | None = field(default=None, repr=False)
 
@@ -299,10 +302,10 @@ class WorldView:
             return 0.0
         return max(0.0, min(others) - drive)
 
-    @staticmethod
-    def reflection_context(agent: TravellerAgent, day: int) -> ReflectionContext:
+    def reflection_context(self, agent: TravellerAgent, day: int) -> ReflectionContext:
         """What ``agent`` reflects on at the end of ``day``: its trips, plan and chats."""
         return ReflectionContext(
+            score_trips=not self.trips_scored_on_arrival,
             persona=agent.persona,
             day=day,
             trips=agent.experiences_today(day),

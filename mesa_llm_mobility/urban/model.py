@@ -48,6 +48,7 @@ from mesa_llm_mobility.urban import outputs
 from mesa_llm_mobility.urban.agents import (
     DayState,
     TravellerAgent,
+    TripRecord,
     personas_from_population,
 )
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
@@ -96,7 +97,15 @@ from mesa_llm_mobility.urban.traffic import TrafficEngine
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.population import Population
 
-__all__ = ["UrbanMobilityModel", "free_flow_table", "scale_personas"]
+__all__ = [
+    "TRIP_IMPORTANCE_MODES",
+    "UrbanMobilityModel",
+    "free_flow_table",
+    "scale_personas",
+]
+
+TRIP_IMPORTANCE_MODES = ("creation", "reflection")
+"""When LLM travellers score their trip memories: on arrival, or at the daily reflection."""
 
 
 def _load_population(
@@ -228,6 +237,11 @@ class UrbanMobilityModel(MobilityModel):
             decision each, at most :data:`~.tools.MAX_TOOL_CALLS` calls.
         collect_every: Minutes between data collections.
         brain_options: Further :func:`make_brain` arguments (``api_base``, ...).
+        trip_importance: When an LLM traveller scores the importance of its trip memories:
+            ``"creation"`` (the default, as in the paper: on arrival, one ``TripImportance``
+            decision per traveller and minute of arrivals, batched with the minute's others)
+            or ``"reflection"`` (once a day, in the daily reflection). Rule travellers keep the
+            formula (:func:`~.decisions.trip_importance.formula_importance`) either way.
         reaction_minutes: ``d``: a revision asked at minute ``t`` is applied at ``t + d``
             while the traffic moves on, so an LLM's answers of many minutes overlap
             (:mod:`~mesa_llm_mobility.urban.decision_schedule`); ``0`` keeps Algorithm 1's
@@ -265,9 +279,16 @@ class UrbanMobilityModel(MobilityModel):
         collect_every: int = 15,
         brain_options: BrainOptions | None = None,
         reaction_minutes: int = 0,
+        trip_importance: str = "creation",
     ) -> None:
         if days < 1:
             raise ValueError(f"days must be >= 1, got {days}")
+        if trip_importance not in TRIP_IMPORTANCE_MODES:
+            raise ValueError(
+                f"trip_importance must be one of {', '.join(TRIP_IMPORTANCE_MODES)}, "
+                f"got {trip_importance!r}"
+            )
+        self.trip_importance = trip_importance
         super().__init__(brain=brain, brain_options=brain_options, rng=rng)
         town = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         if events is False:
@@ -332,6 +353,7 @@ class UrbanMobilityModel(MobilityModel):
             routes=self.routes,
             travellers=self.travellers,
             uses_llm=self.uses_llm,
+            trips_scored_on_arrival=self._scores_on_arrival,
         )
         self.datacollector = mesa.DataCollector(
             model_reporters={
@@ -362,6 +384,7 @@ class UrbanMobilityModel(MobilityModel):
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Restore a checkpoint; one pickled before reaction times existed decides as ``d = 0``."""
         state.setdefault("reactions", ReactionSchedule(0))
+        state.setdefault("trip_importance", "reflection")  # what it did then
         self.__dict__.update(state)
 
     def attach(
@@ -385,6 +408,7 @@ class UrbanMobilityModel(MobilityModel):
         self.brain_options = dict(brain_options or {})
         self.brain = make_brain(brain, rng=self.rng, **self.brain_options)
         self.view.uses_llm = self.uses_llm
+        self.view.trips_scored_on_arrival = self._scores_on_arrival
 
     def replace_events(self, events: Sequence[Event]) -> None:
         """Replace the scenario's events from now on (e.g. a fork with events switched off).
@@ -454,6 +478,7 @@ class UrbanMobilityModel(MobilityModel):
         else:
             self._apply(self.decide(requests, **time), time)
         self.itinerary.advance(t)
+        self._score_trips(t, time)
         if (
             time["minute"] % self.collect_every == 0
             or t == self.days * MINUTES_PER_DAY - 1
@@ -638,6 +663,35 @@ class UrbanMobilityModel(MobilityModel):
             self.conversations.append(conversation)
         return changed
 
+    # ------------------------------------------------------------------ trip importance
+    @property
+    def _scores_on_arrival(self) -> bool:
+        return self.uses_llm and self.trip_importance == "creation"
+
+    def _score_trips(self, t: int, time: dict[str, int]) -> None:
+        """Let LLM travellers score the trip memories written this minute (one batch).
+
+        One ``TripImportance`` decision per traveller with arrivals this minute; its scores
+        replace the formula's in the memories (:attr:`trip_importance` ``"creation"``).
+        """
+        remembered = self.itinerary.take_remembered()
+        if not remembered or not self._scores_on_arrival:
+            return
+        by_agent: dict[str, list[TripRecord]] = {}
+        for name, record in remembered:
+            by_agent.setdefault(name, []).append(record)
+        requests = [
+            self.travellers[name].trip_importance_request(t, records)
+            for name, records in by_agent.items()
+        ]
+        for result in self.decide(requests, **time):
+            name = str(result.agent_id)
+            scores = result.output.importance
+            self.travellers[name].rescore_trips(by_agent[name], scores)
+            self.record_decision(
+                result, time, action=", ".join(f"{s:.2f}" for s in scores)
+            )
+
     # ------------------------------------------------------------------ tools
     def _look_up(
         self,
@@ -816,7 +870,9 @@ class UrbanMobilityModel(MobilityModel):
     ) -> str:
         """Remember the day's reflections; the action column reads ``"<n> reflections"``."""
         reflection = result.output
-        self.travellers[str(result.agent_id)].reflect(reflection, self.minute)
+        self.travellers[str(result.agent_id)].reflect(
+            reflection, self.minute, rescore_trips=not self._scores_on_arrival
+        )
         return f"{len(reflection.reflections)} reflections"
 
     # ------------------------------------------------------------------ outputs

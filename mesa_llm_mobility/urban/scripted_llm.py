@@ -8,7 +8,7 @@ fault tests, the LLM benchmarks and demos use it. A day plan is a commute planne
 required school runs and the joint activities agreed in chats, or a shopping trip; every revision
 is "keep", except that one adds a joint activity agreed in a chat or a pick-up taken over and
 missing from the plan; before planning it looks up the drive to the Office and the trains from
-home; a reflection is short; a chat picks a new topic, asks a family member for the car they
+home; a trip just made matters more when it was late; a reflection is short; a chat picks a new topic, asks a family member for the car they
 have in the morning, or to pick the children up during the day, or a friend for a coffee, and
 the partner accepts. A prompt
 it does not recognise gets a schema violation, which the brain repairs or replaces.
@@ -229,6 +229,11 @@ def respond(body: dict[str, Any]) -> Reply:
                 "trip_importance": [0.9 if "late for" in t else 0.6 for t in trips],
             }
         )  # fmt: skip
+    if "Rate how much each trip matters" in prompt:
+        trips = re.findall(r"^- \d+\. (.*)$", prompt, re.MULTILINE)
+        return json_content(
+            {"importance": [0.9 if "late for" in t else 0.6 for t in trips]}
+        )
     if "Before that you may look up" in prompt:
         return json_content(_queries(prompt))
     if "Open the conversation" in prompt:
