@@ -18,6 +18,7 @@ and the load average are printed beside the wall time (the machine may be shared
 
     python benchmarks/bench_urban.py [--skip-large] [--llm-only] [--latency 0.5] [--concurrency 64]
         [--reaction-minutes 0] [--client auto|direct|litellm]
+        [--trip-importance creation|reflection]
 """
 
 from __future__ import annotations
@@ -52,7 +53,11 @@ def run(n_agents: int | None, days: int) -> None:
 
 
 def run_llm(
-    latency: float, concurrency: int, reaction_minutes: int, client: str
+    latency: float,
+    concurrency: int,
+    reaction_minutes: int,
+    client: str,
+    trip_importance: str = "creation",
 ) -> None:
     with FakeLLMServer(respond, latency_s=latency) as server:
         started = time.perf_counter()
@@ -62,7 +67,7 @@ def run_llm(
             brain_options={"api_base": server.api_base, "api_key": "sk-fake",
                            "max_concurrency": concurrency, "timeout_s": 30,
                            "client": client},
-            reaction_minutes=reaction_minutes,
+            reaction_minutes=reaction_minutes, trip_importance=trip_importance,
         )  # fmt: skip
         model.run()
         wall = time.perf_counter() - started
@@ -83,7 +88,8 @@ def run_llm(
     actions = decisions["action"].value_counts()
     print(
         f"LLM brain ({client} client), {agents} travellers x 1 day, latency "
-        f"{latency * 1000:.0f} ms, concurrency {concurrency}, reaction {reaction_minutes} min: "
+        f"{latency * 1000:.0f} ms, concurrency {concurrency}, reaction {reaction_minutes} min, "
+        f"trip importance at {trip_importance}: "
         f"wall_s {wall:.1f}  cpu_s {cpu:.1f}  load {os.getloadavg()[0]:.1f}  calls {calls}  "
         f"calls_per_agent_day {calls / agents:.1f}  prompt_chars_per_call {sum(chars) / calls:.0f} "
         f"(max {max(chars)})  max_in_flight {server.max_in_flight}"
@@ -138,12 +144,21 @@ def main() -> None:
     parser.add_argument(
         "--client", choices=["auto", "direct", "litellm"], default="auto"
     )
+    parser.add_argument(
+        "--trip-importance", choices=["creation", "reflection"], default="creation"
+    )
     args = parser.parse_args()
     if not args.llm_only:
         run(None, 3)
         if not args.skip_large:
             run(1000, 1)
-    run_llm(args.latency, args.concurrency, args.reaction_minutes, args.client)
+    run_llm(
+        args.latency,
+        args.concurrency,
+        args.reaction_minutes,
+        args.client,
+        args.trip_importance,
+    )
 
 
 if __name__ == "__main__":

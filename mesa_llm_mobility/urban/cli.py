@@ -160,9 +160,7 @@ def _print_result(result: Any) -> int:
     for line in runner.summary_lines(result.summary):
         print(line)
     print("plots: " + ", ".join(path.name for path in result.plots))
-    embedding = (
-        result.run.metadata().get("extra", {}).get("memory", {}).get("embedding")
-    )
+    embedding = result.run.metadata.get("extra", {}).get("memory", {}).get("embedding")
     if embedding:
         print(f"embedding: {embedding['name']} ({embedding['backend']})")
     return 0

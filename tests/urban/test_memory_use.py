@@ -68,19 +68,27 @@ def test_reflection_trip_importances_are_one_per_trip():
     assert "1. Day " in DAILY_REFLECTION.messages(ctx)[1]["content"]
 
 
+def _server(faulty):
+    responder = scripted_traveller(faulty=faulty, every=5)
+    return FakeLLMServer(responder, latency_s=slow_sometimes)
+
+
+def _llm_model(server, ledger, **kw):
+    """Six LLM travellers for two days, without chats, against the local server."""
+    return UrbanMobilityModel(
+        population=town_personas(), n_agents=6, rng=0, days=2, collect_every=60,
+        chat_probability=0.0, daytime_chat_probability=0.0, brain="llm:openai/fake-model",
+        brain_options=local_llm_options(server, ledger=ledger), **kw,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_scores_trip_memories_and_plans_recall_by_place_and_time(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"
-    responder = scripted_traveller(faulty=faulty, every=5)
     with (
-        FakeLLMServer(responder, latency_s=slow_sometimes) as server,
-        UrbanMobilityModel(
-            population=town_personas(), n_agents=6, rng=0, days=2, collect_every=60,
-            chat_probability=0.0, daytime_chat_probability=0.0,
-            brain="llm:openai/fake-model", trip_importance="reflection",
-            brain_options=local_llm_options(server, ledger=ledger),
-        ) as model,
-    ):  # fmt: skip
+        _server(faulty) as server,
+        _llm_model(server, ledger, trip_importance="reflection") as model,
+    ):
         model.run(days=1)
         scored_day_1 = _trip_memories(model)
         model.run()
@@ -144,16 +152,7 @@ def test_rule_brain_never_asks_trip_importance():
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_scores_trips_on_arrival_in_bounded_batches(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"
-    responder = scripted_traveller(faulty=faulty, every=5)
-    with (
-        FakeLLMServer(responder, latency_s=slow_sometimes) as server,
-        UrbanMobilityModel(
-            population=town_personas(), n_agents=6, rng=0, days=2, collect_every=60,
-            chat_probability=0.0, daytime_chat_probability=0.0,
-            brain="llm:openai/fake-model",
-            brain_options=local_llm_options(server, ledger=ledger),
-        ) as model,
-    ):  # fmt: skip
+    with _server(faulty) as server, _llm_model(server, ledger) as model:
         model.run(days=1)
         scored_day_1 = _trip_memories(model)
         time.sleep(1.5)  # an idle gap before day 2's first calls

@@ -79,6 +79,10 @@ def test_cli_urban_run(tmp_path, capsys):
     assert f"run directory: {out}" in printed
     assert "punctuality" in printed
     assert (out / "plots" / "traffic_snapshots.png").exists()
+    # the default embedding is "auto": the run records and prints which one it used
+    used = RunDirectory.open(out).metadata["extra"]["memory"]["embedding"]
+    assert used["setting"] == "auto" and used["name"] in ("minilm", "hash")
+    assert f"embedding: {used['name']} ({used['backend']})" in printed
 
 
 def test_cli_urban_run_with_tools_through_the_local_server(tmp_path, monkeypatch):
