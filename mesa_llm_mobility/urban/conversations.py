@@ -14,6 +14,7 @@ assignment.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -182,13 +183,17 @@ def apply_agreement(
             while len(holders) > vehicles:
                 holders.remove(other if other in holders else holders[0])
         for member in members:
-            if member.today.vehicle_available != (member.name in holders) and not any(
+            left_home = any(
                 r.day == member.today.day
                 and not r.cancelled
-                and r.departure == r.departure
+                and not math.isnan(r.departure)
                 for r in member.trips
-            ):  # not left home yet (departure not NaN): today's mode can still change
-                member.today.mode = None
+            )
+            if (
+                member.today.vehicle_available != (member.name in holders)
+                and not left_home
+            ):
+                member.today.mode = None  # today's mode can still change
             member.today.vehicle_available = member.name in holders
             member.today.household_drivers = tuple(
                 n for n in holders if n != member.name

@@ -276,3 +276,81 @@ def test_llm_daytime_hand_over_survives_faults_slow_answers_and_idle_gaps(
             ["drop_off", "pick_up"],
         )
         assert model.trips_frame()["arrival"].notna().all()
+
+
+def test_a_car_handed_over_frees_the_mode_of_whoever_is_still_at_home():
+    from mesa_llm_mobility.urban.agents import DayState  # noqa: PLC0415
+    from mesa_llm_mobility.urban.conversations import apply_agreement  # noqa: PLC0415
+
+    class Member:
+        def __init__(self, name, car, left):
+            self.name = name
+            self.persona = PersonaFacts(name=name, home="Uptown apartment", vehicles=1)
+            self.today = DayState(
+                day=1, vehicle_available=car, mode="drive" if car else "transit"
+            )
+            self.trips = [_Trip(600.0 if left else float("nan"))]
+
+    class _Trip:
+        def __init__(self, departure):
+            self.day, self.cancelled, self.departure = 1, False, departure
+
+    ann, ben = (
+        Member("Ann Kim", car=False, left=True),
+        Member("Ben Kim", car=True, left=False),
+    )
+    apply_agreement(ChatAgreement(car="Ann Kim"), (ann, ben), [ann, ben])
+    assert (ann.today.vehicle_available, ben.today.vehicle_available) == (True, False)
+    assert ann.today.mode == "transit"  # already out by transit: the day's mode stays
+    assert ben.today.mode is None  # still at home: may switch to transit
+
+
+def _revise(**changes):
+    from mesa_llm_mobility.urban.decisions import PLAN_REVISION  # noqa: PLC0415
+
+    from .test_decisions import staying_revision  # noqa: PLC0415
+
+    ctx = staying_revision(**changes)
+    out = PLAN_REVISION.rule_policy(ctx, np.random.default_rng(0))
+    keep = PLAN_REVISION.validate(
+        ctx, PLAN_REVISION.output_schema(action="keep", reason="as planned")
+    )
+    return out, keep
+
+
+def test_rule_revisions_follow_what_an_agreement_changed():
+    from mesa_llm_mobility.urban.plans import Activity  # noqa: PLC0415
+
+    from .test_decisions import staying_revision  # noqa: PLC0415
+
+    facts = staying_revision().facts
+    home = Activity(facility="Uptown apartment", departure_time="17:00", mode="drive")
+    work = Activity(facility="Office", departure_time="07:00", mode="drive")
+    # a pick-up taken over: the school right after work, then home on arrival
+    out, keep = _revise(future=[work, home])
+    assert out.action == "replace_activities"
+    assert [(a.facility, a.departure_time) for a in out.activities] == [
+        ("Office", "07:00"), ("School", "17:00"), ("Uptown apartment", None),
+    ]  # fmt: skip
+    assert keep and keep[0].startswith("duty: you must pick Cleo Wu up from School")
+    assert keep[0].endswith("; use replace_activities")
+    # a pick-up handed over: the school visit dropped, home when it would have left
+    no_runs = type(facts)(**{**facts.__dict__, "duties": ()})
+    out, keep = _revise(facts=no_runs)
+    assert [(a.facility, a.departure_time) for a in out.activities] == [
+        ("Office", "07:00"), ("Uptown apartment", "17:00"),
+    ]  # fmt: skip
+    assert keep == []  # a school visit without a duty is allowed
+    # the car handed over by a member still at home: the day by transit
+    no_car = type(facts)(
+        **{**facts.__dict__, "duties": (), "vehicle_available": False, "day_mode": None,
+           "household_drivers": ("Bob Wu",)}
+    )  # fmt: skip
+    out, keep = _revise(facts=no_car, future=[work, home])
+    assert {a.mode for a in out.activities} == {"transit"}
+    assert keep == [
+        (
+            "vehicle: your household's 1 vehicle(s) are used by Bob Wu today: use transit "
+            "or walk instead of drive; use replace_activities"
+        )
+    ]
