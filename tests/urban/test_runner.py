@@ -34,7 +34,9 @@ def test_run_directory_holds_config_tables_plots_and_summary(finished_run):
     assert all(p.stat().st_size > 10_000 for p in finished_run.plots)
     summary = json.loads((run.path / "summary.json").read_text())
     assert summary["trips"] == finished_run.summary["trips"]
-    assert run.metadata["extra"]["memory"]["embedding"]["name"] == "hash"
+    used = run.metadata["extra"]["memory"]["embedding"]
+    assert used["setting"] == "auto"  # the default: MiniLM when installed, else hash
+    assert used["name"] in ("minilm", "hash")
 
 
 def test_daily_table_and_summary_lines(finished_run):
