@@ -20,6 +20,7 @@ a ``TravelQuery`` decision first) and prints the tool calls made.
 
     python benchmarks/bench_urban.py [--skip-large] [--llm-only] [--latency 0.5] [--concurrency 64]
         [--reaction-minutes 0] [--client auto|direct|litellm] [--tools off|native|structured]
+        [--trip-importance creation|reflection]
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def run_llm(
     reaction_minutes: int,
     client: str,
     tools: str = "off",
+    trip_importance: str = "creation",
 ) -> None:
     with FakeLLMServer(respond, latency_s=latency) as server:
         started = time.perf_counter()
@@ -70,6 +72,7 @@ def run_llm(
                            "client": client,
                            "tool_calling": "native" if tools == "off" else tools},
             reaction_minutes=reaction_minutes, tools=tools != "off",
+            trip_importance=trip_importance,
         )  # fmt: skip
         model.run()
         wall = time.perf_counter() - started
@@ -91,7 +94,8 @@ def run_llm(
     actions = decisions["action"].value_counts()
     print(
         f"LLM brain ({client} client), {agents} travellers x 1 day, latency "
-        f"{latency * 1000:.0f} ms, concurrency {concurrency}, reaction {reaction_minutes} min: "
+        f"{latency * 1000:.0f} ms, concurrency {concurrency}, reaction {reaction_minutes} min, "
+        f"trip importance at {trip_importance}: "
         f"wall_s {wall:.1f}  cpu_s {cpu:.1f}  load {os.getloadavg()[0]:.1f}  calls {calls}  "
         f"calls_per_agent_day {calls / agents:.1f}  prompt_chars_per_call {sum(chars) / calls:.0f} "
         f"(max {max(chars)})  max_in_flight {server.max_in_flight}"
@@ -155,13 +159,21 @@ def main() -> None:
     parser.add_argument(
         "--tools", choices=["off", "native", "structured"], default="off"
     )
+    parser.add_argument(
+        "--trip-importance", choices=["creation", "reflection"], default="creation"
+    )
     args = parser.parse_args()
     if not args.llm_only:
         run(None, 3)
         if not args.skip_large:
             run(1000, 1)
     run_llm(
-        args.latency, args.concurrency, args.reaction_minutes, args.client, args.tools
+        args.latency,
+        args.concurrency,
+        args.reaction_minutes,
+        args.client,
+        args.tools,
+        args.trip_importance,
     )
 
 

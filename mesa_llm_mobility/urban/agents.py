@@ -27,6 +27,7 @@ from mesa_llm_mobility.urban.decisions import (
     DAILY_REFLECTION,
     PLAN_REVISION,
     TRAVEL_QUERY,
+    TRIP_IMPORTANCE,
     ChatContext,
     ChatOutput,
     ChatTurnContext,
@@ -41,6 +42,8 @@ from mesa_llm_mobility.urban.decisions import (
     TravelQueryContext,
     TravelQueryOutput,
     TripExperience,
+    TripImportanceContext,
+    TripImportanceOutput,
 )
 from mesa_llm_mobility.urban.perception import event_key
 from mesa_llm_mobility.urban.plans import Activity, Appointment, DailyPlan
@@ -269,6 +272,30 @@ class TravellerAgent(CellAgent):
         context = view.travel_query_context(self, before.context, t)
         return DecisionRequest(TRAVEL_QUERY, self.name, context)
 
+    def trip_importance_request(
+        self, t: int, records: Sequence[TripRecord]
+    ) -> DecisionRequest[TripImportanceContext, TripImportanceOutput]:
+        """Ask how much the trips just completed (``records``) matter, to score their memories."""
+        context = TripImportanceContext(
+            persona=self.persona,
+            day=t // MINUTES_PER_DAY + 1,
+            now=t % MINUTES_PER_DAY,
+            trips=[experience_of(r) for r in records],
+            long_term_reflection=self.long_term_reflection,
+        )
+        return DecisionRequest(TRIP_IMPORTANCE, self.name, context)
+
+    def rescore_trips(
+        self, records: Sequence[TripRecord], importance: Sequence[float]
+    ) -> int:
+        """Give the memories of ``records`` these importances; how many were still there."""
+        rescored = 0
+        for record, score in zip(records, importance, strict=False):
+            if record.memory_id in self.memory:
+                self.memory.rescore(record.memory_id, score)
+                rescored += 1
+        return rescored
+
     def perceive(self, events: Iterable[Event], t: float) -> int:
         """Remember the events perceived for the first time today (event memories).
 
@@ -320,18 +347,19 @@ class TravellerAgent(CellAgent):
             speaker.used_topics.setdefault(other.name, []).append(conversation.topic)
             speaker.today.chats.append(summary)
 
-    def reflect(self, reflection: ReflectionOutput, t: float) -> None:
+    def reflect(
+        self, reflection: ReflectionOutput, t: float, *, rescore_trips: bool = True
+    ) -> None:
         """Remember the day's reflections, take the new long-term reflection, rescore trips.
 
         ``reflection.trip_importance`` (an LLM's scores of today's trips, in order) replaces the
-        importance the formula gave their memories; the rule reflection gives none.
+        importance the formula gave their memories, unless ``rescore_trips`` is false (they
+        were scored on arrival); the rule reflection gives none.
         """
-        completed = self.completed_today(self.today.day)
-        for record, importance in zip(
-            completed, reflection.trip_importance, strict=False
-        ):
-            if record.memory_id in self.memory:
-                self.memory.rescore(record.memory_id, importance)
+        if rescore_trips:
+            self.rescore_trips(
+                self.completed_today(self.today.day), reflection.trip_importance
+            )
         for concept in reflection.reflections:
             self.memory.remember(
                 concept.content, node_type="reflection", importance=concept.importance,

@@ -83,7 +83,10 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
         "--no-events", action="store_true", help="switch the scenario's events off"
     )
     parser.add_argument(
-        "--embedding", default="hash", help="'hash' (default), 'minilm' or 'auto'"
+        "--embedding",
+        default="auto",
+        help="'auto' (default: MiniLM when installed, else hash; the run's metadata and "
+        "summary say which), 'minilm' or 'hash'",
     )
     parser.add_argument(
         "--reaction-minutes",
@@ -98,6 +101,13 @@ def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="LLM travellers may look up travel times, the metro timetable, congestion "
         "and occupancy before planning and en route (one extra decision each)",
+    )
+    parser.add_argument(
+        "--trip-importance",
+        choices=("creation", "reflection"),
+        default="creation",
+        help="when LLM travellers score their trip memories: on arrival (default, as in "
+        "the paper: one batched call per minute of arrivals) or at the daily reflection",
     )
     add_brain_arguments(parser)
     _add_progress_option(parser)
@@ -125,6 +135,7 @@ def _run(args: argparse.Namespace) -> int:
         embedding=args.embedding,
         reaction_minutes=args.reaction_minutes,
         tools=args.tools,
+        trip_importance=args.trip_importance,
     )
     result = runner.run_urban(
         args.out,
@@ -149,6 +160,9 @@ def _print_result(result: Any) -> int:
     for line in runner.summary_lines(result.summary):
         print(line)
     print("plots: " + ", ".join(path.name for path in result.plots))
+    embedding = result.run.metadata.get("extra", {}).get("memory", {}).get("embedding")
+    if embedding:
+        print(f"embedding: {embedding['name']} ({embedding['backend']})")
     return 0
 
 

@@ -29,6 +29,7 @@ from mesa_llm_mobility.urban.decisions import (
     SCHOOL,
     ChatContext,
     ChatTurnContext,
+    PersonaFacts,
     PlanningContext,
     ReflectionContext,
     RevisionContext,
@@ -45,7 +46,7 @@ from mesa_llm_mobility.urban.perception import (
     Surroundings,
     en_route_trigger,
 )
-from mesa_llm_mobility.urban.plans import PlanFacts
+from mesa_llm_mobility.urban.plans import PlanFacts, pending_runs
 from mesa_llm_mobility.urban.routing import (
     DirectedLink,
     PathError,
@@ -114,6 +115,8 @@ class WorldView:
         routes: Free-flow shortest paths by facility pair and mode.
         travellers: Every traveller by name (for contacts and their states).
         uses_llm: Whether an LLM answers (contexts then carry recalled text memories).
+        trips_scored_on_arrival: Whether trip memories are scored on arrival (the reflection
+            then does not score them again).
     """
 
     engine: TrafficEngine
@@ -124,6 +127,7 @@ class WorldView:
     routes: Mapping[FacilityPair, tuple[DirectedLink, ...]]
     travellers: Mapping[str, TravellerAgent]
     uses_llm: bool = False
+    trips_scored_on_arrival: bool = False
     _congestion: tuple[int, list[str]] | None = field(default=None, repr=False)
     _surroundings: Surroundings | None = field(default=None, repr=False)
 
@@ -175,7 +179,7 @@ class WorldView:
             experiences=self.recall_trips(agent, t),
             memories=self.recall_text(agent, t, "family friends plans"),
             speakers={
-                n: self.speaker_facts(self.travellers[n])
+                n: self.speaker_facts(self.travellers[n], t)
                 for n in (agent.name, *contacts)
             },
             vehicles=agent.persona.vehicles,
@@ -206,7 +210,8 @@ class WorldView:
             transcript=conversation.transcript(),
             proposal=on_table,
             speakers={
-                n: self.speaker_facts(self.travellers[n]) for n in (agent.name, partner)
+                n: self.speaker_facts(self.travellers[n], t)
+                for n in (agent.name, partner)
             },
             vehicles=agent.persona.vehicles,
             facilities=self.facilities,
@@ -239,19 +244,32 @@ class WorldView:
             stops={name: tuple(line.stops) for name, line in town.metro_lines.items()},
         )
 
-    @staticmethod
-    def speaker_facts(agent: TravellerAgent) -> SpeakerFacts:
-        """What a conversation can change about ``agent``'s day."""
+    def speaker_facts(self, agent: TravellerAgent, t: int = 0) -> SpeakerFacts:
+        """What a conversation can change about ``agent``'s day at minute ``t`` (absolute)."""
         persona, today = agent.persona, agent.today
+        works = (
+            today.workday
+            and persona.work_facility is not None
+            and persona.work_facility != SCHOOL
+        )
+        departed = [
+            r
+            for r in agent.trips
+            if r.day == today.day and not r.cancelled and not math.isnan(r.departure)
+        ]
+        late = [
+            math.ceil(r.arrival - r.planned_arrival)
+            for r in departed
+            if r.planned_arrival is not None and not math.isnan(r.arrival)
+        ]
+        facts = self.plan_facts(agent, t % MINUTES_PER_DAY, agent.end_place())
         return SpeakerFacts(
             name=agent.name,
             household=persona.household or persona.name,
             licensed=persona.licensed,
             has_car=today.vehicle_available,
             parent=bool(persona.children),
-            works=today.workday
-            and persona.work_facility is not None
-            and persona.work_facility != SCHOOL,
+            works=works,
             school_duty=today.school_duty,
             plan=tuple(
                 f"{a.facility} {a.departure_time or 'on arrival'}"
@@ -259,12 +277,35 @@ class WorldView:
             )
             if agent.plan is not None and agent.today.mode is not None
             else (),
+            work_start=persona.work_start if works else None,
+            work_end=persona.work_end if works else None,
+            car_saving=self.car_saving(persona) if works else 0.0,
+            late=max(0, *late) if late else 0,
+            departed=bool(departed),
+            drove=any(r.activity.mode == "drive" for r in departed),
+            open_runs=tuple(duty.kind for duty in pending_runs(facts)),
+            day_over=agent.plan is not None and not agent.pending_trips(),
         )
 
-    @staticmethod
-    def reflection_context(agent: TravellerAgent, day: int) -> ReflectionContext:
+    def car_saving(self, persona: PersonaFacts) -> float:
+        """Free-flow minutes the car saves on ``persona``'s commute against the best other mode."""
+        if persona.work_facility is None:
+            return 0.0
+        key = (persona.home, persona.work_facility)
+        drive = self.travel_times.get((*key, "drive"))
+        others = [
+            self.travel_times[(*key, mode)]
+            for mode in ("transit", "walk")
+            if (*key, mode) in self.travel_times
+        ]
+        if drive is None or not others:
+            return 0.0
+        return max(0.0, min(others) - drive)
+
+    def reflection_context(self, agent: TravellerAgent, day: int) -> ReflectionContext:
         """What ``agent`` reflects on at the end of ``day``: its trips, plan and chats."""
         return ReflectionContext(
+            score_trips=not self.trips_scored_on_arrival,
             persona=agent.persona,
             day=day,
             trips=agent.experiences_today(day),

@@ -6,11 +6,15 @@ decisions, the partner and the initiator in turn, one decision per turn, at most
 a minute as batches (all second turns together, then all third turns, ...). When one speaker
 accepts the other's proposal, :func:`apply_agreement` changes both travellers' day: who has
 the household car, who drops the children off or picks them up (settled before planning), and
-joint activities (:class:`~.plans.Appointment`) that their plans must then contain.
+joint activities (:class:`~.plans.Appointment`) that their plans must then contain. A car that
+changes hands during the day frees the day's mode of a member who has not left home yet; the
+model then lets both speakers reconsider, and their revisions are validated against the new
+assignment.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -179,6 +183,17 @@ def apply_agreement(
             while len(holders) > vehicles:
                 holders.remove(other if other in holders else holders[0])
         for member in members:
+            left_home = any(
+                r.day == member.today.day
+                and not r.cancelled
+                and not math.isnan(r.departure)
+                for r in member.trips
+            )
+            if (
+                member.today.vehicle_available != (member.name in holders)
+                and not left_home
+            ):
+                member.today.mode = None  # today's mode can still change
             member.today.vehicle_available = member.name in holders
             member.today.household_drivers = tuple(
                 n for n in holders if n != member.name

@@ -33,6 +33,7 @@ from mesa_llm_mobility.urban.decisions import (
     PlanRevisionOutput,
     RevisionContext,
     Situation,
+    formula_importance,
     trip_memory_text,
 )
 from mesa_llm_mobility.urban.plans import WORK_REFLECT_MINUTES, Activity, DailyPlan
@@ -390,7 +391,7 @@ class Itinerary:
         agent.pending_reroute = None
         experience = experience_of(record)
         late = experience.late or 0
-        importance = min(1.0, 0.5 + experience.delay / 40 + late / 30)
+        importance = formula_importance(experience)
         target = (
             None
             if record.planned_arrival is None
@@ -406,6 +407,14 @@ class Itinerary:
             spatial_scope=[record.origin, record.destination, *trip.path],
             temporal_scope=(trip.departure, trip.arrival),
         ).id  # fmt: skip
+        # checkpoints pickled before this list existed have none
+        self.__dict__.setdefault("_remembered", []).append((agent.name, record))
+
+    def take_remembered(self) -> list[tuple[str, TripRecord]]:
+        """The ``(traveller, trip)`` memories written since the last call (arrivals), in order."""
+        remembered = self.__dict__.get("_remembered", [])
+        self._remembered: list[tuple[str, TripRecord]] = []
+        return remembered
 
     def _on_node_arrival(
         self, engine: TrafficEngine, trip: Trip, node: str, when: float

@@ -48,6 +48,7 @@ from mesa_llm_mobility.urban import outputs
 from mesa_llm_mobility.urban.agents import (
     DayState,
     TravellerAgent,
+    TripRecord,
     personas_from_population,
 )
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
@@ -72,6 +73,7 @@ from mesa_llm_mobility.urban.decisions import (
     RevisionContext,
     Situation,
 )
+from mesa_llm_mobility.urban.decisions.household import LATE_HANDOVER_MINUTES
 from mesa_llm_mobility.urban.itinerary import (
     CHAT_MINUTE,
     PLAN_MINUTE,
@@ -95,7 +97,15 @@ from mesa_llm_mobility.urban.traffic import TrafficEngine
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.population import Population
 
-__all__ = ["UrbanMobilityModel", "free_flow_table", "scale_personas"]
+__all__ = [
+    "TRIP_IMPORTANCE_MODES",
+    "UrbanMobilityModel",
+    "free_flow_table",
+    "scale_personas",
+]
+
+TRIP_IMPORTANCE_MODES = ("creation", "reflection")
+"""When LLM travellers score their trip memories: on arrival, or at the daily reflection."""
 
 
 def _load_population(
@@ -211,7 +221,9 @@ class UrbanMobilityModel(MobilityModel):
         days: Days to simulate.
         start_date: Date of day 1 (ISO; default Monday 2025-03-10, as in the paper).
         brain: ``"rules"``, ``"llm:<model>"`` or a :class:`Brain`.
-        embedding: Memory embedding (``"hash"``: offline and deterministic).
+        embedding: Memory embedding: ``"auto"`` (the default: all-MiniLM-L6-v2 when it loads
+            offline, else the hash; :attr:`memory_store` ``.embedding`` says which was used),
+            ``"minilm"`` or ``"hash"`` (offline and deterministic).
         rng: Seed or generator.
         events: ``True``/``False`` for the scenario's events, or a list of :class:`Event`.
         run_dir: Directory for a persistent memory store (``None``: in memory).
@@ -225,6 +237,11 @@ class UrbanMobilityModel(MobilityModel):
             decision each, at most :data:`~.tools.MAX_TOOL_CALLS` calls.
         collect_every: Minutes between data collections.
         brain_options: Further :func:`make_brain` arguments (``api_base``, ...).
+        trip_importance: When an LLM traveller scores the importance of its trip memories:
+            ``"creation"`` (the default, as in the paper: on arrival, one ``TripImportance``
+            decision per traveller and minute of arrivals, batched with the minute's others)
+            or ``"reflection"`` (once a day, in the daily reflection). Rule travellers keep the
+            formula (:func:`~.decisions.trip_importance.formula_importance`) either way.
         reaction_minutes: ``d``: a revision asked at minute ``t`` is applied at ``t + d``
             while the traffic moves on, so an LLM's answers of many minutes overlap
             (:mod:`~mesa_llm_mobility.urban.decision_schedule`); ``0`` keeps Algorithm 1's
@@ -251,7 +268,7 @@ class UrbanMobilityModel(MobilityModel):
         days: int = 1,
         start_date: str = "2025-03-10",
         brain: str | Brain = "rules",
-        embedding: str = "hash",
+        embedding: str = "auto",
         rng: int | np.random.Generator | None = None,
         events: bool | Sequence[Event] = True,
         run_dir: str | Path | None = None,
@@ -262,9 +279,16 @@ class UrbanMobilityModel(MobilityModel):
         collect_every: int = 15,
         brain_options: BrainOptions | None = None,
         reaction_minutes: int = 0,
+        trip_importance: str = "creation",
     ) -> None:
         if days < 1:
             raise ValueError(f"days must be >= 1, got {days}")
+        if trip_importance not in TRIP_IMPORTANCE_MODES:
+            raise ValueError(
+                f"trip_importance must be one of {', '.join(TRIP_IMPORTANCE_MODES)}, "
+                f"got {trip_importance!r}"
+            )
+        self.trip_importance = trip_importance
         super().__init__(brain=brain, brain_options=brain_options, rng=rng)
         town = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         if events is False:
@@ -329,6 +353,7 @@ class UrbanMobilityModel(MobilityModel):
             routes=self.routes,
             travellers=self.travellers,
             uses_llm=self.uses_llm,
+            trips_scored_on_arrival=self._scores_on_arrival,
         )
         self.datacollector = mesa.DataCollector(
             model_reporters={
@@ -359,6 +384,7 @@ class UrbanMobilityModel(MobilityModel):
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Restore a checkpoint; one pickled before reaction times existed decides as ``d = 0``."""
         state.setdefault("reactions", ReactionSchedule(0))
+        state.setdefault("trip_importance", "reflection")  # what it did then
         self.__dict__.update(state)
 
     def attach(
@@ -382,6 +408,7 @@ class UrbanMobilityModel(MobilityModel):
         self.brain_options = dict(brain_options or {})
         self.brain = make_brain(brain, rng=self.rng, **self.brain_options)
         self.view.uses_llm = self.uses_llm
+        self.view.trips_scored_on_arrival = self._scores_on_arrival
 
     def replace_events(self, events: Sequence[Event]) -> None:
         """Replace the scenario's events from now on (e.g. a fork with events switched off).
@@ -451,6 +478,7 @@ class UrbanMobilityModel(MobilityModel):
         else:
             self._apply(self.decide(requests, **time), time)
         self.itinerary.advance(t)
+        self._score_trips(t, time)
         if (
             time["minute"] % self.collect_every == 0
             or t == self.days * MINUTES_PER_DAY - 1
@@ -523,7 +551,10 @@ class UrbanMobilityModel(MobilityModel):
         probability ``chat_probability`` (family at home in person, friends by phone). During
         an activity (a ``"during_activity"`` revision opportunity) it calls, with probability
         ``daytime_chat_probability``, one of its contacts who is staying at an activity with
-        trips ahead (in person when at the same place), at most one daytime chat a day.
+        trips ahead (in person when at the same place), at most one daytime chat a day; a
+        parent holding a pick-up still ahead who arrived at work
+        :data:`~.decisions.household.LATE_HANDOVER_MINUTES` or more late always calls such a
+        family member (its day runs late).
         """
         view, now = self.view, t % MINUTES_PER_DAY
         requests: list[DecisionRequest[Any, Any]] = []
@@ -543,18 +574,27 @@ class UrbanMobilityModel(MobilityModel):
                 if self.travellers[name].state == "staying"
                 and self.travellers[name].pending_trips()
             }
-            if contacts and self.rng.random() < self.daytime_chat_probability:
-                agent.today.daytime_chats += 1
-                together = {
-                    n for n in contacts if self.travellers[n].place == agent.place
-                }
-                medium = "in person" if together else "by phone"
-                if together:
-                    contacts = {n: contacts[n] for n in sorted(together)}
-                requests.append(
-                    agent.chat_request(view, t, contacts, medium=medium, morning=False)
-                )
+            family = {n: r for n, r in contacts.items() if r == "family"}
+            if family and self._runs_late_with_pick_up(agent, t):
+                contacts = family  # a reason to call home: always, once a day
+            elif not contacts or self.rng.random() >= self.daytime_chat_probability:
+                continue
+            agent.today.daytime_chats += 1
+            together = {n for n in contacts if self.travellers[n].place == agent.place}
+            medium = "in person" if together else "by phone"
+            if together:
+                contacts = {n: contacts[n] for n in sorted(together)}
+            requests.append(
+                agent.chat_request(view, t, contacts, medium=medium, morning=False)
+            )
         return requests
+
+    def _runs_late_with_pick_up(self, agent: TravellerAgent, t: int) -> bool:
+        """Whether ``agent`` holds a pick-up still ahead and was late for work (it calls home)."""
+        if agent.today.school_duty not in ("pick_up", "both"):
+            return False
+        facts = self.view.speaker_facts(agent, t)
+        return "pick_up" in facts.open_runs and facts.late >= LATE_HANDOVER_MINUTES
 
     def _talk(
         self,
@@ -622,6 +662,35 @@ class UrbanMobilityModel(MobilityModel):
             first.remember_conversation(second, conversation, t)
             self.conversations.append(conversation)
         return changed
+
+    # ------------------------------------------------------------------ trip importance
+    @property
+    def _scores_on_arrival(self) -> bool:
+        return self.uses_llm and self.trip_importance == "creation"
+
+    def _score_trips(self, t: int, time: dict[str, int]) -> None:
+        """Let LLM travellers score the trip memories written this minute (one batch).
+
+        One ``TripImportance`` decision per traveller with arrivals this minute; its scores
+        replace the formula's in the memories (:attr:`trip_importance` ``"creation"``).
+        """
+        remembered = self.itinerary.take_remembered()
+        if not remembered or not self._scores_on_arrival:
+            return
+        by_agent: dict[str, list[TripRecord]] = {}
+        for name, record in remembered:
+            by_agent.setdefault(name, []).append(record)
+        requests = [
+            self.travellers[name].trip_importance_request(t, records)
+            for name, records in by_agent.items()
+        ]
+        for result in self.decide(requests, **time):
+            name = str(result.agent_id)
+            scores = result.output.importance
+            self.travellers[name].rescore_trips(by_agent[name], scores)
+            self.record_decision(
+                result, time, action=", ".join(f"{s:.2f}" for s in scores)
+            )
 
     # ------------------------------------------------------------------ tools
     def _look_up(
@@ -827,7 +896,9 @@ class UrbanMobilityModel(MobilityModel):
     ) -> str:
         """Remember the day's reflections; the action column reads ``"<n> reflections"``."""
         reflection = result.output
-        self.travellers[str(result.agent_id)].reflect(reflection, self.minute)
+        self.travellers[str(result.agent_id)].reflect(
+            reflection, self.minute, rescore_trips=not self._scores_on_arrival
+        )
         return f"{len(reflection.reflections)} reflections"
 
     # ------------------------------------------------------------------ outputs

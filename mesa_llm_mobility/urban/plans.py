@@ -264,30 +264,7 @@ def check_plan(
                 "rest of the day",
             )
         )
-    if "drive" in modes:
-        if not facts.licensed:
-            issues.append(
-                PlanIssue(
-                    PlanRule.VEHICLE,
-                    "you have no driving licence: use transit or walk instead of drive",
-                )
-            )
-        elif facts.vehicles == 0:
-            issues.append(
-                PlanIssue(
-                    PlanRule.VEHICLE,
-                    "your household has no vehicle: use transit or walk instead of drive",
-                )
-            )
-        elif not facts.vehicle_available:
-            users = ", ".join(facts.household_drivers) or "other household members"
-            issues.append(
-                PlanIssue(
-                    PlanRule.VEHICLE,
-                    f"your household's {facts.vehicles} vehicle(s) are used by {users} today: "
-                    "use transit or walk instead of drive",
-                )
-            )
+    issues.extend(check_vehicle(activities, facts))
     previous_time = facts.now
     previous_label = f"the current time {format_hhmm(facts.now)}"
     place = facts.start_place
@@ -355,6 +332,29 @@ def check_plan(
     issues.extend(check_duties(activities, facts))
     issues.extend(check_appointments(activities, facts))
     return issues
+
+
+def check_vehicle(activities: Sequence[Activity], facts: PlanFacts) -> list[PlanIssue]:
+    """A driven day needs a licence, a household vehicle and that vehicle assigned today.
+
+    Returns:
+        At most one ``vehicle`` issue.
+    """
+    if not any(a.mode == "drive" for a in activities):
+        return []
+    if not facts.licensed:
+        message = "you have no driving licence: use transit or walk instead of drive"
+    elif facts.vehicles == 0:
+        message = "your household has no vehicle: use transit or walk instead of drive"
+    elif not facts.vehicle_available:
+        users = ", ".join(facts.household_drivers) or "other household members"
+        message = (
+            f"your household's {facts.vehicles} vehicle(s) are used by {users} today: "
+            "use transit or walk instead of drive"
+        )
+    else:
+        return []
+    return [PlanIssue(PlanRule.VEHICLE, message)]
 
 
 def missing_appointments(
@@ -508,6 +508,12 @@ def check_duties(activities: Sequence[Activity], facts: PlanFacts) -> list[PlanI
             )
         )
     return issues
+
+
+def pending_runs(facts: PlanFacts) -> list[FamilyDuty]:
+    """The school runs the day has not yet headed for (:attr:`PlanFacts.visited`)."""
+    missing = {issue.message for issue in check_duties([], facts)}
+    return [d for d in facts.duties if any(d.describe() in m for m in missing)]
 
 
 def validate_plan(plan: DailyPlan, facts: PlanFacts) -> list[str]:

@@ -63,6 +63,7 @@ class UrbanConfig(TypedDict):
     embedding: str
     start_date: str
     reaction_minutes: NotRequired[int]
+    trip_importance: NotRequired[str]
     tools: NotRequired[bool]
 
 
@@ -100,16 +101,17 @@ def urban_config(
     population: str = "population_70",
     n_agents: int | None = None,
     events: bool = True,
-    embedding: str = "hash",
+    embedding: str = "auto",
     start_date: str = "2025-03-10",
     reaction_minutes: int = 0,
     tools: bool = False,
+    trip_importance: str = "creation",
 ) -> UrbanConfig:
     """The resolved configuration of an urban run, as written to ``config.json``.
 
     ``reaction_minutes`` (asynchronous decisions) is written only when not 0 and ``tools``
-    (LLM travellers may call tools) only when on, so earlier runs keep the configuration they
-    always had.
+    (LLM travellers may call tools) only when on, and ``trip_importance`` only when not
+    ``"creation"``, so earlier runs keep the configuration they always had.
 
     Raises:
         ValueError: when ``reaction_minutes`` is negative.
@@ -132,6 +134,8 @@ def urban_config(
         config["reaction_minutes"] = int(reaction_minutes)
     if tools:
         config["tools"] = True
+    if trip_importance != "creation":
+        config["trip_importance"] = trip_importance
     return config
 
 
@@ -181,6 +185,7 @@ def run_urban(
         tools=bool(config.get("tools", False)),
         brain_options=options,
         reaction_minutes=int(config.get("reaction_minutes", 0)),
+        trip_importance=config.get("trip_importance", "creation"),
     )
     run.update_metadata({"memory": model.memory_store.run_metadata()})
     try:

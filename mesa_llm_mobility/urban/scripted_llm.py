@@ -6,11 +6,13 @@ brain (litellm, HTTP, parsing, validation, repair and fallback) without any mode
 fault tests, the LLM benchmarks and demos use it. A day plan is a commute planned from the profile
 (home, work facility, work hours, whether the car is free), the stated travel time and the
 required school runs and the joint activities agreed in chats, or a shopping trip; every revision
-is "keep", except that one adds a joint activity agreed in a chat and missing from the plan; before planning it looks up the drive to the Office and the trains from home (en route: a
-link's congestion), as a ``TravelQuery`` answer or, when the request offers ``tools``, as native
-tool calls answered before it decides; a
-reflection is short; a chat picks a new topic, asks a family member for the car
-they have or a friend for a coffee, and the partner accepts. A prompt
+is "keep", except that one adds a joint activity agreed in a chat or a pick-up taken over and
+missing from the plan; before planning it looks up the drive to the Office and the trains from
+home (en route: a link's congestion), as a ``TravelQuery`` answer or, when the request offers
+``tools``, as native tool calls answered before it decides; a trip just made matters more when it
+was late; a reflection is short; a chat picks a new topic, asks a family member for the car they
+have in the morning, or to pick the children up during the day, or a friend for a coffee, and
+the partner accepts. A prompt
 it does not recognise gets a schema violation, which the brain repairs or replaces.
 """
 
@@ -120,6 +122,11 @@ def _proposal(prompt: str, name: str, relation: str) -> dict[str, Any] | None:
         and "has the car today" in days.get(name, "")
     ):  # fmt: skip
         return {"car": me}
+    if (
+        not morning and relation == "family" and me is not None
+        and "picks the children up" in days[me] and "works" in days.get(name, "")
+    ):  # fmt: skip
+        return {"pick_up": name}  # my day runs late: the partner fetches the children
     if relation == "friend":
         return {"meet_at": "Coffee shop", "meet_time": "19:30" if morning else "21:00"}
     return None
@@ -155,8 +162,11 @@ _FUTURE = re.compile(
 _STILL = re.compile(r"^Still to do: (?P<runs>.+)\.$", re.MULTILINE)
 
 
+_PICK_UP = re.compile(r"pick .+? up from (?P<school>.+?) after work")
+
+
 def _revision(prompt: str) -> dict[str, Any]:
-    """Keep the plan, unless a joint activity agreed in a chat is missing: then add it."""
+    """Keep the plan, unless an agreed joint activity or a pick-up taken over is missing: add it."""
     still = _STILL.search(prompt)
     rest = prompt.split("Rest of today's plan:", 1)[-1].split("\n\n", 1)[0]
     future = list(_FUTURE.finditer(rest))
@@ -164,13 +174,21 @@ def _revision(prompt: str) -> dict[str, Any]:
         m for m in _AGREED.finditer(still["runs"] if still else "")
         if not any(f["facility"] == m["facility"] for f in future)
     ]  # fmt: skip
-    if not missing or not future:
+    pick_up = _PICK_UP.search(still["runs"] if still else "")
+    if pick_up and any(f["facility"] == pick_up["school"] for f in future):
+        pick_up = None
+    if (not missing and not pick_up) or not future:
         return {"action": "keep", "reason": "plan still fine"}
     activities = [
         {"facility": f["facility"], "mode": f["mode"],
          "departure_time": None if f["leave"] == "on arrival" else f["leave"]}
         for f in future
     ]  # fmt: skip
+    if pick_up:  # on the way home: the school, then home on arrival
+        home = activities[-1]
+        activities.insert(-1, {**home, "facility": pick_up["school"],
+                               "description": "Pick the children up"})  # fmt: skip
+        home["departure_time"] = None
     for meeting in missing:
         at = parse_hhmm(meeting["time"])
         activities.insert(-1, {"facility": meeting["facility"], "mode": future[0]["mode"],
@@ -241,6 +259,11 @@ def respond(body: dict[str, Any]) -> Reply:
                 "trip_importance": [0.9 if "late for" in t else 0.6 for t in trips],
             }
         )  # fmt: skip
+    if "Rate how much each trip matters" in prompt:
+        trips = re.findall(r"^- \d+\. (.*)$", prompt, re.MULTILINE)
+        return json_content(
+            {"importance": [0.9 if "late for" in t else 0.6 for t in trips]}
+        )
     if "Before that you may look up" in prompt:
         return json_content(_queries(prompt))
     if "Open the conversation" in prompt:

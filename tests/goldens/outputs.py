@@ -31,7 +31,9 @@ def urban_rule_run() -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     """``mlm urban run --days 3 --seed 0``: summary, trips, plans, revisions, decisions."""
     with tempfile.TemporaryDirectory() as folder:
         result = run_urban(
-            Path(folder) / "run", urban_config(days=3, seed=0), progress=False
+            Path(folder) / "run",
+            urban_config(days=3, seed=0, embedding="hash"),
+            progress=False,
         )
         tables = {
             name: result.run.read_table(name)
@@ -83,7 +85,9 @@ def _llm_options(server: FakeLLMServer, **extra: Any) -> dict[str, Any]:
 
 def urban_llm_run() -> dict[str, pd.DataFrame]:
     """One day of 8 travellers through the LLM brain against the local server: ledger, tables."""
-    config = urban_config(days=1, n_agents=8, seed=5, brain="llm:openai/fake-model")
+    config = urban_config(
+        days=1, n_agents=8, seed=5, brain="llm:openai/fake-model", embedding="hash"
+    )
     with (
         tempfile.TemporaryDirectory() as folder,
         FakeLLMServer(traveller.respond) as server,

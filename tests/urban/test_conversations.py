@@ -61,7 +61,10 @@ def test_agreements_are_checked_with_specific_errors():
         "agreement: your household has no car to share"
     ]
     assert _errors({"drop_off": "Ben Kim"}, morning=False) == [
-        "agreement: the drop-off is settled for today; only a joint activity can be agreed now"
+        (
+            "agreement: the drop-off is settled by now; only the pick-up, a car still at home "
+            "or a joint activity can be agreed during the day"
+        )
     ]
     assert _errors({"meet_at": "Gym"}) == [
         "agreement: a joint activity needs both meet_at and meet_time"
@@ -114,6 +117,7 @@ class _Member:
         self.name = name
         self.persona = PersonaFacts(name=name, household="Kim", vehicles=vehicles)
         self.today = DayState(vehicle_available=car, school_duty=duty)
+        self.trips = []
 
 
 def test_an_agreement_moves_the_car_and_the_school_runs_and_adds_appointments():
@@ -169,7 +173,7 @@ def test_plans_must_keep_agreed_joint_activities_and_the_rule_fallback_adds_them
     assert check_plan(kept, noon) == []
 
 
-def test_rule_conversations_have_both_sides_and_change_no_assignment():
+def test_rule_conversations_have_both_sides_and_agree_only_household_changes():
     with UrbanMobilityModel(days=1, rng=0, collect_every=60) as model:
         model.run()
     conversations = model.conversations
@@ -177,7 +181,9 @@ def test_rule_conversations_have_both_sides_and_change_no_assignment():
     assert any(c.medium == "in person" for c in conversations)
     for c in conversations:
         assert [line.speaker for line in c.lines] == [c.initiator, c.partner]
-        assert c.agreed is None and c.summary
+        assert c.summary
+        if c.agreed is not None:  # the household rule: runs or the car, never a meeting
+            assert c.relation == "family" and c.agreed.meet_at is None
     decisions = model.decisions_frame()
     turns = decisions[decisions["kind"] == "ChatTurn"]
     assert list(turns["agent_id"]) == [c.partner for c in conversations]

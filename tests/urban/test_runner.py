@@ -34,7 +34,9 @@ def test_run_directory_holds_config_tables_plots_and_summary(finished_run):
     assert all(p.stat().st_size > 10_000 for p in finished_run.plots)
     summary = json.loads((run.path / "summary.json").read_text())
     assert summary["trips"] == finished_run.summary["trips"]
-    assert run.metadata["extra"]["memory"]["embedding"]["name"] == "hash"
+    used = run.metadata["extra"]["memory"]["embedding"]
+    assert used["setting"] == "auto"  # the default: MiniLM when installed, else hash
+    assert used["name"] in ("minilm", "hash")
 
 
 def test_daily_table_and_summary_lines(finished_run):
@@ -79,6 +81,10 @@ def test_cli_urban_run(tmp_path, capsys):
     assert f"run directory: {out}" in printed
     assert "punctuality" in printed
     assert (out / "plots" / "traffic_snapshots.png").exists()
+    # the default embedding is "auto": the run records and prints which one it used
+    used = RunDirectory.open(out).metadata["extra"]["memory"]["embedding"]
+    assert used["setting"] == "auto" and used["name"] in ("minilm", "hash")
+    assert f"embedding: {used['name']} ({used['backend']})" in printed
 
 
 def test_cli_urban_run_with_tools_through_the_local_server(tmp_path, monkeypatch):

@@ -7,7 +7,9 @@ recalled trips, prompt pieces). The rule policies learn only through memory (exp
 recalled from event memories written by :func:`trip_memory_text`).
 
 Importance scoring is part of the kinds that create memories (plan concepts, chat summaries,
-reflections carry their importance), so no separate call is made per memory.
+reflections carry their importance); trip memories, which the world writes on arrival, are
+scored by :mod:`.trip_importance` (LLM travellers, one call per traveller and minute of
+arrivals) or, at the reflection, by :mod:`.reflection`.
 """
 
 from __future__ import annotations
@@ -81,6 +83,12 @@ from mesa_llm_mobility.urban.decisions.travel_query import (
     TravelQueryContext,
     TravelQueryOutput,
 )
+from mesa_llm_mobility.urban.decisions.trip_importance import (
+    TRIP_IMPORTANCE,
+    TripImportanceContext,
+    TripImportanceOutput,
+    formula_importance,
+)
 
 URBAN_KINDS: tuple[DecisionKind, ...] = (
     DAILY_PLAN,
@@ -88,6 +96,7 @@ URBAN_KINDS: tuple[DecisionKind, ...] = (
     CHAT,
     CHAT_TURN,
     TRAVEL_QUERY,
+    TRIP_IMPORTANCE,
     DAILY_REFLECTION,
 )
 """The urban decision kinds, in the order of a day."""
@@ -108,6 +117,7 @@ __all__ = [
     "SCHOOL",
     "SYSTEM_ROLE",
     "TRAVEL_QUERY",
+    "TRIP_IMPORTANCE",
     "URBAN_KINDS",
     "ChatAgreement",
     "ChatContext",
@@ -127,11 +137,14 @@ __all__ = [
     "TravelQueryContext",
     "TravelQueryOutput",
     "TripExperience",
+    "TripImportanceContext",
+    "TripImportanceOutput",
     "can_drive",
     "chat_rule_policy",
     "chat_turn_rule_policy",
     "choose_mode",
     "expected_travel_minutes",
+    "formula_importance",
     "parse_trip_memory",
     "plan_rule_policy",
     "reflection_rule_policy",

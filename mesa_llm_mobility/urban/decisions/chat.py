@@ -4,9 +4,12 @@ A chat is a conversation (GATSim 3.4.3): the initiator opens it here with a topi
 and optionally a proposal (:class:`ChatAgreement`: who takes the household car, who drops the
 children off or picks them up, a joint activity); the partner and the initiator then answer
 in turn from their own persona, memory and plan (:mod:`.chat_turn`), at most
-:data:`MAX_CHAT_TURNS` turns in all. An accepted proposal changes both travellers' day. The
-rule policy proposes nothing, so under rules the engine's assignment of cars and school runs
-stands (the classical baseline).
+:data:`MAX_CHAT_TURNS` turns in all. An accepted proposal changes both travellers' day: in the
+morning, who takes the car and who does the school runs; during the day (by phone or in
+person), who picks the children up, or who takes a car that is still at home, each checked
+against what the day has already done (:func:`validate_agreement`). The rule policy proposes
+the household agreement of :mod:`.household` when it would change something (else it shares
+its worst trip), so rule runs show agreements too; the engine's assignment stays the fallback.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mesa_llm_mobility.cognition.kinds import DecisionKind, Message
 from mesa_llm_mobility.urban.clock import format_hhmm, parse_hhmm
+from mesa_llm_mobility.urban.decisions.household import household_agreement
 from mesa_llm_mobility.urban.decisions.persona import (
     PersonaFacts,
     TripExperience,
@@ -64,6 +68,16 @@ class SpeakerFacts:
             around work).
         school_duty: Today's school runs (``"drop_off"``, ``"pick_up"``, ``"both"``, ``None``).
         plan: Today's plan as lines (empty before planning).
+        work_start: Work start, minute of the day (``None`` without work today).
+        work_end: Work end, minute of the day.
+        car_saving: Minutes the car saves on the commute to work against the best other
+            mode (free flow, transit with its static waits); 0 without a commute.
+        late: Minutes the speaker arrived late for work today (0 when on time or not yet).
+        departed: Whether the speaker has left home today.
+        drove: Whether the speaker has driven today (the car is then not at home).
+        open_runs: The school runs (``"drop_off"``, ``"pick_up"``) the speaker must still head
+            for today.
+        day_over: Whether the speaker has no trip left today.
     """
 
     name: str
@@ -74,6 +88,14 @@ class SpeakerFacts:
     works: bool = False
     school_duty: str | None = None
     plan: tuple[str, ...] = ()
+    work_start: int | None = None
+    work_end: int | None = None
+    car_saving: float = 0.0
+    late: int = 0
+    departed: bool = False
+    drove: bool = False
+    open_runs: tuple[str, ...] = ()
+    day_over: bool = False
 
     def describe(self) -> str:
         """The speaker's day as a line of a prompt."""
@@ -86,6 +108,16 @@ class SpeakerFacts:
                 "both": "drops the children off and picks them up",
             }.get(self.school_duty or "", ""),
         ]
+        if self.works and self.work_start is not None and self.work_end is not None:
+            parts.append(
+                f"works {format_hhmm(self.work_start)}-{format_hhmm(self.work_end)}"
+            )
+        if self.car_saving >= 1:
+            parts.append(f"the car saves {self.car_saving:.0f} min on the commute")
+        if self.late:
+            parts.append(f"was {self.late} min late for work today")
+        if self.drove:
+            parts.append("drove today")
         if self.plan:
             parts.append("plan: " + " | ".join(self.plan))
         return f"{self.name}: " + "; ".join(p for p in parts if p)
@@ -189,7 +221,8 @@ def agreement_help(morning: bool) -> str:
         "Within your household you may propose who takes the car and who drops off or picks "
         "up the children (names). "
         if morning
-        else "Cars and school runs are settled for today. "
+        else "Within your household you may propose who picks up the children (a name), "
+        "for instance when one of you runs late, or who takes a car still at home. "
     )
     return (
         household
@@ -255,9 +288,10 @@ def validate_agreement(
         if who is None:
             continue
         label = field_name.replace("_", "-")
-        if not morning:
+        if not morning and field_name == "drop_off":
             errors.append(
-                f"agreement: the {label} is settled for today; only a joint activity can be agreed now"
+                "agreement: the drop-off is settled by now; only the pick-up, a car still "
+                "at home or a joint activity can be agreed during the day"
             )
         elif not same_household:
             errors.append(
@@ -274,10 +308,14 @@ def validate_agreement(
                 )
             elif vehicles < 1:
                 errors.append("agreement: your household has no car to share")
+            elif not morning:
+                errors += _daytime_car_errors(who, (me, other))
         elif not speakers[who].parent or not speakers[who].works:
             errors.append(
                 f"agreement: {who} cannot do the {label}: school runs are done by a working parent"
             )
+        elif not morning:
+            errors += _daytime_pick_up_errors(who, (me, other))
     if (proposal.meet_at is None) != (proposal.meet_time is None):
         errors.append("agreement: a joint activity needs both meet_at and meet_time")
     elif proposal.meet_at is not None and proposal.meet_time is not None:
@@ -293,6 +331,46 @@ def validate_agreement(
                 f"{format_hhmm(now + MEET_LEAD_MINUTES)} and {format_hhmm(LATEST_MEETING)}"
             )
     return errors
+
+
+def _daytime_car_errors(
+    who: str, pair: tuple[SpeakerFacts | None, SpeakerFacts | None]
+) -> list[str]:
+    """A car changes hands during the day only while it is at home and ``who`` still is."""
+    speakers = [s for s in pair if s is not None]
+    driver = next((s.name for s in speakers if s.drove), None)
+    taker = next(s for s in speakers if s.name == who)
+    if driver is not None:
+        return [
+            (
+                f"agreement: {driver} has driven the car away today; it can change hands "
+                "only while it is at home"
+            )
+        ]
+    if taker.departed:
+        return [
+            f"agreement: {who} has already left home today and cannot take the car now"
+        ]
+    return []
+
+
+def _daytime_pick_up_errors(
+    who: str, pair: tuple[SpeakerFacts | None, SpeakerFacts | None]
+) -> list[str]:
+    """A pick-up changes hands during the day only while it is still to do and ``who`` is out."""
+    speakers = [s for s in pair if s is not None]
+    holder = next((s for s in speakers if "pick_up" in s.open_runs), None)
+    taker = next(s for s in speakers if s.name == who)
+    if holder is None:
+        return [
+            (
+                "agreement: the children's pick-up is not ahead for either of you today "
+                "(done, under way or not assigned)"
+            )
+        ]
+    if holder.name != who and taker.day_over:
+        return [f"agreement: {who} has no trip left today to pick the children up"]
+    return []
 
 
 def validate_chat(ctx: ChatContext, out: ChatOutput) -> list[str]:
@@ -312,13 +390,63 @@ def validate_chat(ctx: ChatContext, out: ChatOutput) -> list[str]:
     )  # fmt: skip
 
 
-def chat_rule_policy(ctx: ChatContext, rng: np.random.Generator) -> ChatOutput:
-    """Pick a contact and a topic not yet discussed with them; share the worst recent trip.
+def agreement_topic(agreement: ChatAgreement, day: int, morning: bool) -> str:
+    """The topic of a household agreement on ``day`` (a new one each day)."""
+    subject = (
+        "today's pick-up"
+        if not morning
+        else "sharing the car"
+        if agreement.car and not (agreement.drop_off or agreement.pick_up)
+        else "the car and the school runs"
+        if agreement.car
+        else "school drop-off and pick-up"
+    )
+    return f"{subject}, day {day}"
 
-    The trip is told as its memory text, so the partner's rule plan can read it as a tip
-    (:func:`~mesa_llm_mobility.urban.decisions.learning.learnt_link_waits`). No proposal: under
-    rules the engine's assignment of cars and school runs stands.
+
+def _household_opening(ctx: ChatContext) -> ChatOutput | None:
+    """The opening of the first family contact the household rule agrees a change with."""
+    for partner, relation in ctx.contacts.items():
+        if relation != "family":
+            continue
+        fields = household_agreement(
+            ctx.persona.name, partner, ctx.speakers, vehicles=ctx.vehicles,
+            morning=ctx.morning,
+        )  # fmt: skip
+        if not fields:
+            continue
+        proposal = ChatAgreement(**fields)
+        topic = agreement_topic(proposal, ctx.day, ctx.morning)
+        if topic in ctx.used_topics.get(partner, []):
+            continue  # settled today already (and never handed back the same day)
+        me = ctx.speakers[ctx.persona.name]
+        why = (
+            f" I am {me.late} min late and my day runs late."
+            if not ctx.morning and me.late
+            else ""
+        )
+        return ChatOutput(
+            partner=partner,
+            topic=topic,
+            message=f"Hi {partner}, shall we do this: {proposal.describe()}?{why}",
+            proposal=proposal,
+            importance=0.6,
+        )
+    return None
+
+
+def chat_rule_policy(ctx: ChatContext, rng: np.random.Generator) -> ChatOutput:
+    """Propose the household agreement when it changes something; else share the worst trip.
+
+    With a family contact for whom :func:`~.household.household_agreement` changes today's car
+    or school runs, the traveller proposes it (a new topic each day). Otherwise it picks a
+    contact and a topic not yet discussed with them and tells its worst recent trip, as its
+    memory text, so the partner's rule plan can read it as a tip
+    (:func:`~mesa_llm_mobility.urban.decisions.learning.learnt_link_waits`).
     """
+    opening = _household_opening(ctx)
+    if opening is not None:
+        return opening
     options = [
         (name, [t for t in CHAT_TOPICS if t not in ctx.used_topics.get(name, [])])
         for name in ctx.contacts

@@ -3,8 +3,9 @@
 After the opening (:mod:`.chat`), the partner and the initiator answer in turn: each sees its
 own profile, memories, recent trips and plan, the conversation so far and the proposal on the
 table, and may accept it, make a counter-proposal, or end the conversation. Every turn writes
-the summary so far; the last one is what both remember. The rule policy declines and ends
-politely, so the engine's assignment stands.
+the summary so far; the last one is what both remember. The rule policy accepts what the
+household rule of :mod:`.household` gives from the speaker's own side, counters with it, or
+declines and ends (the engine's assignment stands).
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from mesa_llm_mobility.urban.decisions.chat import (
     SpeakerFacts,
     agreement_help,
     validate_agreement,
+)
+from mesa_llm_mobility.urban.decisions.household import (
+    household_agreement,
+    rule_accepts,
 )
 from mesa_llm_mobility.urban.decisions.persona import (
     PersonaFacts,
@@ -161,7 +166,38 @@ def validate_chat_turn(ctx: ChatTurnContext, out: ChatTurnOutput) -> list[str]:
 def chat_turn_rule_policy(
     ctx: ChatTurnContext, rng: np.random.Generator
 ) -> ChatTurnOutput:
-    """Thank, decline any proposal (the engine's assignment stands) and end the conversation."""
+    """Accept what the household rule gives, counter with it, or thank and end.
+
+    The speaker works out :func:`~.household.household_agreement` from its own side: a proposal
+    asking only that is accepted; another proposal is answered with the rule's agreement (while
+    turns are left), or declined (the assignment stands). Without a proposal: thanks and ends.
+    """
+    me = ctx.persona.name
+    if ctx.proposal is not None:
+        rule = household_agreement(
+            me, ctx.partner, ctx.speakers, vehicles=ctx.vehicles, morning=ctx.morning
+        )
+        if rule_accepts(ctx.proposal, rule):
+            return ChatTurnOutput(
+                message=f"Yes {ctx.partner}, agreed: {ctx.proposal.describe()}.",
+                accept=True,
+                summary=f"{ctx.partner} and {me} agreed: {ctx.proposal.describe()}",
+                importance=0.6,
+            )
+        counter = ChatAgreement(**rule) if rule else None
+        if counter is not None and counter != ctx.proposal and not ctx.last_turn:
+            return ChatTurnOutput(
+                message=f"Better this way, {ctx.partner}: {counter.describe()}.",
+                proposal=counter,
+                summary=f"{me} proposed to {ctx.partner}: {counter.describe()}",
+                importance=0.5,
+            )
+        return ChatTurnOutput(
+            message=f"Sorry {ctx.partner}, let us keep today as it is.",
+            end=True,
+            summary=f"{ctx.partner} and {me} kept today's arrangement",
+            importance=0.4,
+        )
     # the opening's news: "Name: Hi X, about topic: news." -> "news."
     news = ctx.transcript[0].rsplit(": ", 1)[-1] if ctx.transcript else ""
     return ChatTurnOutput(

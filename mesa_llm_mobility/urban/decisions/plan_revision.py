@@ -27,19 +27,22 @@ from mesa_llm_mobility.urban.decisions.persona import (
     system_message,
 )
 from mesa_llm_mobility.urban.plans import (
+    MIN_REFLECT_MINUTES,
     Activity,
     Concept,
-    FamilyDuty,
     PlanFacts,
     check_appointments,
     check_duties,
     check_plan,
+    check_vehicle,
     compact_schema,
     missing_appointments,
+    pending_runs,
     with_appointments,
 )
 from mesa_llm_mobility.urban.routing import (
     PathError,
+    Router,
     validate_path,
 )
 
@@ -220,7 +223,7 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
                 f", {late:.0f} min late" if late >= 1 else ""
             )
         goal += "."
-    runs = [duty.describe() for duty in _pending_runs(facts)]
+    runs = [duty.describe() for duty in pending_runs(facts)]
     runs += [a.describe() for a in facts.appointments if a.minute >= facts.now]
     future = [
         f"{a.facility} leave {a.departure_time or 'on arrival'} by {a.mode} ({a.description})"
@@ -261,12 +264,6 @@ def render_revision_prompt(ctx: RevisionContext) -> list[Message]:
         if part
     )
     return [system_message(persona.name), {"role": "user", "content": user}]
-
-
-def _pending_runs(facts: PlanFacts) -> list[FamilyDuty]:
-    """The school runs the day has not yet headed for (:attr:`PlanFacts.visited`)."""
-    missing = {issue.message for issue in check_duties([], facts)}
-    return [d for d in facts.duties if any(d.describe() in m for m in missing)]
 
 
 def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str]:
@@ -327,12 +324,77 @@ def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str
         else:
             errors.extend(str(i) for i in check_plan(out.activities, ctx.facts))
     if out.action != "replace_activities":
-        # an agreed joint activity the rest of the day lacks: only a replacement can add it
+        # what an agreement changed and the rest of the day lacks (a joint activity, a
+        # pick-up taken over, a car handed over): only a replacement can fix it
         errors.extend(
             f"{issue}; use replace_activities"
-            for issue in check_appointments(ctx.future, ctx.facts)
+            for check in (check_appointments, check_duties, check_vehicle)
+            for issue in check(ctx.future, ctx.facts)
         )
     return errors
+
+
+def _mode_without_car(ctx: RevisionContext) -> str:
+    """Transit when every remaining trip has a transit path, else walk."""
+    facts, place = ctx.facts, ctx.facts.start_place
+    if facts.index is None:
+        return "transit"
+    router = Router(facts.index)
+    for activity in ctx.future:
+        if activity.facility != place:
+            try:
+                router.path(place, activity.facility, "transit")
+            except PathError:
+                return "walk"
+        place = activity.facility
+    return "transit"
+
+
+def _after_agreement(ctx: RevisionContext) -> list[Activity] | None:
+    """The rest of the day changed as an agreement requires, or ``None`` if nothing changes.
+
+    - The car handed over (a drive with no vehicle assigned): transit (walk where no transit).
+    - A pick-up taken over: a school visit right after leaving work (else before the next
+      trip).
+    - A pick-up handed over (a parent with no school run ahead): its school visits dropped,
+      the next trip leaving when the school visit would have.
+    """
+    facts, persona = ctx.facts, ctx.persona
+    rest = list(ctx.future)
+    if check_vehicle(rest, facts):
+        mode = _mode_without_car(ctx)
+        rest = [a.model_copy(update={"mode": mode, "path": "shortest"}) for a in rest]
+    runs = pending_runs(facts)
+    pick_up = next((d for d in runs if d.kind == "pick_up"), None)
+    if pick_up is not None and check_duties(rest, facts):
+        work = [k for k, a in enumerate(rest) if a.facility == pick_up.work]
+        at = work[-1] + 1 if work else 0
+        if at < len(rest):
+            leave = rest[at].departure_time
+            rest[at] = rest[at].model_copy(update={"departure_time": None})
+            rest.insert(
+                at,
+                Activity(
+                    facility=pick_up.school, departure_time=leave,
+                    reflect_every=MIN_REFLECT_MINUTES, mode=facts.day_mode or rest[at].mode,
+                    description="Pick the children up from school (agreed in a chat)",
+                ),
+            )  # fmt: skip
+    elif persona.children and not runs and persona.work_facility != SCHOOL:
+        kept: list[Activity] = []
+        leave: str | None = None  # the next trip leaves when the school run would have
+        for activity in rest:
+            if activity.facility == SCHOOL:
+                leave = leave or activity.departure_time
+                continue
+            if leave is not None and activity.departure_minute is None:
+                activity = activity.model_copy(update={"departure_time": leave})
+            leave = None
+            kept.append(activity)
+        rest = kept
+    if rest == ctx.future or not rest or check_plan(rest, facts):
+        return None
+    return rest
 
 
 def _free_minutes(ctx: RevisionContext, links: Sequence[str]) -> float | None:
@@ -421,13 +483,20 @@ def revision_rule_policy(
       :data:`POSTPONE_MINUTES` later.
 
     Before all that, a joint activity agreed in a chat and missing from the rest of the day is
-    inserted (:func:`~.plans.with_appointments`).
+    inserted (:func:`~.plans.with_appointments`), and the rest of the day follows a car or a
+    pick-up that changed hands in a chat (:func:`_after_agreement`).
     """
     if ctx.situation != "at_node" and missing_appointments(ctx.future, ctx.facts):
         return PlanRevisionOutput(
             action="replace_activities",
             activities=with_appointments(ctx.future, ctx.facts),
             reason="keep the joint activity agreed in a chat",
+        )
+    if ctx.situation != "at_node" and (rest := _after_agreement(ctx)) is not None:
+        return PlanRevisionOutput(
+            action="replace_activities",
+            activities=rest,
+            reason="follow the car and school runs agreed in a chat",
         )
     if ctx.situation == "at_node":
         lesson = _queue_lesson(ctx)

@@ -1,8 +1,9 @@
 """The ``DailyReflection`` decision: the day's lessons at 23:50, with their importance.
 
-The LLM also scores the importance of each of the day's trip memories (GATSim's agents score
-what they remember); the rule reflection leaves the formula's scores
-(:meth:`~mesa_llm_mobility.urban.itinerary.Itinerary` writes them at arrival).
+With the model's ``trip_importance="reflection"`` the LLM also scores the importance of each of
+the day's trip memories here; by default an LLM traveller scores them on arrival
+(:mod:`.trip_importance`, as GATSim's agents score a memory when they create it). The rule
+reflection leaves the formula's scores (written at arrival).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class ReflectionContext:
         plan: Today's plan as lines.
         chats: Today's chat summaries.
         long_term_reflection: The current long-term reflection.
+        score_trips: Whether to ask for ``trip_importance`` (not when the trips were scored on
+            arrival, :mod:`.trip_importance`).
     """
 
     persona: PersonaFacts
@@ -51,6 +54,7 @@ class ReflectionContext:
     plan: list[str] = field(default_factory=list)
     chats: list[str] = field(default_factory=list)
     long_term_reflection: str = ""
+    score_trips: bool = True
 
 
 class ReflectionOutput(BaseModel):
@@ -81,8 +85,13 @@ def render_reflection_prompt(ctx: ReflectionContext) -> list[Message]:
             (
                 "Give 1-3 reflections (lessons about departure times, routes, modes, people) with "
                 "importance 0-1 and keywords, based only on what happened, an updated long-term "
-                "reflection (at most 3 sentences), and trip_importance: how much each trip above "
-                "matters for your future travel (0-1), one number per trip in order."
+                "reflection (at most 3 sentences)"
+                + (
+                    ", and trip_importance: how much each trip above matters for your future "
+                    "travel (0-1), one number per trip in order."
+                    if ctx.score_trips
+                    else "."
+                )
             ),
         ]
     )
@@ -145,7 +154,7 @@ def long_term_beliefs(ctx: ReflectionContext, summary: str) -> str:
 def validate_reflection(ctx: ReflectionContext, out: ReflectionOutput) -> list[str]:
     """Trip importances, when given, are one per trip and in [0, 1]."""
     scores = out.trip_importance
-    if not scores:
+    if not scores or not ctx.score_trips:  # scored on arrival: extra scores are ignored
         return []
     errors = []
     if len(scores) != len(ctx.trips):
