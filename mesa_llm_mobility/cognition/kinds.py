@@ -202,13 +202,17 @@ class DecisionKind[ContextT, OutputT: BaseModel]:
     ) -> OutputT:
         """Answer ``request`` with the rule policy, validated like any other answer.
 
+        The policy draws from ``request.rng`` when the request carries one, else from ``rng``.
+
         Raises:
             RulePolicyError: naming the kind and the agent, when the policy raises, returns
                 something other than the output schema, or returns an answer its own kind's
                 domain validator rejects (a bug of the policy), with the validator's errors.
         """
         try:
-            output = self.rule_policy(request.context, rng)
+            output = self.rule_policy(
+                request.context, rng if request.rng is None else request.rng
+            )
         except Exception as exc:
             raise RulePolicyError(self.name, request.agent_id, exc) from exc
         if not isinstance(output, self.output_schema):
@@ -249,6 +253,9 @@ class DecisionRequest[ContextT, OutputT: BaseModel]:
             merged over the brain's own; an LLM brain records them and keys replay on them.
             The rule brain ignores them.
         on_invalid: See :data:`OnInvalid`; the rule brain's answers are always valid.
+        rng: The generator this request's rule policy draws from (the rule brain's answer or
+            an LLM brain's fallback); ``None``: the brain's own. A model gives each agent its
+            own stream so that an agent's draws do not depend on who else is in the batch.
     """
 
     kind: DecisionKind[ContextT, OutputT]
@@ -256,6 +263,7 @@ class DecisionRequest[ContextT, OutputT: BaseModel]:
     context: ContextT
     sampling: Mapping[str, Any] | None = None
     on_invalid: OnInvalid = "repair"
+    rng: np.random.Generator | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.context, self.kind.context_type):
