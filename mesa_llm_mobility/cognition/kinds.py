@@ -205,13 +205,17 @@ class DecisionKind[ContextT, OutputT: BaseModel]:
     ) -> OutputT:
         """Answer ``request`` with the rule policy, validated like any other answer.
 
+        The policy draws from ``request.rng`` when the request carries one, else from ``rng``.
+
         Raises:
             RulePolicyError: naming the kind and the agent, when the policy raises, returns
                 something other than the output schema, or returns an answer its own kind's
                 domain validator rejects (a bug of the policy), with the validator's errors.
         """
         try:
-            output = self.rule_policy(request.context, rng)
+            output = self.rule_policy(
+                request.context, rng if request.rng is None else request.rng
+            )
         except Exception as exc:
             raise RulePolicyError(self.name, request.agent_id, exc) from exc
         if not isinstance(output, self.output_schema):
@@ -254,6 +258,9 @@ class DecisionRequest[ContextT, OutputT: BaseModel]:
         on_invalid: See :data:`OnInvalid`; the rule brain's answers are always valid.
         tools: Tools the model may call before answering, where the brain calls tools
             natively (:attr:`Brain.native_tools`); other brains ignore them.
+        rng: The generator this request's rule policy draws from (the rule brain's answer or
+            an LLM brain's fallback); ``None``: the brain's own. A model gives each agent its
+            own stream so that an agent's draws do not depend on who else is in the batch.
     """
 
     kind: DecisionKind[ContextT, OutputT]
@@ -262,6 +269,7 @@ class DecisionRequest[ContextT, OutputT: BaseModel]:
     sampling: Mapping[str, Any] | None = None
     on_invalid: OnInvalid = "repair"
     tools: Toolbox | None = None
+    rng: np.random.Generator | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.context, self.kind.context_type):

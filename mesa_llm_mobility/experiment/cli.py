@@ -101,6 +101,37 @@ def sweep_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_executor_arguments(
+    parser: argparse.ArgumentParser, *, default: str | None = "serial"
+) -> None:
+    """Add ``--executor``, ``--workers``, ``--ray-address`` and ``--num-cpus`` to a command.
+
+    Args:
+        parser: The command's parser.
+        default: The default executor (``None``: the command's own way without one).
+    """
+    parser.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default=default,
+        help=f"default {default or 'none'}",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes (process executor)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        help="Ray cluster address ('auto', 'ray://head:10001'); default: a local Ray",
+    )
+    parser.add_argument(
+        "--num-cpus", type=int, default=None, help="CPUs of a local Ray instance"
+    )
+
+
 def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
     """Add ``mlm sweep urban`` and ``mlm sweep evac`` to the ``mlm`` subcommands."""
     group = commands.add_parser(
@@ -129,23 +160,7 @@ def add_sweep_commands(commands: argparse._SubParsersAction) -> None:
             help="seeds 0..N-1 per combination (default 1)",
         )
         parser.add_argument("--out", required=True, help="the sweep's folder")
-        parser.add_argument(
-            "--executor", choices=EXECUTORS, default="serial", help="default serial"
-        )
-        parser.add_argument(
-            "--workers",
-            type=int,
-            default=None,
-            help="worker processes (process executor)",
-        )
-        parser.add_argument(
-            "--ray-address",
-            default=None,
-            help="Ray cluster address ('auto', 'ray://head:10001'); default: a local Ray",
-        )
-        parser.add_argument(
-            "--num-cpus", type=int, default=None, help="CPUs of a local Ray instance"
-        )
+        add_executor_arguments(parser)
         parser.add_argument(
             "--cpus-per-run",
             type=float,

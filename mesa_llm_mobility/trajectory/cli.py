@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from mesa_llm_mobility.cognition.arguments import (
     add_brain_arguments,
     brain_options,
 )
+from mesa_llm_mobility.experiment.cli import add_executor_arguments
 
 _positive_int = _positive(int)
 
@@ -61,22 +63,34 @@ def generate_command(args: argparse.Namespace) -> int:
         peers=args.peers,
         timezone=args.timezone,
     )
+    from mesa_llm_mobility.cognition.redaction import redact  # noqa: PLC0415
+    from mesa_llm_mobility.trajectory.shards import ShardsFailedError  # noqa: PLC0415
+
     began = time.perf_counter()
-    result = run_generation(
-        args.out,
-        config,
-        run_dir=args.run_dir,
-        overwrite=args.overwrite,
-        brain_options=brain_options(args),
-        progress=not args.no_progress,
-    )
-    model = result.model
+    try:
+        result = run_generation(
+            args.out,
+            config,
+            run_dir=args.run_dir,
+            overwrite=args.overwrite,
+            brain_options=brain_options(args),
+            progress=not args.no_progress,
+            executor=args.executor,
+            workers=args.workers,
+            shards=args.shards,
+            ray_address=args.ray_address,
+            num_cpus=args.num_cpus,
+        )
+    except ShardsFailedError as error:
+        print(f"mlm: error: {redact(str(error))}", file=sys.stderr)
+        return 1
     trajectories = result.trajectories
+    sharded = f", {result.shards} shards" if result.shards else ""
     print(
-        f"{len(model.book.individuals)} individuals x {len(model.dates)} days, brain "
-        f"{model.brain.name}, seed {args.seed}: {len(trajectories)} visits "
-        f"({len(trajectories) / max(len(model.book.individuals) * len(model.dates), 1):.2f} per day), "
-        f"workflow success {model.workflow_success_rate():.1%}, "
+        f"{result.individuals} individuals x {len(result.dates)} days, brain "
+        f"{result.brain}, seed {args.seed}{sharded}: {len(trajectories)} visits "
+        f"({len(trajectories) / max(result.individuals * len(result.dates), 1):.2f} per day), "
+        f"workflow success {result.workflow_success_rate:.1%}, "
         f"{time.perf_counter() - began:.1f} s"
     )
     if LLM_SUMMARY_TABLE in result.run.table_names():
@@ -225,6 +239,14 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     generate.add_argument(
         "--no-progress", action="store_true", help="hide the progress bar"
+    )
+    add_executor_arguments(generate, default=None)
+    generate.add_argument(
+        "--shards",
+        type=_positive_int,
+        default=None,
+        help="split the individuals into N shards run on --executor (default: 4 per "
+        "worker); the result is the unsharded one, and a rerun resumes",
     )
     add_brain_arguments(generate)
     generate.set_defaults(handler=generate_command)

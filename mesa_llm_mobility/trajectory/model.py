@@ -10,14 +10,22 @@ decisions batched through the brain:
    ``VisitDuration`` batch per visit position (``"visit"``, the paper's per-visit worker).
 
 :func:`generate` is the same without Mesa in sight: history in, generated stay points out.
+
+Every random draw of an individual (their rule policies, an LLM brain's fallbacks for them, the
+workflow's locations and first start) comes from their own stream,
+:func:`individual_stream`: ``SeedSequence(seed, spawn_key=<their id>)``. So an individual's
+trajectory is the same whoever else is generated with them, which lets
+:mod:`~mesa_llm_mobility.trajectory.shards` split the individuals into shards and get the
+unsharded result.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar, Self
 
 import mesa
@@ -65,18 +73,55 @@ WORKFLOW_COLUMNS = (
 """Columns of :meth:`TrajectoryModel.workflow_frame`: one row per generated day."""
 
 
+def stream_key(agent_id: Hashable) -> tuple[int, int]:
+    """The ``spawn_key`` of an individual's stream.
+
+    ``(0, id)`` for a non-negative integer id, else ``(1, <64-bit BLAKE2b of str(id)>)``:
+    stable across processes and machines (unlike ``hash``).
+    """
+    if (
+        isinstance(agent_id, int | np.integer)
+        and not isinstance(agent_id, bool)
+        and agent_id >= 0
+    ):
+        return (0, int(agent_id))
+    digest = hashlib.blake2b(str(agent_id).encode(), digest_size=8).digest()
+    return (1, int.from_bytes(digest, "big"))
+
+
+def individual_stream(entropy: int, agent_id: Hashable) -> np.random.Generator:
+    """An individual's own generator: ``SeedSequence(entropy, spawn_key=stream_key(id))``.
+
+    Args:
+        entropy: The run's seed (a non-negative integer).
+        agent_id: The individual's id.
+
+    Returns:
+        A PCG64 generator (what :func:`numpy.random.default_rng` builds).
+    """
+    sequence = np.random.SeedSequence(entropy, spawn_key=stream_key(agent_id))
+    return np.random.Generator(np.random.PCG64(sequence))
+
+
 class IndividualAgent(mesa.Agent):
     """One person: their evidence, and the orchestrator request they state each day.
 
     Attributes:
         person_id: The person's id in the history.
         evidence: Their evidence profile.
+        stream: Their own generator (:func:`individual_stream`); every draw made for them.
     """
 
-    def __init__(self, model: TrajectoryModel, evidence: IndividualEvidence) -> None:
+    def __init__(
+        self,
+        model: TrajectoryModel,
+        evidence: IndividualEvidence,
+        stream: np.random.Generator,
+    ) -> None:
         super().__init__(model)
         self.person_id = evidence.agent_id
         self.evidence = evidence
+        self.stream = stream
         self._contexts: dict[int, ChainContext] = {}
 
     def chain_request(self, date: pd.Timestamp) -> DecisionRequest[ChainContext, Any]:
@@ -87,7 +132,7 @@ class IndividualAgent(mesa.Agent):
             base = self._chain_context(weekday)
             self._contexts[weekday] = base
         context = dataclasses.replace(base, date=date.date().isoformat())
-        return DecisionRequest(ACTIVITY_CHAIN, self.person_id, context)
+        return DecisionRequest(ACTIVITY_CHAIN, self.person_id, context, rng=self.stream)
 
     def _chain_context(self, weekday: int) -> ChainContext:
         settings = self.model.settings
@@ -174,11 +219,15 @@ class TrajectoryModel(MobilityModel):
         evidence: A prebuilt evidence book of ``history`` (built if ``None``).
         brain: ``"rules"``, ``"llm:<model>"`` or a brain.
         brain_options: Further brain options.
-        rng: Seed or generator.
+        rng: Seed or generator. A seed is the entropy of every individual's stream; a
+            generator (or ``None``) gives that entropy with one draw.
+        individuals: Generate only these individuals of the evidence (ids; default: all);
+            the evidence, and so every peer pool, stays the whole history's.
 
     Raises:
         StayPointError: If an individual has fewer history days than
             ``settings.min_history_days``.
+        ValueError: For an id of ``individuals`` the history does not have.
     """
 
     time_columns: ClassVar[tuple[str, ...]] = ("day", "date")
@@ -196,6 +245,7 @@ class TrajectoryModel(MobilityModel):
         brain: str | Brain | None = "rules",
         brain_options: BrainOptions | None = None,
         rng: int | np.random.Generator | None = None,
+        individuals: Sequence[Hashable] | None = None,
     ) -> None:
         super().__init__(brain=brain, brain_options=brain_options, rng=rng)
         self.settings = settings or WorkflowSettings()
@@ -206,8 +256,9 @@ class TrajectoryModel(MobilityModel):
         )
         self.worker = LocationWorker(self.book, self.settings)
         self.dates = _resolve_dates(self.book, history, days, start_date, dates)
-        for item in self.book.individuals.values():
-            IndividualAgent(self, item)
+        entropy = self.seed if self.seed is not None else int(self.rng.integers(2**63))
+        for item in self._selected(individuals):
+            IndividualAgent(self, item, individual_stream(entropy, item.agent_id))
         self.day = 0
         self.running = bool(self.dates)
         self._visits: dict[str, list[Any]] = {
@@ -219,6 +270,21 @@ class TrajectoryModel(MobilityModel):
             "end": [],
         }
         self._workflow_rows: list[dict[str, Any]] = []
+
+    def _selected(
+        self, individuals: Sequence[Hashable] | None
+    ) -> list[IndividualEvidence]:
+        """The evidence of the individuals to generate, in history order."""
+        book = self.book.individuals
+        if individuals is None:
+            return list(book.values())
+        wanted = set(individuals)
+        unknown = [agent_id for agent_id in individuals if agent_id not in book]
+        if unknown:
+            raise ValueError(
+                f"individuals: {len(unknown)} id(s) not in the history, e.g. {unknown[0]!r}"
+            )
+        return [item for agent_id, item in book.items() if agent_id in wanted]
 
     @property
     def individuals(self) -> list[IndividualAgent]:
@@ -239,7 +305,7 @@ class TrajectoryModel(MobilityModel):
             self.record_decision(result, time, visit=None)
         grounded = [
             self.worker.ground_day(
-                agent.person_id, result.output.activities, date.weekday(), self.rng
+                agent.person_id, result.output.activities, date.weekday(), agent.stream
             )
             for agent, result in zip(agents, chains, strict=True)
         ]
@@ -294,6 +360,7 @@ class TrajectoryModel(MobilityModel):
                     travel_minutes=tuple(day.travel),
                     priors=tuple(day.priors),
                 ),
+                rng=agent.stream,
             )
             for agent, day in zip(agents, grounded, strict=True)
         ]
@@ -351,6 +418,7 @@ class TrajectoryModel(MobilityModel):
                                 )
                             ),
                         ),
+                        rng=agents[index].stream,
                     )
                 )
             results = self.decide(requests, **time)
@@ -436,13 +504,24 @@ class TrajectoryModel(MobilityModel):
 
     def workflow_success_rate(self) -> float:
         """Share of the kept visits that got a POI, a start and a duration (1.0 when none)."""
-        frame = self.workflow_frame()
-        kept = frame["visits"].sum() - frame["trimmed_visits"].sum()
-        if kept <= 0:
-            return 1.0
-        return float(
-            (frame["grounded_visits"].sum() - frame["invalid_locations"].sum()) / kept
-        )
+        return workflow_success_rate(self.workflow_frame())
+
+
+def workflow_success_rate(workflow: pd.DataFrame) -> float:
+    """Share of the kept visits of a workflow table that got a POI, a start and a duration.
+
+    Args:
+        workflow: A :meth:`TrajectoryModel.workflow_frame` (or several merged).
+
+    Returns:
+        (grounded - invalid locations) / (visits - trimmed); 1.0 when no visit was kept.
+    """
+    kept = workflow["visits"].sum() - workflow["trimmed_visits"].sum()
+    if kept <= 0:
+        return 1.0
+    return float(
+        (workflow["grounded_visits"].sum() - workflow["invalid_locations"].sum()) / kept
+    )
 
 
 def generate(

@@ -24,6 +24,29 @@ def test_rule_brain_is_deterministic_given_the_rng(batch):
     assert [r.agent_id for r in first] == [request.agent_id for request in batch]
 
 
+def test_a_request_with_its_own_rng_draws_from_it_not_from_the_brain(batch):
+    def streams():
+        return [np.random.default_rng(100 + index) for index in range(len(batch))]
+
+    own = [
+        DecisionRequest(r.kind, r.agent_id, r.context, rng=g)
+        for r, g in zip(batch, streams(), strict=True)
+    ]
+    brain = RuleBrain(rng=np.random.default_rng(3))
+    answered = brain.decide_all(own)
+    # the brain's generator was not touched: it still gives its first numbers
+    assert brain.rng.random() == np.random.default_rng(3).random()
+    alone = [  # each request answered on its own, with a fresh copy of its stream
+        RuleBrain(rng=np.random.default_rng(999)).decide(
+            DecisionRequest(r.kind, r.agent_id, r.context, rng=g)
+        )
+        for r, g in zip(batch, streams(), strict=True)
+    ]
+    assert [r.output for r in answered] == [r.output for r in alone]
+    shared = RuleBrain(rng=np.random.default_rng(3)).decide_all(batch)
+    assert [r.output for r in answered] != [r.output for r in shared]
+
+
 def test_rule_brain_records_when_given_a_ledger(batch):
     ledger = Ledger()
     RuleBrain(rng=0, ledger=ledger).decide_all(batch, tags={"step": 5})
