@@ -183,6 +183,8 @@ class TrajectoryModel(MobilityModel):
 
     time_columns: ClassVar[tuple[str, ...]] = ("day", "date")
     decision_columns: ClassVar[tuple[str, ...]] = ("visit",)
+    agent_class: ClassVar[type[IndividualAgent]] = IndividualAgent
+    """The agents' class: a subclass states other orchestrator requests (the baselines)."""
 
     def __init__(
         self,
@@ -207,7 +209,7 @@ class TrajectoryModel(MobilityModel):
         self.worker = LocationWorker(self.book, self.settings)
         self.dates = _resolve_dates(self.book, history, days, start_date, dates)
         for item in self.book.individuals.values():
-            IndividualAgent(self, item)
+            self.agent_class(self, item)
         self.day = 0
         self.running = bool(self.dates)
         self._visits: dict[str, list[Any]] = {
@@ -223,7 +225,7 @@ class TrajectoryModel(MobilityModel):
     @property
     def individuals(self) -> list[IndividualAgent]:
         """The agents, in history order."""
-        return list(self.agents_by_type[IndividualAgent])
+        return list(self.agents_by_type[self.agent_class])
 
     # ------------------------------------------------------------------ one day
     def step(self) -> None:
