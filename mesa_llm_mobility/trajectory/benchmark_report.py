@@ -54,24 +54,20 @@ def realism_wide(realism: pd.DataFrame) -> pd.DataFrame:
     for detector in detectors:
         for value in ("auroc", "ap"):
             columns[f"{detector} {value.upper()}"] = wide[(value, detector)]
-    return pd.DataFrame(columns, index=[_label(name) for name in order]).rename_axis(
-        "baseline"
-    )
+    return pd.DataFrame(columns).rename(index=_label).rename_axis("baseline")
 
 
 def realism_markdown(realism: pd.DataFrame) -> str:
-    """Table III (ours), then the paper's NumoSim row per detector."""
-    ours = markdown_table(realism_wide(realism), digits=3)
-    paper = pd.DataFrame(
-        [
-            {"detector": name, "AUROC": auroc, "AP": np.nan if ap is None else ap}
-            for name, auroc, ap in PAPER_NUMOSIM_REALISM
-        ]
-    ).set_index("detector")
-    return (
-        f"{ours}\n\n{PAPER_ROW} (its detectors ICAD and BeSTAD, ours are in their spirit):\n\n"
-        f"{markdown_table(paper, digits=4)}"
-    )
+    """Table III (ours) with the paper's NumoSim row under the detectors in its spirit."""
+    table = realism_wide(realism)
+    paper = {}
+    for column in table.columns:
+        detector, value = column.rsplit(" ", 1)
+        published = PAPER_NUMOSIM_REALISM.get(detector, (None, None))
+        number = published[0] if value == "AUROC" else published[1]
+        paper[column] = np.nan if number is None else number
+    table.loc[PAPER_ROW] = paper
+    return markdown_table(table, digits=3)
 
 
 def cost_markdown(cost: pd.DataFrame) -> str:

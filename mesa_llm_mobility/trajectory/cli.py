@@ -137,6 +137,7 @@ def benchmark_command(args: argparse.Namespace) -> int:
         baselines=args.baselines.split(",") if args.baselines else None,
         brain=args.brain,
         cell_km=args.cell_km,
+        detectors=args.detectors.split(",") if args.detectors else None,
         temperatures=args.temperatures,
         study_individuals=args.study_individuals,
         study_days=args.study_days,
@@ -310,8 +311,8 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
     benchmark.add_argument(
         "--individuals",
         type=_positive_int,
-        default=1200,
-        help="people of the synthetic city (default 1200)",
+        default=300,
+        help="people of the synthetic city (default 300; the paper's scale is 1200)",
     )
     benchmark.add_argument(
         "--weeks",
@@ -345,6 +346,12 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=0.5,
         help="metrics grid cell in km (default 0.5)",
+    )
+    benchmark.add_argument(
+        "--detectors",
+        default=None,
+        help="comma-separated realism detectors of Table III (default: "
+        "visit,visit_individual,individual,classifier)",
     )
     benchmark.add_argument(
         "--temperatures",
