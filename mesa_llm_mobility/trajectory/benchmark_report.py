@@ -9,6 +9,7 @@ not for a like-for-like comparison.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -82,6 +83,14 @@ def temperature_markdown(temperature: pd.DataFrame) -> str:
     return markdown_table(table, digits=3)
 
 
+def _finish(fig: Any, ax: Any, ylabel: str, title: str, path: Path) -> None:
+    """Label, legend beside the axes, title, and save a figure."""
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(title)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
 def _figure_metrics(metrics: pd.DataFrame, path: Path) -> None:
     from matplotlib.figure import Figure  # noqa: PLC0415
 
@@ -106,10 +115,13 @@ def _figure_metrics(metrics: pd.DataFrame, path: Path) -> None:
     )
     ax.set_xticks(x + width * len(rows) / 2, list(METRICS))
     ax.set_yscale("log")
-    ax.set_ylabel("JSD (Transition: Frobenius), lower is closer")
-    ax.legend(fontsize=7, loc="upper left")
-    ax.set_title("Table II: generated vs held-out days")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    _finish(
+        fig,
+        ax,
+        "JSD (Transition: Frobenius), lower is closer",
+        "Table II: generated vs held-out days",
+        path,
+    )
 
 
 def _figure_realism(realism: pd.DataFrame, path: Path) -> None:
@@ -132,10 +144,13 @@ def _figure_realism(realism: pd.DataFrame, path: Path) -> None:
     ax.axhline(0.5, color="black", linewidth=1, linestyle="--", label="chance (best)")
     ax.set_xticks(x + width * (len(baselines) - 1) / 2, detectors)
     ax.set_ylim(0, 1)
-    ax.set_ylabel("AUROC real vs generated")
-    ax.legend(fontsize=7, loc="lower right")
-    ax.set_title("Table III: how well detectors separate real from generated days")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    _finish(
+        fig,
+        ax,
+        "AUROC real vs generated",
+        "Table III: how well detectors separate real from generated days",
+        path,
+    )
 
 
 def _figure_temperature(temperature: pd.DataFrame, path: Path) -> None:
@@ -163,10 +178,13 @@ def _figure_temperature(temperature: pd.DataFrame, path: Path) -> None:
         label="paper: constraint",
     )
     ax.set_xticks(x, [f"T = {value:g}" for value in temperature["temperature"]])
-    ax.set_ylabel("share of daily runs failing the verifier")
-    ax.legend(fontsize=7)
-    ax.set_title("Table VIII: verifier failures by temperature")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    _finish(
+        fig,
+        ax,
+        "share of daily runs failing the verifier",
+        "Table VIII: verifier failures by temperature",
+        path,
+    )
 
 
 def write_report(run: RunDirectory, tables: BenchmarkTables) -> Path:

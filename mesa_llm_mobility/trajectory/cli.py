@@ -179,6 +179,20 @@ def benchmark_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of a command that writes a run from a history: zone, overwrite, progress, brain."""
+    parser.add_argument(
+        "--timezone", default=None, help="time zone of the history's times"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier run directory"
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="hide the progress bar"
+    )
+    add_brain_arguments(parser)
+
+
 def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
     """Register ``traj synth | generate | evaluate`` on the ``mlm`` subparsers."""
     traj = subparsers.add_parser(
@@ -253,16 +267,7 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
         default=10,
         help="similar individuals K (default 10)",
     )
-    generate.add_argument(
-        "--timezone", default=None, help="time zone of the history's times"
-    )
-    generate.add_argument(
-        "--overwrite", action="store_true", help="replace an earlier run directory"
-    )
-    generate.add_argument(
-        "--no-progress", action="store_true", help="hide the progress bar"
-    )
-    add_brain_arguments(generate)
+    _add_run_arguments(generate)
     generate.set_defaults(handler=generate_command)
 
     evaluate = commands.add_parser(
@@ -371,14 +376,5 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
         default=1,
         help="held-out days of the temperature study (default 1)",
     )
-    benchmark.add_argument(
-        "--timezone", default=None, help="time zone of the history's times"
-    )
-    benchmark.add_argument(
-        "--overwrite", action="store_true", help="replace an earlier run directory"
-    )
-    benchmark.add_argument(
-        "--no-progress", action="store_true", help="hide the progress bar"
-    )
-    add_brain_arguments(benchmark)
+    _add_run_arguments(benchmark)
     benchmark.set_defaults(handler=benchmark_command)

@@ -33,6 +33,8 @@ from mesa_llm_mobility.trajectory.staypoints import (
     validate_staypoints,
 )
 
+from .conftest import llm_options, slow_sometimes
+
 KEY = "trajbench-suite-key-5d1a"
 TRANSPORT_FAULTS = (
     Fault.rate_limited(0.05),
@@ -40,10 +42,6 @@ TRANSPORT_FAULTS = (
     Fault.hang(1.5),
     Fault.reset(),
 )
-
-
-def _slow_sometimes(body):
-    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.04
 
 
 @pytest.fixture(scope="module")
@@ -59,19 +57,6 @@ def ten(small_split):
 
 def _dates(held_out):
     return sorted(set(local_dates(held_out)))
-
-
-def _options(server, ledger, **extra):
-    return {
-        "api_base": server.api_base,
-        "api_key": KEY,
-        "timeout_s": 1.0,
-        "max_attempts": 3,
-        "max_total_s": 8.0,
-        "max_concurrency": 16,
-        "ledger": ledger,
-        **extra,
-    }
 
 
 def _assert_valid_for(stays, history, held_out):
@@ -142,7 +127,7 @@ def test_llm_baseline_through_faults_and_slow_answers(tmp_path, ten):
     ledger = tmp_path / "ledger.jsonl"
     with FakeLLMServer(
         with_faults(scripted_llm.respond, provider_faults(hang_s=1.5), every=4),
-        latency_s=_slow_sometimes,
+        latency_s=slow_sometimes,
     ) as server:
         run = run_baseline(
             "llm",
@@ -150,7 +135,7 @@ def test_llm_baseline_through_faults_and_slow_answers(tmp_path, ten):
             _dates(held_out)[:2],
             seed=3,
             brain="llm:openai/fake-model",
-            brain_options=_options(server, ledger, temperature=0.9),
+            brain_options=llm_options(server, ledger, KEY, temperature=0.9),
         )
         received = server.request_count
     _assert_valid_for(
@@ -180,13 +165,15 @@ def test_verification_counts_what_the_server_broke_across_idle_gaps(tmp_path, te
     history, held_out = ten
     noise = scripted_llm.SamplingNoise(scripted_llm.respond, {0.9: (0.15, 0.2)})
     with FakeLLMServer(
-        with_faults(noise, TRANSPORT_FAULTS, every=6), latency_s=_slow_sometimes
+        with_faults(noise, TRANSPORT_FAULTS, every=6), latency_s=slow_sometimes
     ) as server:
         model = VerifiedTrajectoryModel(
             history,
             dates=_dates(held_out)[:2],
             brain="llm:openai/fake-model",
-            brain_options=_options(server, tmp_path / "ledger.jsonl", temperature=0.9),
+            brain_options=llm_options(
+                server, tmp_path / "ledger.jsonl", KEY, temperature=0.9
+            ),
             rng=1,
         )
         with model:
