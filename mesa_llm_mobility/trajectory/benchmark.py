@@ -443,7 +443,13 @@ def benchmark_tables(
         )
         realism_rows = pd.DataFrame(columns=list(REALISM_COLUMNS))
     else:
-        realism_rows = realism_table(held_out, generated, realism, seed=seed)
+        try:
+            realism_rows = realism_table(held_out, generated, realism, seed=seed)
+        except ValueError as error:  # e.g. a single held-out day: nothing to learn from
+            notes.append(
+                f"Table III is empty: the detectors could not score ({error})."
+            )
+            realism_rows = pd.DataFrame(columns=list(REALISM_COLUMNS))
     if not studies:
         notes.append(
             "No temperature study: it needs an LLM brain (--brain llm:<model>)."

@@ -159,3 +159,16 @@ def test_config_refuses_what_cannot_run():
         benchmark_config(detectors=["icad"])
     assert benchmark_config()["baselines"] == list(OFFLINE)
     assert benchmark_config(brain="llm:openai/x")["baselines"] == [*OFFLINE, "llm"]
+
+
+def test_detectors_that_cannot_score_leave_a_note(small_split, fixture_runs):
+    last_day = (
+        local_dates(small_split.held_out) == local_dates(small_split.held_out).max()
+    )
+    tables = benchmark_tables(
+        small_split.held_out[last_day],  # one real day each: nothing to learn from
+        fixture_runs,
+        realism=functools.partial(realism, detectors=("visit",)),
+    )
+    assert tables.realism.empty
+    assert any("could not score" in note for note in tables.notes)
