@@ -123,7 +123,9 @@ def test_urban_memories_stay_queryable_when_their_indexes_are_evicted(urban_soak
     """Reopened with the smallest index cache, every traveller's memories answer twice."""
     result, _ = urban_soak
     store = MemoryStore.open(
-        result.run.memory_dir, embedding="hash", hnsw_cache_size=MIN_HNSW_CACHE_SIZE
+        result.run.memory_dir,
+        embedding="auto",  # the embedding the run was built with (MiniLM by default)
+        hnsw_cache_size=MIN_HNSW_CACHE_SIZE,
     )
     try:
         agents = store.agent_ids()
