@@ -1,0 +1,168 @@
+"""Individual-level detector in the spirit of BeSTAD: behaviour clusters and their later shift.
+
+BeSTAD (Sec. IV-C2 of the TrajGenAgent paper) models each individual's behaviour clusters in a
+past "normal" period and scores how well a later period aligns with them, using temporal
+behaviour signals and multi-scale spatial semantics (OSM context on H3 cells). Our proxy, with no
+map data: the normal period is an individual's real training days; each day is a vector of
+temporal behaviour (shares of six four-hour blocks at home, at work or school, elsewhere, and
+travelling; first departure and last arrival; visits; distance and radius) and multi-scale
+spatial familiarity (share of the day's visits in 0.5, 2 and 8 km cells the individual visited
+in the normal period; distance from their normal home), see :mod:`.features`. Per individual,
+k-means (k = min(3, max(1, days // 4))) finds the normal clusters. A later set of days (the
+individual's real evaluation days, or their generated days, equally many) is scored by
+
+* ``alignment``: mean distance of each later day to its nearest normal centre, divided by the
+  individual's normal spread (root mean square distance of normal days to their centre, plus
+  0.1 so that very regular people do not divide by almost nothing);
+* ``shift``: the Jensen-Shannon divergence (nats) between the normal cluster shares and the
+  later days' nearest-cluster shares (a routine that moved from one habit to another);
+* ``score = alignment + shift``, one per individual.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.cluster import KMeans
+
+from mesa_llm_mobility.trajectory.metrics import jensen_shannon
+from mesa_llm_mobility.trajectory.realism.features import (
+    BLOCK_HOURS,
+    GROUPS,
+    Profiles,
+    day_features,
+)
+from mesa_llm_mobility.trajectory.realism.frames import (
+    MINUTES_PER_DAY,
+    DetectionSplit,
+    split_for_detection,
+)
+
+MAX_CLUSTERS = 3
+SPREAD_FLOOR = 0.1
+OCCUPANCY_COLUMNS = tuple(
+    f"b{block}_{group}" for block in range(int(24 / BLOCK_HOURS)) for group in GROUPS
+)
+
+
+def behaviour_vectors(days: pd.DataFrame) -> np.ndarray:
+    """The clustering vector of each day of a :func:`~.features.day_features` table.
+
+    Every coordinate is of order one: block shares and familiarities as they are, times as
+    fractions of a day, counts and distances as log1p over the log1p of a generous maximum.
+    """
+    scaled = np.column_stack(
+        [
+            days["first_departure"] / MINUTES_PER_DAY,
+            days["last_arrival"] / MINUTES_PER_DAY,
+            np.log1p(days["visits"]) / np.log(20.0),
+            days["log_km"] / np.log(100.0),
+            days["log_radius"] / np.log(50.0),
+            days["log_home_km"] / np.log(50.0),
+        ]
+    )
+    familiar = days[["familiar_0", "familiar_1", "familiar_2"]].to_numpy(dtype=float)
+    occupancy = days[list(OCCUPANCY_COLUMNS)].to_numpy(dtype=float)
+    return np.hstack([occupancy, familiar, scaled]).astype(float)
+
+
+def _clusters(vectors: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Centres and labels of an individual's normal days."""
+    k = min(MAX_CLUSTERS, max(1, len(vectors) // 4))
+    if k == 1:
+        return vectors.mean(axis=0, keepdims=True), np.zeros(len(vectors), dtype=int)
+    fitted = KMeans(n_clusters=k, n_init=4, random_state=seed).fit(vectors)
+    return fitted.cluster_centers_, fitted.labels_
+
+
+def alignment_shift(
+    normal: np.ndarray, later: np.ndarray, seed: int = 0
+) -> tuple[float, float, int]:
+    """Alignment and cluster-share shift of ``later`` days against ``normal`` days.
+
+    Args:
+        normal: Behaviour vectors of the normal period (one row per day, at least one).
+        later: Behaviour vectors of the later period (at least one).
+        seed: Seed of k-means.
+
+    Returns:
+        ``(alignment, shift, clusters)`` as in the module docstring.
+    """
+    centres, labels = _clusters(normal, seed)
+    to_centre = np.linalg.norm(normal - centres[labels], axis=1)
+    spread = float(np.sqrt(np.mean(to_centre**2))) + SPREAD_FLOOR
+    distances = np.linalg.norm(later[:, None, :] - centres[None, :, :], axis=2)
+    nearest = distances.argmin(axis=1)
+    alignment = float(distances.min(axis=1).mean()) / spread
+    k = len(centres)
+    if k == 1:
+        return alignment, 0.0, 1
+    shift = jensen_shannon(
+        np.bincount(labels, minlength=k).astype(float),
+        np.bincount(nearest, minlength=k).astype(float),
+    )
+    return alignment, shift, k
+
+
+INDIVIDUAL_SCORE_COLUMNS = (
+    "agent_id",
+    "source",
+    "days",
+    "clusters",
+    "alignment",
+    "shift",
+    "score",
+)
+
+
+def score_split(split: DetectionSplit) -> pd.DataFrame:
+    """Score every compared individual's real evaluation days and generated days.
+
+    Returns:
+        :data:`INDIVIDUAL_SCORE_COLUMNS`, one row per individual and source.
+    """
+    profiles = Profiles.fit(split.train)
+    normal = day_features(split.train, profiles)
+    later = {
+        source: day_features(getattr(split, source), profiles)
+        for source in ("real", "generated")
+    }
+    normal_by_agent = dict(list(normal.groupby("agent_id", sort=True)))
+    rows = []
+    for source, days in later.items():
+        for agent, group in days.groupby("agent_id", sort=True):
+            alignment, shift, k = alignment_shift(
+                behaviour_vectors(normal_by_agent[agent]),
+                behaviour_vectors(group),
+                seed=split.seed,
+            )
+            rows.append(
+                (agent, source, len(group), k, alignment, shift, alignment + shift)
+            )
+    return pd.DataFrame(rows, columns=list(INDIVIDUAL_SCORE_COLUMNS))
+
+
+def individual_scores(
+    real: pd.DataFrame,
+    generated: pd.DataFrame,
+    *,
+    seed: int = 0,
+    include_real: bool = False,
+) -> pd.DataFrame:
+    """Behaviour-shift score of every individual's generated days (the individual detector).
+
+    Args:
+        real: Real stay points (part of each individual's days is their normal period).
+        generated: Generated stay points of the same individuals.
+        seed: Seed of the split and of k-means.
+        include_real: Also return the score of each individual's real evaluation days (the
+            same number of days as their generated ones), the reference to compare with.
+
+    Returns:
+        :data:`INDIVIDUAL_SCORE_COLUMNS`: ``agent_id, source, days, clusters, alignment,
+        shift, score`` (higher = further from the individual's normal behaviour).
+    """
+    scored = score_split(split_for_detection(real, generated, seed=seed))
+    if not include_real:
+        scored = scored[scored["source"] == "generated"].reset_index(drop=True)
+    return scored
