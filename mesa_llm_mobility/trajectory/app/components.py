@@ -35,8 +35,11 @@ selected_individual: solara.Reactive[Any] = solara.reactive(None)
 """The individual shown (per browser session); the first one when unset or unknown."""
 
 SCORE_NOTE = (
-    "Realism detectors' score of each generated day: a proxy of how unlike the real days it "
-    "is, not a truth (see the trajectory docs)."
+    "The visit-level detector (a next-visit model learned on half of the real days) scores "
+    "each visit; a day's percentile is the share of held-back real days that score lower "
+    "(0.5 is typical, near 1 unusual; attribution: what made its visits unusual, spatial, "
+    "temporal or both). A proxy, not a truth; days beyond the real ones it can be paired "
+    "with are not scored."
 )
 
 
@@ -102,7 +105,7 @@ def MetricsPanel(session: TrajectorySession, agent_id: Any) -> None:
         solara.Text(
             "Detector score of each generated day", style={"font-weight": "bold"}
         )
-        html_table(individual_scores(session, agent_id).round(3), "no generated day")
+        html_table(individual_scores(session, agent_id).round(3), "no scored day")
         solara.Text(SCORE_NOTE, style={"font-size": "11px", "color": "#757575"})
     with solara.Details("Decisions and LLM calls"):
         with solara.Column(classes=["mlm-traj-decisions"]):

@@ -51,6 +51,9 @@ DAY_COLUMNS = (
 )
 """The columns of :func:`individual_days`."""
 
+SHOWN_SCORE = "percentile"
+"""The day score the timeline writes beside each generated day."""
+
 MAP_MARGIN = 0.15
 """Room around the individual's places on the map (a share of their extent)."""
 
@@ -194,8 +197,8 @@ def timeline_figure(
 
     Args:
         days: From :func:`individual_days`.
-        scores: ``date, score`` of the generated days (from :func:`individual_scores`), shown
-            at the right of their rows; ``None`` for none.
+        scores: ``date`` and :data:`SHOWN_SCORE` of the generated days (from
+            :func:`individual_scores`), written at the right of their rows; ``None`` for none.
         title: Over the chart (the individual).
 
     Returns:
@@ -206,7 +209,7 @@ def timeline_figure(
     ax = fig.subplots()
     index = {(r.source, r.date): k for k, r in enumerate(rows.itertuples())}
     score_of = (
-        dict(zip(scores["date"], scores["score"], strict=True))
+        dict(zip(scores["date"], scores[SHOWN_SCORE], strict=True))
         if scores is not None and len(scores)
         else {}
     )
@@ -239,7 +242,7 @@ def timeline_figure(
         if rows["source"].iloc[k] != rows["source"].iloc[k - 1]:
             ax.axhline(k - 0.5, color="#444444", lw=0.8)
     if score_of:
-        ax.text(24.2, -0.9, "score", fontsize=7, va="bottom")
+        ax.text(24.2, -0.9, SHOWN_SCORE, fontsize=7, va="bottom")
     _activity_legend(fig, days["activity"])
     if title:
         ax.set_title(title, fontsize=10)
@@ -280,7 +283,18 @@ def metrics_table(session: TrajectorySession, agent_id: Any = None) -> pd.DataFr
 
 
 def individual_scores(session: TrajectorySession, agent_id: Any) -> pd.DataFrame:
-    """The detector score of each generated day of ``agent_id`` (``date`` as ``YYYY-MM-DD``)."""
+    """The visit detector's score of each generated day of ``agent_id``.
+
+    Returns:
+        ``date`` (``YYYY-MM-DD``), then :func:`~..realism.day_scores`' columns: ``visits``,
+        ``score_mean``, ``score_max``, ``anomalous_share``, ``attribution`` and
+        ``percentile`` (:data:`SHOWN_SCORE`, the share of real days with a lower mean score:
+        0.5 is typical, near 1 unusual), by date.
+    """
     scores = session.day_scores
-    mine = scores[scores["agent_id"] == agent_id].drop(columns="agent_id")
-    return mine.reset_index(drop=True)
+    mine = scores[scores["agent_id"] == agent_id]
+    mine = mine.drop(columns=["agent_id", "source"], errors="ignore").rename(
+        columns={"day": "date"}
+    )
+    mine["date"] = mine["date"].astype(str)
+    return mine.sort_values("date", ignore_index=True)

@@ -101,7 +101,7 @@ def test_the_timeline_has_one_row_per_day_and_a_bar_per_visit(session):
     scores = (
         days[days["source"] == "generated"][["date"]]
         .drop_duplicates()
-        .assign(score=[0.25, 0.5, 0.75])
+        .assign(percentile=[0.25, 0.5, 0.75])
     )
     figure = timeline_figure(days, scores)
     ax = figure.axes[0]
