@@ -42,6 +42,19 @@ SCORE_NOTE = (
     "with are not scored."
 )
 
+SCORE_COLUMNS = (
+    "date",
+    "visits",
+    "score_mean",
+    "anomalous_share",
+    "attribution",
+    "percentile",
+)
+"""The day-score columns the page shows (:func:`~.views.individual_scores` has all)."""
+
+TABLE_CSS = ".mlm-table th, .mlm-table td { padding: 1px 8px; white-space: nowrap; }"
+"""Room between the columns of the page's tables; dates on one line."""
+
 
 def launch_path() -> str:
     """The run directory or history the app was started with, or ``""`` (synthetic city).
@@ -105,7 +118,8 @@ def MetricsPanel(session: TrajectorySession, agent_id: Any) -> None:
         solara.Text(
             "Detector score of each generated day", style={"font-weight": "bold"}
         )
-        html_table(individual_scores(session, agent_id).round(3), "no scored day")
+        scores = individual_scores(session, agent_id)
+        html_table(scores[list(SCORE_COLUMNS)].round(3), "no scored day")
         solara.Text(SCORE_NOTE, style={"font-size": "11px", "color": "#757575"})
     with solara.Details("Decisions and LLM calls"):
         with solara.Column(classes=["mlm-traj-decisions"]):
@@ -129,7 +143,7 @@ def Explorer(session: TrajectorySession) -> None:
             classes=["mlm-individual-select"],
         )
         solara.Text(session.summary(), classes=["mlm-traj-summary"])
-    with solara.Columns([3, 2]):
+    with solara.Columns([5, 4]):
         MapPanel(session, agent_id)
         MetricsPanel(session, agent_id)
     TimelinePanel(session, agent_id)
@@ -168,14 +182,24 @@ def SourceCard(
             classes=["mlm-source-path"],
         )
         solara.SliderInt(
-            "Synthetic individuals", value=individuals, min=10, max=200, step=10
+            f"Synthetic individuals: {individuals.value}",
+            value=individuals,
+            min=10,
+            max=200,
+            step=10,
         )
-        solara.SliderInt("Synthetic weeks", value=weeks, min=2, max=6)
-        solara.SliderInt("Held-out days", value=hold_out, min=1, max=7)
-        solara.SliderInt("Seed", value=seed, min=0, max=99)
+        solara.SliderInt(f"Synthetic weeks: {weeks.value}", value=weeks, min=2, max=6)
+        solara.SliderInt(
+            f"Held-out days: {hold_out.value}", value=hold_out, min=1, max=7
+        )
+        solara.SliderInt(f"Seed: {seed.value}", value=seed, min=0, max=99)
         solara.Select("Brain", values=brain_choices(), value=brain)
         solara.SliderFloat(
-            "LLM temperature", value=temperature, min=0.0, max=1.5, step=0.1
+            f"LLM temperature: {temperature.value:.1f}",
+            value=temperature,
+            min=0.0,
+            max=1.5,
+            step=0.1,
         )
         solara.Button(
             "Open / generate", on_click=apply, color="primary", classes=["mlm-apply"]
@@ -191,6 +215,7 @@ def Page() -> None:
         lambda: open_or_error(lambda p: open_session(p, settings.value), path.value),
         [path.value, settings.value],
     )
+    solara.Style(TABLE_CSS)
     with solara.AppBar():
         solara.AppBarTitle("TrajGenAgent: real and generated days")
     with solara.Sidebar():

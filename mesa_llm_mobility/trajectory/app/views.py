@@ -135,7 +135,7 @@ def map_figure(days: pd.DataFrame, pois: pd.DataFrame, title: str = "") -> Figur
         A figure with two map axes (real, generated); each day is one line through its visits
         in order, each visit a marker coloured by its activity.
     """
-    fig = Figure(figsize=(9.6, 4.6))
+    fig = Figure(figsize=(7.6, 4.4))
     axes = fig.subplots(1, 2, sharex=True, sharey=True)
     (low_lat, high_lat), (low_lon, high_lon) = _map_limits(days)
     nearby = pois[
@@ -173,20 +173,26 @@ def map_figure(days: pd.DataFrame, pois: pd.DataFrame, title: str = "") -> Figur
         ax.tick_params(labelsize=7)
         ax.set_xlabel("longitude", fontsize=8)
     axes[0].set_ylabel("latitude", fontsize=8)
-    _activity_legend(fig, days["activity"])
+    _activity_legend(fig, days["activity"], below=True)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.subplots_adjust(left=0.08, right=0.82, bottom=0.12, top=0.86, wspace=0.12)
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.2, top=0.9, wspace=0.08)
     return fig
 
 
-def _activity_legend(fig: Figure, activities: pd.Series) -> None:
+def _activity_legend(fig: Figure, activities: pd.Series, below: bool = False) -> None:
     present = [a for a in ACTIVITIES if a in set(activities)]
     handles = [
         Line2D([], [], marker="o", ls="", color=ACTIVITY_COLOURS[a], label=a)
         for a in present
     ]
-    if handles:
+    if not handles:
+        return
+    if below:
+        fig.legend(
+            handles=handles, loc="lower center", ncol=6, fontsize=7, frameon=False
+        )
+    else:
         fig.legend(handles=handles, loc="center right", fontsize=7, frameon=False)
 
 
