@@ -7,18 +7,12 @@ must render its three views (map, timeline, metric table) with the day scores.
 
 from __future__ import annotations
 
-import pytest
-from playwright import sync_api as playwright
-
 from mesa_llm_mobility.trajectory.runner import generation_config, run_generation
 from mesa_llm_mobility.trajectory.staypoints import write_numosim
 from mesa_llm_mobility.trajectory.synth import synthesize
-from tests.urban.app.test_browser import (  # the shared browser set-up
-    CHROMIUM,
-    CHROMIUM_ARGS,
+from tests.urban.app.test_browser import (  # the shared browser set-up (and conftest's browser)
     ROOT,
     _open,
-    _require_browser_and_assets,
     _screenshot,
     _wait_text_change,
     serve_app,
@@ -26,15 +20,6 @@ from tests.urban.app.test_browser import (  # the shared browser set-up
 
 APP = ROOT / "examples" / "trajgen_app.py"
 VIEWS = "img.mlm-traj-map"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    _require_browser_and_assets()
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 def _src(page, selector: str) -> str:
