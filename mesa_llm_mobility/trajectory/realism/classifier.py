@@ -26,6 +26,7 @@ from sklearn.model_selection import (
 )
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
 
 from mesa_llm_mobility.trajectory.realism.features import Profiles, day_features
 from mesa_llm_mobility.trajectory.realism.frames import (
@@ -88,9 +89,11 @@ def score_split(split: DetectionSplit, *, classifier: str = "boosting") -> pd.Da
     groups = table["agent_id"].astype(str).to_numpy()
     folds = _folds(labels, groups, split.seed)
     features = table.drop(columns=[*DAY_KEY, "source", "label"]).to_numpy(dtype=float)
-    probabilities = cross_val_predict(
-        model, features, labels, cv=folds, groups=groups, method="predict_proba"
-    )[:, 1]
+    # one thread: on these small tables OpenMP's threads only wait for each other
+    with threadpool_limits(limits=1):
+        probabilities = cross_val_predict(
+            model, features, labels, cv=folds, groups=groups, method="predict_proba"
+        )[:, 1]
     result = table[[*DAY_KEY, "source"]].copy()
     result["score"] = probabilities
     return result

@@ -161,7 +161,13 @@ def absolute_day_features(visits: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
     sums = grouped[occupancy_columns].sum().reset_index(drop=True)
     days["log_km"] = np.log1p(days.pop("km"))
-    days["log_radius"] = grouped.apply(_gyration_km, include_groups=False).to_numpy()
+    centre_lat = grouped["lat"].transform("mean").to_numpy()
+    centre_lon = grouped["lon"].transform("mean").to_numpy()
+    table["squared_km"] = haversine_km(centre_lat, centre_lon, lat, lon) ** 2
+    radius = np.sqrt(
+        table.groupby(list(DAY_KEY), sort=False)["squared_km"].mean().to_numpy()
+    )
+    days["log_radius"] = np.log1p(radius)
     days["weekend"] = [int(day.weekday() >= 5) for day in days["day"]]
     block_minutes = BLOCK_HOURS * 60.0
     for block in range(int(24 / BLOCK_HOURS)):
@@ -170,13 +176,6 @@ def absolute_day_features(visits: pd.DataFrame) -> pd.DataFrame:
         days[at] = shares
         days[f"b{block}_travel"] = np.clip(1.0 - shares.sum(axis=1), 0.0, 1.0)
     return days
-
-
-def _gyration_km(day: pd.DataFrame) -> float:
-    lat = day["lat"].to_numpy()
-    lon = day["lon"].to_numpy()
-    distance = haversine_km(lat.mean(), lon.mean(), lat, lon)
-    return float(np.log1p(np.sqrt(np.mean(distance**2))))
 
 
 def day_features(visits: pd.DataFrame, profiles: Profiles) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
 
 from mesa_llm_mobility.trajectory.metrics import jensen_shannon
 from mesa_llm_mobility.trajectory.realism.features import (
@@ -71,7 +72,8 @@ def _clusters(vectors: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     k = min(MAX_CLUSTERS, max(1, len(vectors) // 4))
     if k == 1:
         return vectors.mean(axis=0, keepdims=True), np.zeros(len(vectors), dtype=int)
-    fitted = KMeans(n_clusters=k, n_init=4, random_state=seed).fit(vectors)
+    with threadpool_limits(limits=1):  # a few days: threads only wait for each other
+        fitted = KMeans(n_clusters=k, n_init=4, random_state=seed).fit(vectors)
     return fitted.cluster_centers_, fitted.labels_
 
 

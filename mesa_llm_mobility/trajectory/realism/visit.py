@@ -28,15 +28,16 @@ Per day and per individual, scores are the mean (and max) of their visits' score
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from mesa_llm_mobility.trajectory.geo import haversine_km
+from mesa_llm_mobility.trajectory.realism.features import Profiles
 from mesa_llm_mobility.trajectory.realism.frames import (
     DAY_KEY,
-    MINUTES_PER_DAY,
     DetectionSplit,
     split_for_detection,
 )
@@ -44,166 +45,309 @@ from mesa_llm_mobility.trajectory.realism.frames import (
 DAY_START = "<day start>"
 """The 'previous POI' of a day's first visit."""
 
+_UNSEEN = (
+    object()
+)  # a token no context has seen: the probability of every non-candidate
+
 ATTRIBUTIONS = ("none", "spatial", "temporal", "both")
 ANOMALY_QUANTILE = 0.95
-HISTOGRAM_MINUTES = 15.0
-MIN_BANDWIDTH_MINUTES = 15.0
-GRID = np.arange(0.0, MINUTES_PER_DAY + 1.0, 5.0)
 
 
-def top_k_margin(probabilities: np.ndarray, observed: float, k: int) -> float:
-    """``max(0, log P_k - log P(observed))`` with P_k the k-th largest probability.
+def top_k_deviation(
+    probabilities: np.ndarray, rest_mass: float, rest_count: int, k: int
+) -> float:
+    """Zero inside the top k, else the surprise ``-log P(observed)`` beyond the entropy.
+
+    The entropy ``H`` is the surprise a typical draw of the distribution has, so the deviation
+    ``max(0, -log P(x) - H)`` is large for an unlikely choice where the next visit is
+    predictable (someone else's home) and small where many places are about equally likely.
 
     Args:
-        probabilities: Probabilities of the candidates (any order; at least the k largest of
-            the whole distribution must be among them, else P_k is the smallest given).
-        observed: Probability of what happened.
+        probabilities: P of what happened (first) and of the other candidates.
+        rest_mass: P of all the tokens that are not candidates together (for the entropy
+            they count as equally likely, which overstates it a little).
+        rest_count: How many such tokens there are.
         k: How many top guesses count as a hit (>= 1).
 
     Returns:
-        0 inside the top k, else the shortfall in nats.
+        The deviation in nats (>= 0).
     """
-    if len(probabilities) == 0:
+    probabilities = np.asarray(probabilities, dtype=float)
+    rest_probability = rest_mass / rest_count if rest_count > 0 else 0.0
+    observed = float(probabilities[0])
+    ordered = np.sort(probabilities)[::-1]
+    kth = ordered[k - 1] if len(ordered) >= k else rest_probability
+    if observed >= kth:
         return 0.0
-    ordered = np.sort(np.asarray(probabilities, dtype=float))[::-1]
-    kth = ordered[min(k, len(ordered)) - 1]
-    return float(max(0.0, np.log(kth) - np.log(observed)))
+    entropy = -float(np.sum(probabilities * np.log(probabilities)))
+    if rest_count > 0 and rest_probability > 0:
+        entropy -= rest_count * rest_probability * np.log(rest_probability)
+    return float(max(0.0, -np.log(observed) - entropy))
 
 
 @dataclass
-class LocationModel:
-    """P(POI | individual, previous POI) by interpolated back-off (see the module docstring)."""
+class BackoffModel:
+    """P(token | contexts) by interpolated back-off over nested contexts (Dirichlet smoothing).
+
+    ``P_j(t) = (c_j(t) + tau P_{j-1}(t)) / (n_j + tau)`` from the most general context (j = 0)
+    to the most specific, starting from a floor: uniform ``1 / (V + 1)`` over the ``V`` tokens
+    seen with the most general context, or a given function of the contexts and tokens.
+    """
 
     tau: float = 1.0
-    agent_previous: dict[tuple[object, object], Counter] = field(default_factory=dict)
-    agent: dict[object, Counter] = field(default_factory=dict)
-    previous: dict[object, Counter] = field(default_factory=dict)
-    population: Counter = field(default_factory=Counter)
-    vocabulary: int = 0
-    popular: tuple = ()
+    k: int = 3
+    levels: list[dict[object, Counter]] = field(default_factory=list)
+    popular: dict[object, tuple] = field(default_factory=dict)
+    floor: Callable[[tuple, list], np.ndarray] | None = None
 
     @classmethod
-    def fit(cls, train: pd.DataFrame, tau: float = 1.0, k: int = 3) -> LocationModel:
-        """Count the training visits' transitions and frequencies."""
-        model = cls(tau=tau)
-        previous = train["previous_poi"].where(train["previous_poi"].notna(), DAY_START)
-        for agent, prev, poi in zip(
-            train["agent_id"], previous, train["poi_id"], strict=True
-        ):
-            model.agent_previous.setdefault((agent, prev), Counter())[poi] += 1
-            model.agent.setdefault(agent, Counter())[poi] += 1
-            model.previous.setdefault(prev, Counter())[poi] += 1
-            model.population[poi] += 1
-        model.vocabulary = len(model.population)
-        model.popular = tuple(poi for poi, _ in model.population.most_common(k))
+    def fit(
+        cls,
+        contexts: list[list[object]],
+        tokens: list[object],
+        *,
+        tau: float,
+        k: int,
+        floor: Callable[[tuple, list], np.ndarray] | None = None,
+    ) -> BackoffModel:
+        """Count ``tokens`` under each level's context (``contexts[j][i]`` of token ``i``)."""
+        model = cls(tau=tau, k=k, levels=[{} for _ in contexts], floor=floor)
+        for level, keys in zip(model.levels, contexts, strict=True):
+            for key, token in zip(keys, tokens, strict=True):
+                level.setdefault(key, Counter())[token] += 1
+        model.popular = {
+            key: tuple(token for token, _ in counts.most_common(k))
+            for key, counts in model.levels[0].items()
+        }
         return model
 
-    def probabilities(self, agent: object, prev: object, pois: list) -> np.ndarray:
-        """P(p | agent, prev) for each POI of ``pois``."""
+    def probabilities(self, keys: tuple, tokens: list) -> np.ndarray:
+        """P(token | the contexts ``keys``, one per level) of each of ``tokens``."""
         empty: Counter = Counter()
-        levels = (
-            self.population,
-            self.previous.get(prev, empty),
-            self.agent.get(agent, empty),
-            self.agent_previous.get((agent, prev), empty),
-        )
-        values = np.full(len(pois), 1.0 / (self.vocabulary + 1.0))
-        for counts in levels:
-            total = sum(counts.values())
-            observed = np.array([counts.get(poi, 0) for poi in pois], dtype=float)
+        levels = zip(self.levels, keys, strict=True)
+        if self.floor is not None:  # the floor replaces the most general level
+            values = self.floor(keys, tokens)
+            next(levels)
+        else:
+            general = self.levels[0].get(keys[0], empty)
+            values = np.full(len(tokens), 1.0 / (len(general) + 1.0))
+        for level, key in levels:
+            counts = level.get(key, empty)
+            total = counts.total()
+            observed = np.array([counts.get(token, 0) for token in tokens], dtype=float)
             values = (observed + self.tau * values) / (total + self.tau)
         return values
 
-    def deviation(self, agent: object, prev: object, poi: object, k: int) -> float:
-        """The top-k margin of ``poi`` as the next visit after ``prev``."""
+    def deviation(self, keys: tuple, token: object) -> float:
+        """The top-k deviation of ``token`` in its contexts (:func:`top_k_deviation`)."""
         empty: Counter = Counter()
-        candidates = set(self.popular)
-        candidates.update(self.previous.get(prev, empty))
-        candidates.update(self.agent.get(agent, empty))
-        candidates.discard(poi)
-        pois = [poi, *candidates]
-        values = self.probabilities(agent, prev, pois)
-        return top_k_margin(values, values[0], k)
+        candidates = set(self.popular.get(keys[0], ()))
+        for level, key in zip(self.levels[1:], keys[1:], strict=True):
+            candidates.update(level.get(key, empty))
+        candidates.discard(token)
+        tokens = [token, *candidates]
+        values = self.probabilities(keys, tokens)
+        vocabulary = len(self.levels[0].get(keys[0], empty)) + 1
+        return top_k_deviation(
+            values,
+            max(1.0 - float(values.sum()), 0.0),
+            max(vocabulary - len(tokens), 0),
+            self.k,
+        )
+
+    def deviations(self, contexts: list[list[object]], tokens: list) -> np.ndarray:
+        """:meth:`deviation` of every token (``contexts`` as in :meth:`fit`)."""
+        return np.array(
+            [
+                self.deviation(keys, token)
+                for keys, token in zip(zip(*contexts, strict=True), tokens, strict=True)
+            ],
+            dtype=float,
+        )
 
 
-def _smoothed_histogram(minutes: np.ndarray) -> np.ndarray:
-    """Density per minute on 15-minute bins over [0, 1440], lightly smoothed, never zero."""
-    bins = int(MINUTES_PER_DAY / HISTOGRAM_MINUTES)
-    index = np.clip((minutes // HISTOGRAM_MINUTES).astype(int), 0, bins - 1)
-    counts = np.bincount(index, minlength=bins).astype(float)
-    kernel = np.array([0.25, 0.5, 0.25])
-    counts = np.convolve(np.pad(counts, 1, mode="edge"), kernel, mode="valid")
-    counts += 0.01 * max(counts.sum(), 1.0) / bins
-    return counts / (counts.sum() * HISTOGRAM_MINUTES)
+@dataclass
+class DistanceFloor:
+    """The location model's most general level: popular places near home are likelier.
+
+    ``P_0(p | u, a) = P_pop(p | a) exp(-d(p, home_u) / R_u) / Z_{u,a}``, with ``P_pop`` the
+    population's visit shares of the activity's POIs (plus one unseen POI), ``R_u`` the root mean
+    square distance of u's training visits from their home (at least 1 km) and ``Z`` the sum
+    over the activity's POIs: a place u never went to is likelier near where u lives than
+    across the city, as it is in real data.
+    """
+
+    coordinates: dict[object, tuple[float, float]]
+    counts: dict[str, Counter]
+    home: dict[object, tuple[float, float]]
+    radius_km: dict[object, float]
+    normaliser: dict[tuple[object, str], float] = field(default_factory=dict)
+
+    @classmethod
+    def fit(cls, train: pd.DataFrame) -> DistanceFloor:
+        """POI coordinates and visit counts, homes and radii of the training visits."""
+        profiles = Profiles.fit(train)
+        pois = train.drop_duplicates("poi_id")
+        coordinates = dict(
+            zip(
+                pois["poi_id"],
+                zip(pois["latitude"], pois["longitude"], strict=True),
+                strict=True,
+            )
+        )
+        counts = {
+            str(name): Counter(group.tolist())
+            for name, group in train.groupby("activity")["poi_id"]
+        }
+        radius = {}
+        for agent, group in train.groupby("agent_id"):
+            lat, lon = profiles.home[agent]
+            distance = haversine_km(lat, lon, group["latitude"], group["longitude"])
+            radius[agent] = max(float(np.sqrt(np.mean(distance**2))), 1.0)
+        return cls(coordinates, counts, profiles.home, radius)
+
+    def learn_coordinates(self, visits: pd.DataFrame) -> None:
+        """Add the coordinates of POIs met while scoring (a generated POI may be new)."""
+        for poi, lat, lon in zip(
+            visits["poi_id"], visits["latitude"], visits["longitude"], strict=True
+        ):
+            self.coordinates.setdefault(poi, (lat, lon))
+
+    def _weights(self, agent: object, tokens: list, activity: str) -> np.ndarray:
+        """``P_pop(p | a) exp(-d / R_u)`` of each token, before normalising."""
+        counts = self.counts.get(activity, Counter())
+        total = counts.total()
+        shares = np.array(
+            [
+                (counts.get(token, 0) + 1.0) / (total + len(counts) + 1.0)
+                for token in tokens
+            ]
+        )
+        points = np.array(
+            [self.coordinates.get(token, (np.nan, np.nan)) for token in tokens],
+            dtype=float,
+        ).reshape(-1, 2)
+        home_lat, home_lon = self.home.get(agent, (np.nan, np.nan))
+        if np.isnan(home_lat):
+            return shares
+        distance = haversine_km(home_lat, home_lon, points[:, 0], points[:, 1])
+        closeness = np.exp(-distance / self.radius_km[agent])
+        typical = float(np.nanmean(closeness)) if np.isfinite(closeness).any() else 1.0
+        return shares * np.nan_to_num(closeness, nan=typical)
+
+    def __call__(self, keys: tuple, tokens: list) -> np.ndarray:
+        """``P_0`` of ``tokens`` (location contexts: ``keys[2] = (agent, activity)``)."""
+        agent, activity = keys[2]
+        normaliser = self.normaliser.get((agent, activity))
+        if normaliser is None:
+            known = list(self.counts.get(activity, Counter()))
+            weights = self._weights(agent, known, activity)
+            unseen = 1.0 / (
+                sum(self.counts.get(activity, Counter()).values()) + len(known) + 1.0
+            )
+            normaliser = float(weights.sum()) + unseen * (
+                float(weights.mean()) if known else 1.0
+            )
+            self.normaliser[(agent, activity)] = normaliser
+        return self._weights(agent, tokens, activity) / normaliser
 
 
-def _histogram_density(histogram: np.ndarray, minutes: np.ndarray) -> np.ndarray:
-    index = np.clip((minutes // HISTOGRAM_MINUTES).astype(int), 0, len(histogram) - 1)
-    return histogram[index]
+def _location_contexts(visits: pd.DataFrame) -> list[list[object]]:
+    """Contexts of a visit's POI: activity; + previous POI; + individual; + both."""
+    agents = visits["agent_id"].tolist()
+    activities = visits["activity"].tolist()
+    previous = visits["previous_poi"].where(visits["previous_poi"].notna(), DAY_START)
+    previous = previous.tolist()
+    return [
+        activities,
+        list(zip(activities, previous, strict=True)),
+        list(zip(agents, activities, strict=True)),
+        list(zip(agents, activities, previous, strict=True)),
+    ]
 
 
-def _kernel_density(samples: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Gaussian kernel density of ``samples`` at ``at`` (Silverman, >= 15-minute bandwidth)."""
-    if len(samples) >= 2:
-        bandwidth = 1.06 * float(np.std(samples)) * len(samples) ** -0.2
-    else:
-        bandwidth = 2.0 * MIN_BANDWIDTH_MINUTES
-    bandwidth = max(bandwidth, MIN_BANDWIDTH_MINUTES)
-    z = (at[:, None] - samples[None, :]) / bandwidth
-    return np.exp(-0.5 * z**2).mean(axis=1) / (bandwidth * np.sqrt(2.0 * np.pi))
+def _activity_contexts(visits: pd.DataFrame) -> list[list[object]]:
+    """Contexts of a visit's activity: none; previous activity; individual; both."""
+    agents = visits["agent_id"].tolist()
+    previous = (
+        visits.groupby(list(DAY_KEY), sort=False)["activity"]
+        .shift(1)
+        .fillna(DAY_START)
+        .tolist()
+    )
+    return [
+        [None] * len(visits),
+        previous,
+        agents,
+        list(zip(agents, previous, strict=True)),
+    ]
+
+
+def _positions(visits: pd.DataFrame) -> np.ndarray:
+    """``first``, ``middle`` or ``last`` visit of its day."""
+    sizes = visits.groupby(list(DAY_KEY), sort=False)["visit"].transform("size")
+    index = visits["visit"].to_numpy()
+    return np.where(
+        index == 0, "first", np.where(index == sizes.to_numpy() - 1, "last", "middle")
+    )
 
 
 @dataclass
 class TimeModel:
-    """Density of one time column (minutes) given (individual, activity)."""
+    """Gaussian of one time quantity given (individual, activity, position in the day).
 
-    column: str
-    shrink: float = 3.0
-    own: dict[tuple[object, str], np.ndarray] = field(default_factory=dict)
-    by_activity: dict[str, np.ndarray] = field(default_factory=dict)
-    activity_counts: dict[str, int] = field(default_factory=dict)
-    overall: np.ndarray = field(default_factory=lambda: np.ones(1))
+    Mean and variance are shrunk towards the population's for (activity, position) with
+    ``kappa`` pseudo-visits (a one-component GMM per individual), variances get ``floor^2``
+    added, and the score of ``x`` is the mode margin ``log f(mean) - log f(x) = z^2 / 2``.
+    """
+
+    kappa: float = 3.0
+    floor: float = 10.0
+    own: dict[tuple, tuple[int, float, float]] = field(default_factory=dict)
+    population: dict[tuple, tuple[float, float]] = field(default_factory=dict)
+    overall: tuple[float, float] = (0.0, 1.0)
 
     @classmethod
-    def fit(cls, train: pd.DataFrame, column: str) -> TimeModel:
-        """Collect each (individual, activity)'s minutes and the population's histograms."""
-        model = cls(column=column)
-        minutes = np.minimum(train[column].to_numpy(dtype=float), MINUTES_PER_DAY)
-        model.overall = _smoothed_histogram(minutes)
-        activities = train["activity"].to_numpy()
-        for name in np.unique(activities):
-            chosen = minutes[activities == name]
-            model.by_activity[str(name)] = _smoothed_histogram(chosen)
-            model.activity_counts[str(name)] = len(chosen)
-        for (agent, name), group in train.groupby(["agent_id", "activity"]):
-            model.own[(agent, str(name))] = np.minimum(
-                group[column].to_numpy(dtype=float), MINUTES_PER_DAY
+    def fit(cls, train: pd.DataFrame, values: np.ndarray, *, floor: float) -> TimeModel:
+        """Means and variances of ``values`` (one per training visit)."""
+        frame = pd.DataFrame(
+            {
+                "agent_id": train["agent_id"].to_numpy(),
+                "activity": train["activity"].to_numpy(),
+                "position": _positions(train),
+                "value": values,
+            }
+        )
+        model = cls(floor=floor)
+        model.overall = (float(np.mean(values)), float(np.var(values)) + floor**2)
+        for key, group in frame.groupby(["activity", "position"], sort=False)["value"]:
+            model.population[key] = (
+                float(group.mean()),
+                float(group.var(ddof=0)) + floor**2,
             )
+        for key, group in frame.groupby(
+            ["agent_id", "activity", "position"], sort=False
+        )["value"]:
+            model.own[key] = (len(group), float(group.mean()), float(group.var(ddof=0)))
         return model
 
-    def _density(self, agent: object, activity: str, at: np.ndarray) -> np.ndarray:
-        count = self.activity_counts.get(activity, 0)
-        weight = count / (count + 10.0)
-        population = weight * _histogram_density(
-            self.by_activity.get(activity, self.overall), at
-        ) + (1.0 - weight) * _histogram_density(self.overall, at)
-        samples = self.own.get((agent, activity))
-        if samples is None:
-            return population
-        own_weight = len(samples) / (len(samples) + self.shrink)
-        return (
-            own_weight * _kernel_density(samples, at) + (1.0 - own_weight) * population
-        )
-
-    def margins(self, visits: pd.DataFrame) -> np.ndarray:
-        """Mode margin ``log f(mode) - log f(x)`` of every visit's minute."""
-        result = np.zeros(len(visits))
-        minutes = np.minimum(visits[self.column].to_numpy(dtype=float), MINUTES_PER_DAY)
-        groups = visits.groupby(["agent_id", "activity"], sort=False).indices
-        for (agent, name), rows in groups.items():
-            mode = self._density(agent, str(name), GRID).max()
-            density = self._density(agent, str(name), minutes[rows])
-            result[rows] = np.maximum(0.0, np.log(mode) - np.log(density))
+    def margins(self, visits: pd.DataFrame, values: np.ndarray) -> np.ndarray:
+        """``z^2 / 2`` of each visit's value under its shrunk Gaussian."""
+        positions = _positions(visits)
+        result = np.empty(len(values))
+        for row, (agent, activity, position) in enumerate(
+            zip(visits["agent_id"], visits["activity"], positions, strict=True)
+        ):
+            mean, variance = self.population.get((activity, position), self.overall)
+            own = self.own.get((agent, activity, position))
+            if own is not None:
+                n, own_mean, own_variance = own
+                weight = n / (n + self.kappa)
+                mean = weight * own_mean + (1.0 - weight) * mean
+                variance = (
+                    weight * (own_variance + self.floor**2) + (1.0 - weight) * variance
+                )
+            result[row] = 0.5 * (values[row] - mean) ** 2 / variance
         return result
 
 
@@ -255,15 +399,23 @@ class TravelModel:
         return np.where(has_previous, 0.5 * z**2, 0.0)
 
 
+ACTIVITY_TOP_K = 5
+"""Guesses that count as a hit for a visit's activity (more than for the POI: a day's
+discretionary activities are many and interchangeable)."""
+
+TIME_FLOOR_MINUTES = 10.0
+"""Added (squared) to every variance of the time models: a 10-minute error is never striking."""
+
+
 @dataclass(frozen=True)
 class NextVisitModel:
-    """The fitted location, arrival, departure and travel models (see the module docstring)."""
+    """The fitted location, activity, arrival, departure and travel models."""
 
-    location: LocationModel
+    location: BackoffModel
+    activity: BackoffModel
     arrival: TimeModel
     departure: TimeModel
     travel: TravelModel
-    top_k: int
 
     @classmethod
     def fit(
@@ -273,30 +425,40 @@ class NextVisitModel:
         if top_k < 1:
             raise ValueError(f"top_k must be >= 1, got {top_k}")
         return cls(
-            location=LocationModel.fit(train, tau=tau, k=top_k),
-            arrival=TimeModel.fit(train, "start_minute"),
-            departure=TimeModel.fit(train, "end_minute"),
+            location=BackoffModel.fit(
+                _location_contexts(train),
+                train["poi_id"].tolist(),
+                tau=tau,
+                k=top_k,
+                floor=DistanceFloor.fit(train),
+            ),
+            activity=BackoffModel.fit(
+                _activity_contexts(train),
+                train["activity"].tolist(),
+                tau=tau,
+                k=ACTIVITY_TOP_K,
+            ),
+            arrival=TimeModel.fit(
+                train, train["start_minute"].to_numpy(), floor=TIME_FLOOR_MINUTES
+            ),
+            departure=TimeModel.fit(
+                train, train["end_minute"].to_numpy(), floor=TIME_FLOOR_MINUTES
+            ),
             travel=TravelModel.fit(train),
-            top_k=top_k,
         )
 
     def deviations(self, visits: pd.DataFrame) -> pd.DataFrame:
         """``spatial`` and ``temporal`` deviations (nats) of each visit, in order."""
-        previous = visits["previous_poi"].where(
-            visits["previous_poi"].notna(), DAY_START
-        )
-        spatial = np.array(
-            [
-                self.location.deviation(agent, prev, poi, self.top_k)
-                for agent, prev, poi in zip(
-                    visits["agent_id"], previous, visits["poi_id"], strict=True
-                )
-            ],
-            dtype=float,
+        if isinstance(self.location.floor, DistanceFloor):
+            self.location.floor.learn_coordinates(visits)
+        spatial = self.location.deviations(
+            _location_contexts(visits), visits["poi_id"].tolist()
+        ) + self.activity.deviations(
+            _activity_contexts(visits), visits["activity"].tolist()
         )
         temporal = (
-            self.arrival.margins(visits)
-            + self.departure.margins(visits)
+            self.arrival.margins(visits, visits["start_minute"].to_numpy())
+            + self.departure.margins(visits, visits["end_minute"].to_numpy())
             + self.travel.margins(visits)
         )
         return pd.DataFrame({"spatial": spatial, "temporal": temporal})
