@@ -11,6 +11,7 @@ mutable lives at module level but those.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pandas as pd
@@ -30,6 +31,8 @@ from mesa_llm_mobility.trajectory.app.views import (
 )
 from mesa_llm_mobility.viz.launch import open_or_error, option_from_argv, run_from_argv
 from mesa_llm_mobility.viz.panels import brain_choices, figure_image, html_table
+
+logger = logging.getLogger(__name__)
 
 selected_individual: solara.Reactive[Any] = solara.reactive(None)
 """The individual shown (per browser session); the first one when unset or unknown."""
@@ -81,24 +84,28 @@ def decision_counts(decisions: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
+def scores_or_error(
+    session: TrajectorySession, agent_id: Any
+) -> tuple[pd.DataFrame, str | None]:
+    """The individual's day scores, or none and why the detector could not score the session."""
+    try:
+        return individual_scores(session, agent_id), None
+    except ValueError as error:  # RealismError, or tables the detector refuses
+        logger.warning("no day scores for %s: %s", session.label, error)
+        return pd.DataFrame(columns=list(SCORE_COLUMNS)), str(error)
+
+
 # ---------------------------------------------------------------------------- panels
 @solara.component
-def MapPanel(session: TrajectorySession, agent_id: Any) -> None:
+def MapPanel(session: TrajectorySession, agent_id: Any, days: pd.DataFrame) -> None:
     """The individual's real and generated days on the map."""
-    days = solara.use_memo(
-        lambda: individual_days(session, agent_id), [session, agent_id]
-    )
     figure = map_figure(days, session.pois, title=f"Individual {agent_id}")
     figure_image(figure, classes=["mlm-traj-map"])
 
 
 @solara.component
-def TimelinePanel(session: TrajectorySession, agent_id: Any) -> None:
+def TimelinePanel(agent_id: Any, days: pd.DataFrame, scores: pd.DataFrame) -> None:
     """The Gantt timeline of the individual's visits, one row per day, with the day scores."""
-    days = solara.use_memo(
-        lambda: individual_days(session, agent_id), [session, agent_id]
-    )
-    scores = individual_scores(session, agent_id)
     figure = timeline_figure(
         days, scores, title=f"Individual {agent_id}: visits by day"
     )
@@ -106,7 +113,12 @@ def TimelinePanel(session: TrajectorySession, agent_id: Any) -> None:
 
 
 @solara.component
-def MetricsPanel(session: TrajectorySession, agent_id: Any) -> None:
+def MetricsPanel(
+    session: TrajectorySession,
+    agent_id: Any,
+    scores: pd.DataFrame,
+    scores_error: str | None,
+) -> None:
     """The seven metrics, all individuals and this one, and the detector scores of its days."""
     with solara.Column(classes=["mlm-traj-metrics"]):
         solara.Text(
@@ -118,7 +130,10 @@ def MetricsPanel(session: TrajectorySession, agent_id: Any) -> None:
         solara.Text(
             "Detector score of each generated day", style={"font-weight": "bold"}
         )
-        scores = individual_scores(session, agent_id)
+        if scores_error is not None:
+            solara.Warning(
+                f"no day scores: {scores_error}", classes=["mlm-traj-no-scores"]
+            )
         html_table(scores[list(SCORE_COLUMNS)].round(3), "no scored day")
         solara.Text(SCORE_NOTE, style={"font-size": "11px", "color": "#757575"})
     with solara.Details("Decisions and LLM calls"):
@@ -134,6 +149,12 @@ def MetricsPanel(session: TrajectorySession, agent_id: Any) -> None:
 def Explorer(session: TrajectorySession) -> None:
     """Pick an individual; its map, timeline, metrics and day scores."""
     agent_id = shown_individual(session, selected_individual.value)
+    days = solara.use_memo(
+        lambda: individual_days(session, agent_id), [session, agent_id]
+    )
+    scores, scores_error = solara.use_memo(
+        lambda: scores_or_error(session, agent_id), [session, agent_id]
+    )
     with solara.Row(style={"align-items": "center"}):
         solara.Select(
             "Individual",
@@ -144,9 +165,9 @@ def Explorer(session: TrajectorySession) -> None:
         )
         solara.Text(session.summary(), classes=["mlm-traj-summary"])
     with solara.Columns([5, 4]):
-        MapPanel(session, agent_id)
-        MetricsPanel(session, agent_id)
-    TimelinePanel(session, agent_id)
+        MapPanel(session, agent_id, days)
+        MetricsPanel(session, agent_id, scores, scores_error)
+    TimelinePanel(agent_id, days, scores)
 
 
 @solara.component

@@ -16,11 +16,12 @@ from solara.server import kernel, kernel_context
 from mesa_llm_mobility.trajectory.app import components
 from mesa_llm_mobility.trajectory.app.session import (
     SessionSettings,
+    TrajectorySession,
     synthetic_session,
 )
 from mesa_llm_mobility.trajectory.app.views import individual_scores
 from mesa_llm_mobility.trajectory.metrics import METRICS, evaluate
-from mesa_llm_mobility.trajectory.realism import day_scores
+from mesa_llm_mobility.trajectory.realism import RealismError, day_scores
 
 SMALL = SessionSettings(individuals=12, weeks=2, hold_out=3, seed=4)
 
@@ -124,3 +125,17 @@ def test_launch_path_takes_a_run_or_a_history(monkeypatch):
     assert components.launch_path() == "data/"
     monkeypatch.delenv("MLM_APP_HISTORY")
     assert components.launch_path() == ""
+
+
+def test_a_session_the_detector_refuses_still_shows_its_days(small_page, monkeypatch):
+    def refuse(self):
+        raise RealismError("generated stay points: no visits to score")
+
+    monkeypatch.setattr(TrajectorySession, "day_scores", property(refuse))
+    with _context("refused"):
+        _, page = solara.render(components.Page(), handle_error=False)
+        warning = page.find(v.Alert).widget
+        assert warning.children[0] == (
+            "no day scores: generated stay points: no visits to score"
+        )
+        assert set(_images(page)) == {"mlm-traj-map", "mlm-traj-timeline"}
