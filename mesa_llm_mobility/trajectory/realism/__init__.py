@@ -16,12 +16,13 @@ and :func:`realism` reports each one's AUROC and AP on a balanced real-vs-genera
 
 from __future__ import annotations
 
-from mesa_llm_mobility.trajectory.realism.classifier import classifier_scores
-from mesa_llm_mobility.trajectory.realism.compare import (
+from mesa_llm_mobility.trajectory.realism.choices import (
+    CLASSIFIERS,
     DEFAULT_DETECTORS,
     DETECTORS,
-    realism,
 )
+from mesa_llm_mobility.trajectory.realism.classifier import classifier_scores
+from mesa_llm_mobility.trajectory.realism.compare import realism
 from mesa_llm_mobility.trajectory.realism.frames import (
     DetectionSplit,
     RealismError,
@@ -32,6 +33,7 @@ from mesa_llm_mobility.trajectory.realism.scoring import hanley_mcneil_se
 from mesa_llm_mobility.trajectory.realism.visit import day_scores, visit_scores
 
 __all__ = [
+    "CLASSIFIERS",
     "DEFAULT_DETECTORS",
     "DETECTORS",
     "DetectionSplit",

@@ -2,7 +2,7 @@
 
 Each individual-day becomes a feature vector (:func:`~.features.day_features`: the day's own
 shape, plus how it compares with the same individual's real training days). A scikit-learn
-classifier (histogram gradient boosting by default, or a standardised logistic regression)
+classifier (a standardised logistic regression by default, or histogram gradient boosting)
 predicts real (0) vs generated (1) out of fold: ``k``-fold cross-validation, stratified and, when
 there are enough individuals, grouped by individual (a person's days never sit on both sides of
 a fold, so the classifier cannot win by recognising people). The out-of-fold probabilities are
@@ -28,6 +28,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
+from mesa_llm_mobility.trajectory.realism.choices import CLASSIFIERS
 from mesa_llm_mobility.trajectory.realism.features import Profiles, day_features
 from mesa_llm_mobility.trajectory.realism.frames import (
     DAY_KEY,
@@ -38,7 +39,6 @@ from mesa_llm_mobility.trajectory.realism.frames import (
 
 FOLDS = 5
 MIN_DAYS_PER_CLASS = 2
-CLASSIFIERS = ("boosting", "logistic")
 
 
 def _classifier(kind: str, seed: int):
@@ -66,7 +66,7 @@ def _folds(labels: np.ndarray, groups: np.ndarray, seed: int):
     return StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
 
 
-def score_split(split: DetectionSplit, *, classifier: str = "boosting") -> pd.DataFrame:
+def score_split(split: DetectionSplit, *, classifier: str = "logistic") -> pd.DataFrame:
     """Out-of-fold probability of 'generated' for every compared real and generated day.
 
     Returns:
@@ -92,7 +92,12 @@ def score_split(split: DetectionSplit, *, classifier: str = "boosting") -> pd.Da
     # one thread: on these small tables OpenMP's threads only wait for each other
     with threadpool_limits(limits=1):
         probabilities = cross_val_predict(
-            model, features, labels, cv=folds, groups=groups, method="predict_proba"
+            model,
+            features,
+            labels,
+            cv=folds,
+            groups=groups if isinstance(folds, StratifiedGroupKFold) else None,
+            method="predict_proba",
         )[:, 1]
     result = table[[*DAY_KEY, "source"]].copy()
     result["score"] = probabilities
@@ -104,7 +109,7 @@ def classifier_scores(
     generated: pd.DataFrame,
     *,
     seed: int = 0,
-    classifier: str = "boosting",
+    classifier: str = "logistic",
 ) -> pd.DataFrame:
     """The two-sample test's out-of-fold score of every compared real and generated day.
 
@@ -112,7 +117,8 @@ def classifier_scores(
         real: Real stay points (training days give the individual-relative features).
         generated: Generated stay points of the same individuals.
         seed: Seed of the split, the folds and the classifier.
-        classifier: ``"boosting"`` (histogram gradient boosting) or ``"logistic"``.
+        classifier: ``"logistic"`` (standardised logistic regression, the default) or
+            ``"boosting"`` (histogram gradient boosting).
 
     Returns:
         ``agent_id, day, source, score`` (probability that the day is generated).

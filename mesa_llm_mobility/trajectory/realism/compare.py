@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from mesa_llm_mobility.trajectory.realism import classifier, individual, visit
+from mesa_llm_mobility.trajectory.realism.choices import DEFAULT_DETECTORS, DETECTORS
 from mesa_llm_mobility.trajectory.realism.frames import (
     RealismError,
     split_for_detection,
@@ -25,17 +26,14 @@ from mesa_llm_mobility.trajectory.realism.scoring import (
     detection_row,
 )
 
-DETECTORS = ("visit", "visit_individual", "individual", "classifier")
-"""Every detector :func:`realism` knows:
 
-* ``visit``: the ICAD-like next-visit model, one score per visit (level ``visit``);
-* ``visit_individual``: the same model's mean visit score per individual (ICAD's individual
-  level, level ``individual``);
-* ``individual``: the BeSTAD-like behaviour-cluster shift, one score per individual;
-* ``classifier``: the classifier two-sample test, one score per individual-day (level ``day``).
-"""
-
-DEFAULT_DETECTORS = ("visit", "individual", "classifier")
+def _by_source(scored: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The ``score`` column of the real rows and of the generated rows."""
+    source = scored["source"]
+    return (
+        scored.loc[source == "real", "score"].to_numpy(),
+        scored.loc[source == "generated", "score"].to_numpy(),
+    )
 
 
 def _per_individual_mean(scored: pd.DataFrame, source: str) -> np.ndarray:
@@ -51,7 +49,7 @@ def realism(
     detectors: Sequence[str] = DEFAULT_DETECTORS,
     train_fraction: float = 0.5,
     top_k: int = 3,
-    classifier_kind: str = "boosting",
+    classifier_kind: str = "logistic",
 ) -> pd.DataFrame:
     """How well each detector separates generated trajectories from real ones.
 
@@ -69,7 +67,7 @@ def realism(
         detectors: Which of :data:`DETECTORS`, in the order of the rows.
         train_fraction: Share of each individual's real days the detectors learn from.
         top_k: Guesses that count as a hit for the visit detector's location.
-        classifier_kind: ``"boosting"`` or ``"logistic"`` for the two-sample test.
+        classifier_kind: ``"logistic"`` (default) or ``"boosting"`` for the two-sample test.
 
     Returns:
         One row per detector: ``detector, level, auroc, ap, n_real, n_generated`` (units
@@ -100,28 +98,19 @@ def realism(
             if visits is None:
                 visits = visit.score_split(split, top_k=top_k)
             if name == "visit":
-                real_scores = visits.loc[visits["source"] == "real", "score"].to_numpy()
-                generated_scores = visits.loc[
-                    visits["source"] == "generated", "score"
-                ].to_numpy()
+                real_scores, generated_scores = _by_source(visits)
                 level = "visit"
             else:
                 real_scores = _per_individual_mean(visits, "real")
                 generated_scores = _per_individual_mean(visits, "generated")
                 level = "individual"
         elif name == "individual":
-            scored = individual.score_split(split)
-            real_scores = scored.loc[scored["source"] == "real", "score"].to_numpy()
-            generated_scores = scored.loc[
-                scored["source"] == "generated", "score"
-            ].to_numpy()
+            real_scores, generated_scores = _by_source(individual.score_split(split))
             level = "individual"
         else:
-            scored = classifier.score_split(split, classifier=classifier_kind)
-            real_scores = scored.loc[scored["source"] == "real", "score"].to_numpy()
-            generated_scores = scored.loc[
-                scored["source"] == "generated", "score"
-            ].to_numpy()
+            real_scores, generated_scores = _by_source(
+                classifier.score_split(split, classifier=classifier_kind)
+            )
             level = "day"
         real_scores, generated_scores = balanced(real_scores, generated_scores, rng)
         rows.append(detection_row(name, level, real_scores, generated_scores))

@@ -591,21 +591,15 @@ def day_scores(
 ) -> pd.DataFrame:
     """The visit detector's score of every generated day (for the app).
 
-    Args:
-        real: Real stay points.
-        generated: Generated stay points of the same individuals.
-        seed: Seed of the split.
-        top_k: Guesses that count as a hit for the location.
-        include_real: Also return the real evaluation days.
-
-    Returns:
-        :data:`DAY_SCORE_COLUMNS`: per ``agent_id, day``: ``visits``, ``score_mean``,
-        ``score_max``, ``anomalous_share`` (visits flagged spatial, temporal or both),
-        ``attribution`` (the day's main one) and ``percentile`` (share of real days with a
-        lower mean score: 0.5 is typical, near 1 is unusual).
+    Takes the arguments of :func:`visit_scores` and returns :data:`DAY_SCORE_COLUMNS`: per
+    ``agent_id, day``: ``visits``, ``score_mean``, ``score_max``, ``anomalous_share`` (visits
+    flagged spatial, temporal or both), ``attribution`` (the day's main one) and
+    ``percentile`` (share of real days with a lower mean score: about 0.5 is typical, near 1
+    unusual). ``include_real`` adds the real evaluation days.
     """
-    scored = score_split(split_for_detection(real, generated, seed=seed), top_k=top_k)
-    days = aggregate_days(scored)
+    days = aggregate_days(
+        visit_scores(real, generated, seed=seed, top_k=top_k, include_real=True)
+    )
     if not include_real:
         days = days[days["source"] == "generated"].reset_index(drop=True)
     return days
