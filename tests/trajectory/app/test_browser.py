@@ -63,7 +63,8 @@ def test_synthetic_city_picks_an_individual_and_keeps_one_session_per_visitor(
         page.locator(".menuable__content__active .v-list-item").nth(3).click()
         assert _wait_text_change(selection, "0").strip() == "3"
         assert _wait_src_change(page, VIEWS, map_src) != map_src
-        assert _src(page, "img.mlm-traj-timeline") != timeline_src
+        timeline = "img.mlm-traj-timeline"
+        assert _wait_src_change(page, timeline, timeline_src) != timeline_src
         assert _wait_text_change(page.locator(".mlm-traj-scores table"), scores)
         other, other_failed = _open(
             browser, url, VIEWS
