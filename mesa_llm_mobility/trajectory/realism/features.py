@@ -60,18 +60,34 @@ class Profiles:
     def fit(cls, train: pd.DataFrame) -> Profiles:
         """Profiles of every individual of the training visits."""
         lon_km = 111.320 * float(np.cos(np.radians(train["latitude"].mean())))
-        home: dict[object, tuple[float, float]] = {}
+        # home: the most visited Home POI (the most visited POI for someone never at home)
+        at_home = train["activity"].to_numpy() == HOME
+        has_home = (
+            pd.Series(at_home).groupby(train["agent_id"].to_numpy()).transform("any")
+        )
+        pool = train.loc[at_home | ~has_home.to_numpy()]
+        counts = pool.groupby(["agent_id", "poi_id"], sort=True).size()
+        top = counts.groupby(level="agent_id").idxmax().tolist()
+        places = pool.drop_duplicates(["agent_id", "poi_id"]).set_index(
+            ["agent_id", "poi_id"]
+        )
+        coordinates = places.loc[top, ["latitude", "longitude"]].to_numpy(dtype=float)
+        home = {
+            agent: (float(lat), float(lon))
+            for (agent, _), (lat, lon) in zip(top, coordinates, strict=True)
+        }
+        lat = train["latitude"].to_numpy(dtype=float)
+        lon = train["longitude"].to_numpy(dtype=float)
         cells: dict[tuple[object, int], set] = {}
-        for agent, group in train.groupby("agent_id", sort=False):
-            at_home = group[group["activity"] == HOME]
-            pool = at_home if len(at_home) else group
-            poi = pool["poi_id"].value_counts().index[0]
-            row = pool[pool["poi_id"] == poi].iloc[0]
-            home[agent] = (float(row["latitude"]), float(row["longitude"]))
-            lat = group["latitude"].to_numpy(dtype=float)
-            lon = group["longitude"].to_numpy(dtype=float)
-            for index, scale in enumerate(CELL_SCALES_KM):
-                cells[(agent, index)] = set(_cells(lat, lon, scale, lon_km).tolist())
+        for index, scale in enumerate(CELL_SCALES_KM):
+            visited = pd.DataFrame(
+                {
+                    "agent_id": train["agent_id"].to_numpy(),
+                    "cell": _cells(lat, lon, scale, lon_km),
+                }
+            ).drop_duplicates()
+            for agent, group in visited.groupby("agent_id", sort=False)["cell"]:
+                cells[(agent, index)] = set(group.tolist())
         absolute = absolute_day_features(train)
         per_agent = absolute.groupby("agent_id")
         return cls(

@@ -93,11 +93,6 @@ class DetectionSplit:
     unmatched: int
     seed: int
 
-    def days(self, which: str) -> pd.DataFrame:
-        """The distinct ``agent_id, day`` pairs of ``"train"``, ``"real"`` or ``"generated"``."""
-        frame = getattr(self, which)
-        return frame[list(DAY_KEY)].drop_duplicates().reset_index(drop=True)
-
 
 def _keep_days(visits: pd.DataFrame, days: pd.DataFrame) -> pd.DataFrame:
     keep = pd.MultiIndex.from_frame(visits[list(DAY_KEY)]).isin(

@@ -21,6 +21,8 @@ individual's real evaluation days, or their generated days, equally many) is sco
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from sklearn.cluster import KMeans
@@ -67,14 +69,41 @@ def behaviour_vectors(days: pd.DataFrame) -> np.ndarray:
     return np.hstack([occupancy, familiar, scaled]).astype(float)
 
 
-def _clusters(vectors: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Centres and labels of an individual's normal days."""
-    k = min(MAX_CLUSTERS, max(1, len(vectors) // 4))
-    if k == 1:
-        return vectors.mean(axis=0, keepdims=True), np.zeros(len(vectors), dtype=int)
-    with threadpool_limits(limits=1):  # a few days: threads only wait for each other
-        fitted = KMeans(n_clusters=k, n_init=4, random_state=seed).fit(vectors)
-    return fitted.cluster_centers_, fitted.labels_
+@dataclass(frozen=True)
+class BehaviourClusters:
+    """An individual's normal-period clusters: centres, each normal day's label, the spread."""
+
+    centres: np.ndarray
+    labels: np.ndarray
+    spread: float
+
+    @classmethod
+    def fit(cls, normal: np.ndarray, seed: int = 0) -> BehaviourClusters:
+        """k-means (k = min(3, max(1, days // 4))) on the normal days' behaviour vectors."""
+        k = min(MAX_CLUSTERS, max(1, len(normal) // 4))
+        if k == 1:
+            centres = normal.mean(axis=0, keepdims=True)
+            labels = np.zeros(len(normal), dtype=int)
+        else:
+            with threadpool_limits(limits=1):  # a few days: threads only wait
+                fitted = KMeans(n_clusters=k, n_init=4, random_state=seed).fit(normal)
+            centres, labels = fitted.cluster_centers_, fitted.labels_
+        to_centre = np.linalg.norm(normal - centres[labels], axis=1)
+        spread = float(np.sqrt(np.mean(to_centre**2))) + SPREAD_FLOOR
+        return cls(centres, labels, spread)
+
+    def alignment_shift(self, later: np.ndarray) -> tuple[float, float]:
+        """``(alignment, shift)`` of later days' vectors (see the module docstring)."""
+        distances = np.linalg.norm(later[:, None, :] - self.centres[None, :, :], axis=2)
+        alignment = float(distances.min(axis=1).mean()) / self.spread
+        k = len(self.centres)
+        if k == 1:
+            return alignment, 0.0
+        shift = jensen_shannon(
+            np.bincount(self.labels, minlength=k).astype(float),
+            np.bincount(distances.argmin(axis=1), minlength=k).astype(float),
+        )
+        return alignment, shift
 
 
 def alignment_shift(
@@ -90,20 +119,8 @@ def alignment_shift(
     Returns:
         ``(alignment, shift, clusters)`` as in the module docstring.
     """
-    centres, labels = _clusters(normal, seed)
-    to_centre = np.linalg.norm(normal - centres[labels], axis=1)
-    spread = float(np.sqrt(np.mean(to_centre**2))) + SPREAD_FLOOR
-    distances = np.linalg.norm(later[:, None, :] - centres[None, :, :], axis=2)
-    nearest = distances.argmin(axis=1)
-    alignment = float(distances.min(axis=1).mean()) / spread
-    k = len(centres)
-    if k == 1:
-        return alignment, 0.0, 1
-    shift = jensen_shannon(
-        np.bincount(labels, minlength=k).astype(float),
-        np.bincount(nearest, minlength=k).astype(float),
-    )
-    return alignment, shift, k
+    clusters = BehaviourClusters.fit(normal, seed)
+    return (*clusters.alignment_shift(later), len(clusters.centres))
 
 
 INDIVIDUAL_SCORE_COLUMNS = (
@@ -129,17 +146,24 @@ def score_split(split: DetectionSplit) -> pd.DataFrame:
         source: day_features(getattr(split, source), profiles)
         for source in ("real", "generated")
     }
-    normal_by_agent = dict(list(normal.groupby("agent_id", sort=True)))
+    vectors = {"normal": behaviour_vectors(normal)} | {
+        source: behaviour_vectors(days) for source, days in later.items()
+    }
+    rows_of = {
+        name: days.groupby("agent_id", sort=True).indices
+        for name, days in (("normal", normal), *later.items())
+    }
     rows = []
-    for source, days in later.items():
-        for agent, group in days.groupby("agent_id", sort=True):
-            alignment, shift, k = alignment_shift(
-                behaviour_vectors(normal_by_agent[agent]),
-                behaviour_vectors(group),
-                seed=split.seed,
-            )
+    for agent in sorted(rows_of["real"]):
+        clusters = BehaviourClusters.fit(
+            vectors["normal"][rows_of["normal"][agent]], split.seed
+        )
+        for source in ("real", "generated"):
+            chosen = vectors[source][rows_of[source][agent]]
+            alignment, shift = clusters.alignment_shift(chosen)
+            k = len(clusters.centres)
             rows.append(
-                (agent, source, len(group), k, alignment, shift, alignment + shift)
+                (agent, source, len(chosen), k, alignment, shift, alignment + shift)
             )
     return pd.DataFrame(rows, columns=list(INDIVIDUAL_SCORE_COLUMNS))
 

@@ -15,34 +15,7 @@ from mesa_llm_mobility.trajectory.realism.visit import (
     ATTRIBUTIONS,
     DAY_SCORE_COLUMNS,
     VISIT_SCORE_COLUMNS,
-    BackoffModel,
-    top_k_deviation,
 )
-
-
-def test_top_k_deviation_is_zero_inside_the_top_k_and_entropy_relative_outside():
-    probabilities = np.array([0.05, 0.6, 0.3, 0.05])
-    assert top_k_deviation(np.array([0.3, 0.6, 0.05, 0.05]), 0.0, 0, k=2) == 0.0
-    entropy = -np.sum(probabilities * np.log(probabilities))
-    assert top_k_deviation(probabilities, 0.0, 0, k=2) == pytest.approx(
-        -np.log(0.05) - entropy
-    )
-    # the same miss costs more where the next visit is predictable
-    predictable = np.array([0.01, 0.98, 0.005, 0.005])
-    diffuse = np.array([0.01, 0.2, 0.2, 0.2])
-    assert top_k_deviation(predictable, 0.0, 0, k=1) > top_k_deviation(
-        diffuse, 0.39, 39, k=1
-    )
-
-
-def test_backoff_model_prefers_the_specific_context():
-    contexts = [["a"] * 6, [("u", "a")] * 3 + [("v", "a")] * 3]
-    tokens = ["x", "x", "x", "y", "y", "y"]
-    model = BackoffModel.fit(contexts, tokens, tau=1.0, k=1)
-    p_u = model.probabilities(("a", ("u", "a")), ["x", "y", "z"])
-    assert p_u[0] > 0.7 > p_u[1] > p_u[2] > 0
-    assert model.deviation(("a", ("u", "a")), "x") == 0.0
-    assert model.deviation(("a", ("u", "a")), "y") > 0.0
 
 
 @pytest.fixture(scope="module")
