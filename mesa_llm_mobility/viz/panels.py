@@ -1,9 +1,10 @@
-"""Small pieces both apps' panels use: the brain choices, figures as PNG, escaped tables."""
+"""Small pieces the apps' panels share: the brain choices, figures as PNG, escaped tables."""
 
 from __future__ import annotations
 
 import io
 import os
+from collections.abc import Sequence
 
 import pandas as pd
 import solara
@@ -27,6 +28,11 @@ def png_bytes(figure: Figure, dpi: int = MAP_DPI) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
+
+
+def figure_image(figure: Figure, classes: Sequence[str] = ()) -> solara.Element:
+    """A matplotlib figure as a PNG that fills its panel's width (panels are resizable)."""
+    return solara.Image(png_bytes(figure), width="100%", classes=list(classes))
 
 
 def html_table(frame: pd.DataFrame, empty: str = "none") -> solara.Element:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import html
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,10 +37,13 @@ from mesa_llm_mobility.evacuation.app.sources import (
 )
 from mesa_llm_mobility.evacuation.personality import COMPOSITIONS
 from mesa_llm_mobility.viz.clickable import ClickableMap, marker_at, marker_fractions
-from mesa_llm_mobility.viz.launch import run_from_argv
-from mesa_llm_mobility.viz.panels import brain_choices, html_table, png_bytes
-
-logger = logging.getLogger(__name__)
+from mesa_llm_mobility.viz.launch import open_or_error, run_from_argv
+from mesa_llm_mobility.viz.panels import (
+    brain_choices,
+    figure_image,
+    html_table,
+    png_bytes,
+)
 
 selected_pedestrian: solara.Reactive[int | None] = solara.reactive(None)
 """The pedestrian shown in the inspector and ringed on the map (per browser session)."""
@@ -177,11 +179,7 @@ def InspectorPanel(source: LiveSource | ReplaySource) -> None:
 def OutcomesPanel(source: LiveSource | ReplaySource) -> None:
     """Outcomes over time."""
     update_counter.get()
-    solara.Image(
-        png_bytes(outcomes_figure(source.history())),
-        width="100%",
-        classes=["mlm-outcomes"],
-    )
+    figure_image(outcomes_figure(source.history()), classes=["mlm-outcomes"])
 
 
 @solara.component
@@ -189,7 +187,7 @@ def FearPanel(source: LiveSource | ReplaySource) -> None:
     """Mean fear and the fear levels."""
     update_counter.get()
     figure = fear_figure(source.history(), source.fear_levels())
-    solara.Image(png_bytes(figure), width="100%", classes=["mlm-fear"])
+    figure_image(figure, classes=["mlm-fear"])
 
 
 # ---------------------------------------------------------------------------- live app
@@ -229,7 +227,7 @@ def LiveApp() -> None:
 @solara.component
 def ReplayApp(path: str) -> None:
     """A saved run, read-only, with a step slider."""
-    saved, error = solara.use_memo(lambda: _open_run(path), [path])
+    saved, error = solara.use_memo(lambda: open_or_error(SavedEvacuation, path), [path])
     step = solara.use_reactive(0)
     if saved is None:
         solara.Error(f"cannot replay {path}: {error}", classes=["mlm-error"])
@@ -260,14 +258,6 @@ def ReplayApp(path: str) -> None:
     with solara.Columns([1, 1]):
         OutcomesPanel(source)
         FearPanel(source)
-
-
-def _open_run(path: str) -> tuple[SavedEvacuation | None, str | None]:
-    try:
-        return SavedEvacuation(path), None
-    except (OSError, ValueError, KeyError) as error:
-        logger.warning("cannot open %s: %s", path, error)
-        return None, str(error)
 
 
 @solara.component

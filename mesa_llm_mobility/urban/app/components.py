@@ -10,9 +10,8 @@ or the run directly. Every browser session builds its own model (``Page`` makes 
 from __future__ import annotations
 
 import base64
-import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +33,13 @@ from mesa_llm_mobility.urban.app.town_map import (
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, day_clock
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
 from mesa_llm_mobility.viz.clickable import ClickableMap
-from mesa_llm_mobility.viz.launch import run_from_argv
-from mesa_llm_mobility.viz.panels import brain_choices, html_table, png_bytes
-
-logger = logging.getLogger(__name__)
+from mesa_llm_mobility.viz.launch import open_or_error, run_from_argv
+from mesa_llm_mobility.viz.panels import (
+    brain_choices,
+    figure_image,
+    html_table,
+    png_bytes,
+)
 
 selected_traveller: solara.Reactive[str | None] = solara.reactive(None)
 """The traveller shown in the inspector and ringed on the map (per browser session)."""
@@ -82,11 +84,6 @@ def model_params() -> dict[str, Any]:
                  "label": "Seed"},
         "events": {"type": "Checkbox", "value": True, "label": "Events on"},
     }  # fmt: skip
-
-
-def figure_image(figure: Any, classes: Sequence[str] = ()) -> solara.Element:
-    """A matplotlib figure as a PNG that fills its panel's width (panels are resizable)."""
-    return solara.Image(png_bytes(figure), width="100%", classes=list(classes))
 
 
 # ---------------------------------------------------------------------------- panels
@@ -301,7 +298,7 @@ def fork_target(source: Path, from_day: int) -> Path:
 @solara.component
 def ReplayApp(path: str, on_open: Callable[[str], None]) -> None:
     """A saved run, read-only: time slider, the panels, and a fork form."""
-    run, error = solara.use_memo(lambda: _open_run(path), [path])
+    run, error = solara.use_memo(lambda: open_or_error(SavedRun.open, path), [path])
     if run is None:
         solara.Error(f"cannot replay {path}: {error}", classes=["mlm-error"])
     else:
@@ -338,14 +335,6 @@ def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
                     )
         ForkForm(run, on_open)
     AppTabs(source)
-
-
-def _open_run(path: str) -> tuple[SavedRun | None, str | None]:
-    try:
-        return SavedRun.open(path), None
-    except (OSError, ValueError, KeyError) as error:
-        logger.warning("cannot open %s: %s", path, error)
-        return None, str(error)
 
 
 @solara.component
