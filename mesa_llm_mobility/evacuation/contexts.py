@@ -152,9 +152,8 @@ def decision_request(
     entities: dict[int, str] = {}
     people, threats, threat_offsets = [], [], []
     adversary_ids, body_ids = [], []
-    for cell, e in zip(cells.tolist(), occ.tolist(), strict=True):
-        if e < 0 or e == i:
-            continue
+    held = (occ >= 0) & (occ != i)  # in the view's order
+    for cell, e in zip(cells[held].tolist(), occ[held].tolist(), strict=True):
         cx, cy = divmod(cell, height)
         if e == model.n_pedestrians:
             entities[cell] = "A"

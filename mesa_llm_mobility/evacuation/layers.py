@@ -118,6 +118,7 @@ class BeliefStore:
         self.gate_seen = np.full(
             (n_agents, self.gate_flat.size), Terrain.UNKNOWN, dtype=np.uint8
         )
+        self._y_of_cell = np.tile(np.arange(self.height, dtype=np.int32), self.width)
         big = np.iinfo(np.int32).max
         self.box = np.tile(np.array([big, -1, big, -1], dtype=np.int32), (n_agents, 1))
         """Per agent: smallest and largest x, smallest and largest y it perceived."""
@@ -139,29 +140,33 @@ class BeliefStore:
             bit,
         )
         slots = self._opening_slot[flat_cells]
-        hit = slots >= 0
-        if hit.any():
+        hit = np.flatnonzero(slots >= 0)
+        if hit.size:
             self.opening_seen_step[agents[hit], slots[hit]] = step
-        slots = self._gate_slot[flat_cells]
-        gates = slots >= 0
-        if gates.any():
-            self.gate_seen[agents[gates], slots[gates]] = effective_codes.ravel()[
-                flat_cells[gates]
-            ]
+            gate_slots = self._gate_slot[
+                flat_cells[hit]
+            ]  # gate cells are opening cells
+            gates = hit[gate_slots >= 0]
+            self.gate_seen[agents[gates], gate_slots[gate_slots >= 0]] = (
+                effective_codes.ravel()[flat_cells[gates]]
+            )
         self._grow_boxes(agents, flat_cells)
 
     def _grow_boxes(self, agents: np.ndarray, flat_cells: np.ndarray) -> None:
         # one reduction per run of equal agents (perception pairs come grouped by viewer)
-        starts = np.flatnonzero(np.concatenate(([True], agents[1:] != agents[:-1])))
+        starts = np.flatnonzero(np.diff(agents, prepend=-1))
         who = agents[starts]
-        xs, ys = np.divmod(flat_cells, self.height)
+        # x from the extreme flat cells (x-major order), y by a table (cheaper than divmod)
+        lowest = np.minimum.reduceat(flat_cells, starts)
+        highest = np.maximum.reduceat(flat_cells, starts)
+        ys = self._y_of_cell[flat_cells]
         for column, reduce, values in (
-            (0, np.minimum, xs),
-            (1, np.maximum, xs),
-            (2, np.minimum, ys),
-            (3, np.maximum, ys),
+            (0, np.minimum, lowest // self.height),
+            (1, np.maximum, highest // self.height),
+            (2, np.minimum, np.minimum.reduceat(ys, starts)),
+            (3, np.maximum, np.maximum.reduceat(ys, starts)),
         ):
-            reduce.at(self.box[:, column], who, reduce.reduceat(values, starts))
+            reduce.at(self.box[:, column], who, values)
 
     def known(self, agents: np.ndarray | int, flat_cells: np.ndarray) -> np.ndarray:
         """Whether each agent perceived each cell: ``(len(agents), len(cells))`` (1-D for one)."""
