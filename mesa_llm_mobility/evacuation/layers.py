@@ -133,7 +133,7 @@ class BeliefStore:
         """Record that ``agents[k]`` perceived ``flat_cells[k]`` at ``step`` (pairs, same length)."""
         if agents.size == 0:
             return
-        bit = (np.uint8(1) << (flat_cells & 7).astype(np.uint8)).astype(np.uint8)
+        bit = np.left_shift(np.uint8(1), (flat_cells & 7).astype(np.uint8))
         np.bitwise_or.at(
             self._known_bits.reshape(-1),
             agents * self._row_bytes + (flat_cells >> 3),
