@@ -26,7 +26,7 @@ SQRT2 = math.sqrt(2.0)
 COMMIT_CELLS = 20
 """At most this many cells of a route are committed per decision (spec)."""
 
-WINDOW_CACHE = 32
+WINDOW_CACHE = 128
 """Window graphs kept for reuse, one per window shape (:meth:`GridGraph.window`)."""
 
 COMPASS = ("E", "NE", "N", "NW", "W", "SW", "S", "SE")
