@@ -26,7 +26,7 @@ SQRT2 = math.sqrt(2.0)
 COMMIT_CELLS = 20
 """At most this many cells of a route are committed per decision (spec)."""
 
-WINDOW_CACHE = 128
+WINDOW_CACHE = 32
 """Window graphs kept for reuse, one per window shape (:meth:`GridGraph.window`)."""
 
 COMPASS = ("E", "NE", "N", "NW", "W", "SW", "S", "SE")
@@ -80,18 +80,19 @@ class GridGraph:
                 orth_b.append(t)
         src = np.concatenate(sources)
         order = np.argsort(src, kind="stable")
-        self.src = src[order]
-        self.dst = np.concatenate(targets)[order]
+        # int32 cells (the graph's size, and the window graphs it keeps, stay small)
+        self.src = src[order].astype(np.int32)
+        self.dst = np.concatenate(targets)[order].astype(np.int32)
         self.weight = np.concatenate(weights)[order]
-        self.orth_a = np.concatenate(orth_a)[order]
-        self.orth_b = np.concatenate(orth_b)[order]
-        self.diagonal = np.flatnonzero(self.orth_a != self.dst)
+        self.orth_a = np.concatenate(orth_a)[order].astype(np.int32)
+        self.orth_b = np.concatenate(orth_b)[order].astype(np.int32)
+        self.diagonal = np.flatnonzero(self.orth_a != self.dst).astype(np.int32)
         self.diag_orth_a = self.orth_a[self.diagonal]
         self.diag_orth_b = self.orth_b[self.diagonal]
         self.indptr = np.searchsorted(self.src, np.arange(width * height + 1)).astype(
             np.int32
         )
-        self.indices = self.dst.astype(np.int32)
+        self.indices = self.dst
         self._windows: dict[tuple[int, int], GridGraph] = {}
 
     def window(self, window: BeliefWindow) -> GridGraph:
