@@ -213,7 +213,7 @@ class BeliefStore:
         return codes
 
 
-WINDOW_STEP = 8
+WINDOW_STEP = 16
 """Belief windows are a multiple of this many cells wide and high (few shapes: cached graphs)."""
 
 

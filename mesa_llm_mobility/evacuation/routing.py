@@ -26,7 +26,7 @@ SQRT2 = math.sqrt(2.0)
 COMMIT_CELLS = 20
 """At most this many cells of a route are committed per decision (spec)."""
 
-WINDOW_CACHE = 32
+WINDOW_CACHE = 96
 """Window graphs kept for reuse, one per window shape (:meth:`GridGraph.window`)."""
 
 COMPASS = ("E", "NE", "N", "NW", "W", "SW", "S", "SE")
@@ -80,12 +80,55 @@ class GridGraph:
                 orth_b.append(t)
         src = np.concatenate(sources)
         order = np.argsort(src, kind="stable")
+        self._store(
+            src[order],
+            np.concatenate(targets)[order],
+            np.concatenate(weights)[order],
+            np.concatenate(orth_a)[order],
+            np.concatenate(orth_b)[order],
+        )
+
+    @classmethod
+    def open_grid(cls, width: int, height: int) -> GridGraph:
+        """The graph of a ``width x height`` grid with every cell a candidate.
+
+        The same as ``GridGraph`` of an all-floor raster, built in edge order without a sort
+        (window graphs are made often).
+        """
+        graph = cls.__new__(cls)
+        graph.width, graph.height = width, height
+        cells = np.arange(width * height)
+        xs, ys = np.divmod(cells, height)
+        steps = np.array(MOORE_STEPS)
+        nx = xs[:, None] + steps[None, :, 0]
+        ny = ys[:, None] + steps[None, :, 1]
+        ok = (nx >= 0) & (nx < width) & (ny >= 0) & (ny < height)
+        diagonal = (steps[:, 0] != 0) & (steps[:, 1] != 0)
+        dst = nx * height + ny
+        graph._store(
+            np.broadcast_to(cells[:, None], ok.shape)[ok],
+            dst[ok],
+            np.where(diagonal, SQRT2, 1.0)[None, :].repeat(cells.size, axis=0)[ok],
+            np.where(diagonal[None, :], nx * height + ys[:, None], dst)[ok],
+            np.where(diagonal[None, :], xs[:, None] * height + ny, dst)[ok],
+        )
+        return graph
+
+    def _store(
+        self,
+        src: np.ndarray,
+        dst: np.ndarray,
+        weight: np.ndarray,
+        orth_a: np.ndarray,
+        orth_b: np.ndarray,
+    ) -> None:
+        width, height = self.width, self.height
         # int32 cells (the graph's size, and the window graphs it keeps, stay small)
-        self.src = src[order].astype(np.int32)
-        self.dst = np.concatenate(targets)[order].astype(np.int32)
-        self.weight = np.concatenate(weights)[order]
-        self.orth_a = np.concatenate(orth_a)[order].astype(np.int32)
-        self.orth_b = np.concatenate(orth_b)[order].astype(np.int32)
+        self.src = src.astype(np.int32)
+        self.dst = dst.astype(np.int32)
+        self.weight = weight
+        self.orth_a = orth_a.astype(np.int32)
+        self.orth_b = orth_b.astype(np.int32)
         self.diagonal = np.flatnonzero(self.orth_a != self.dst).astype(np.int32)
         self.diag_orth_a = self.orth_a[self.diagonal]
         self.diag_orth_b = self.orth_b[self.diagonal]
@@ -108,7 +151,7 @@ class GridGraph:
         shape = (window.width, window.height)
         graph = self._windows.pop(shape, None)
         if graph is None:
-            graph = GridGraph(np.full(shape, Terrain.FLOOR, dtype=np.uint8))
+            graph = GridGraph.open_grid(*shape)
             if len(self._windows) >= WINDOW_CACHE:
                 self._windows.pop(next(iter(self._windows)))  # the least recently used
         self._windows[shape] = graph

@@ -58,7 +58,7 @@ def test_store_answers_what_the_dense_step_array_did(plaza):
                 expected[c] = code
         assert np.array_equal(believed, expected)
         window = store.window(i, (int(xs[0]), int(ys[0])))
-        assert window.width % 8 == 0 or window.width == plaza.width
+        assert window.width % 16 == 0 or window.width == plaza.width
         assert np.array_equal(
             store.codes_in(i, window), window.crop(expected.reshape(plaza.raw.shape))
         )

@@ -180,3 +180,13 @@ def test_routes_in_the_belief_window_are_the_routes_over_the_whole_plaza():
         assert np.array_equal(small_reach, full_reach)
         compared += cells < all_cells and bool(small)
     assert compared >= 10  # most windows are smaller than the plaza
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (16, 8), (23, 40)])
+def test_open_grid_is_the_graph_of_an_all_floor_raster(shape):
+    built = GridGraph.open_grid(*shape)
+    reference = GridGraph(np.full(shape, Terrain.FLOOR, dtype=np.uint8))
+    for name in ("src", "dst", "weight", "orth_a", "orth_b", "diagonal", "indptr"):
+        assert np.array_equal(getattr(built, name), getattr(reference, name)), name
+    assert np.array_equal(built.diag_orth_a, reference.diag_orth_a)
+    assert np.array_equal(built.diag_orth_b, reference.diag_orth_b)
