@@ -146,9 +146,16 @@ def plot(results: dict[str, dict[str, dict]], model_name: str) -> Path | None:
             [r["n"] for r in with_cpu],
             [r["cpu_s"] for r in with_cpu],
             "^--",
+            color="C3",
             label="CPU user + sys (s)",
         )
-    ax.loglog(ns, [r["peak_rss_mb"] / 1024 for r in rows], "s-", label="peak RSS (GB)")
+    ax.loglog(
+        ns,
+        [r["peak_rss_mb"] / 1024 for r in rows],
+        "s-",
+        color="C1",
+        label="peak RSS (GB)",
+    )
     wall_goal, rss_goal = GOALS[model_name]
     ax.axhline(wall_goal, color="C0", ls=":", lw=1, label=f"goal {wall_goal:.0f} s")
     ax.axhline(rss_goal / 1024, color="C1", ls=":", lw=1, label="goal 4 GB")
