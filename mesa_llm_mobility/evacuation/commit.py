@@ -18,7 +18,7 @@ from mesa_llm_mobility.evacuation.decisions import (
 )
 from mesa_llm_mobility.evacuation.memory_flow import queue_revision, turn_summary
 from mesa_llm_mobility.evacuation.perception import heading_index
-from mesa_llm_mobility.evacuation.plaza import Terrain
+from mesa_llm_mobility.evacuation.plaza import Terrain, passable_mask
 from mesa_llm_mobility.evacuation.routing import COMMIT_CELLS, path_to
 from mesa_llm_mobility.evacuation.timing import step_time_s
 
@@ -302,11 +302,11 @@ def stitch(
         if max(abs(dx), abs(dy)) == 1:
             if dx and dy:
                 a = (
-                    believed.seen_step[i, (here[0] + dx) * height + here[1]] >= 0
+                    believed.knows(i, (here[0] + dx) * height + here[1])
                     and model.plaza.raw[here[0] + dx, here[1]] == Terrain.FLOOR
                 )
                 b = (
-                    believed.seen_step[i, here[0] * height + here[1] + dy] >= 0
+                    believed.knows(i, here[0] * height + here[1] + dy)
                     and model.plaza.raw[here[0], here[1] + dy] == Terrain.FLOOR
                 )
                 if not (a or b):
@@ -328,30 +328,33 @@ def route_now(
     Returns:
         The flat cells of the route (empty when the target is unreachable).
     """
-    height = model.plaza.height
-    flat_pass = model.belief.passable(i)
-    src = here[0] * height + here[1]
+    window = model.belief.window(i, here)
+    codes = model.belief.codes_in(i, window)
+    flat_pass = passable_mask(codes).ravel()
+    src = int(window.to_local(here[0] * model.plaza.height + here[1]))
     flat_pass[src] = True
     start = perf_counter()
-    sinks = model.opening_mask.ravel()
-    weights = model.graph.weights_for(flat_pass, sinks, src)
-    _, pred = model.graph.shortest_paths(flat_pass, src, weights)
+    graph = model.graph.window(window)
+    sinks = window.crop(model.opening_mask).ravel()
+    weights = graph.weights_for(flat_pass, sinks, src)
+    _, pred = graph.shortest_paths(flat_pass, src, weights)
     route: list[int] = []
-    goal = target[0] * height + target[1]
+    goal = int(window.to_local(target[0] * model.plaza.height + target[1]))
     if out.waypoint_offset is not None:
         wp = (
             context.position[0] + out.waypoint_offset.dx,
             context.position[1] + out.waypoint_offset.dy,
         )
-        wflat = wp[0] * height + wp[1]
+        wflat = int(window.to_local(wp[0] * model.plaza.height + wp[1]))
         first = path_to(pred, src, wflat)
         if first:
-            _, pred2 = model.graph.shortest_paths(
-                flat_pass, wflat, model.graph.weights_for(flat_pass, sinks, wflat)
+            _, pred2 = graph.shortest_paths(
+                flat_pass, wflat, graph.weights_for(flat_pass, sinks, wflat)
             )
             second = path_to(pred2, wflat, goal)
             route = first + second if second or wflat == goal else []
     if not route:
         route = path_to(pred, src, goal)
+    route = window.to_plaza(route).tolist()
     model.timing["routing"] += perf_counter() - start
     return route

@@ -178,9 +178,7 @@ def communicate(model: EvacuationModel) -> None:
     ):  # only news: the receiver never saw it
         mine = openings == k
         if mine.any():
-            known[mine] = np.any(
-                model.belief.seen_step[np.ix_(receivers[mine], cells)] >= 0, axis=1
-            )
+            known[mine] = np.any(model.belief.known(receivers[mine], cells), axis=1)
     sent = model.info_sent
     for si, ri, k, seen in zip(
         senders_.tolist(),

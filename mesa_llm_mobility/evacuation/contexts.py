@@ -42,6 +42,7 @@ from mesa_llm_mobility.evacuation.timing import (
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.evacuation.agents import Pedestrian
+    from mesa_llm_mobility.evacuation.layers import BeliefWindow
     from mesa_llm_mobility.evacuation.model import EvacuationModel
 
 HIGH_EFFORT_TRIGGERS = frozenset({"first_sighting", "threat_visible"})
@@ -69,14 +70,15 @@ def view_codes(model: EvacuationModel) -> np.ndarray:
 
 
 def known_openings(
-    model: EvacuationModel, i: int, codes: np.ndarray
+    model: EvacuationModel, i: int, codes: np.ndarray, window: BeliefWindow
 ) -> tuple[list[KnownOpening], list[OpeningAnchor]]:
     """The openings pedestrian ``i`` has seen, as it believes them, and the usable ones' anchors.
 
     Args:
         model: The model.
         i: The pedestrian's row.
-        codes: Its believed terrain codes (flat).
+        codes: Its believed terrain codes inside ``window`` (``[x, y]``).
+        window: The part of the plaza ``codes`` covers (every cell the pedestrian knows).
 
     Returns:
         The known openings (state, offset, distance, age of the last sight) and the anchors of
@@ -84,14 +86,15 @@ def known_openings(
     """
     height = model.plaza.height
     x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
+    local_codes = codes.ravel()
     known, anchors = [], []
     for k, opening in enumerate(model.plaza.openings):
         cells = model.opening_cells[k]
-        seen = model.belief.seen_step[i, cells]
+        seen = model.belief.last_seen(i, cells)
         if not np.any(seen >= 0):
             continue
         cells_known = cells[seen >= 0]
-        state_code = int(codes[cells_known[0]])
+        state_code = int(local_codes[window.to_local(cells_known[0])])
         state = {
             Terrain.EXIT: "open",
             Terrain.GATE_OPEN: "open",
@@ -149,9 +152,8 @@ def decision_request(
     entities: dict[int, str] = {}
     people, threats, threat_offsets = [], [], []
     adversary_ids, body_ids = [], []
-    for cell, e in zip(cells.tolist(), occ.tolist(), strict=True):
-        if e < 0 or e == i:
-            continue
+    held = (occ >= 0) & (occ != i)  # in the view's order
+    for cell, e in zip(cells[held].tolist(), occ[held].tolist(), strict=True):
         cx, cy = divmod(cell, height)
         if e == model.n_pedestrians:
             entities[cell] = "A"
@@ -167,22 +169,22 @@ def decision_request(
             entities[cell] = "p"
             people.append((cx, cy))
     view = SymbolicView(cells, height, view_codes(model), (x, y), entities)
-    codes = model.belief.codes(i)
-    known_mask = (codes != Terrain.UNKNOWN).reshape(width, height)
-    passable = passable_mask(codes).reshape(width, height)
-    known, anchors = known_openings(model, i, codes)
+    window = model.belief.window(i, (x, y))
+    codes = model.belief.codes_in(i, window)
+    known, anchors = known_openings(model, i, codes, window)
     start = perf_counter()
     options, dist = route_options(
         model.graph,
-        passable,
-        known_mask,
+        passable_mask(codes),
+        codes != Terrain.UNKNOWN,
         (x, y),
         anchors,
         agent.visited,
         np.array(people).reshape(-1, 2),
         np.array(threats).reshape(-1, 2),
         model.cell_size_m,
-        sinks=model.opening_mask,
+        sinks=window.crop(model.opening_mask),
+        window=window,
     )
     model.timing["routing"] += perf_counter() - start
     memory = agent.memory
@@ -264,8 +266,9 @@ def decision_request(
         adversary_ids=tuple(adversary_ids),
         body_ids=tuple(body_ids),
         grid_size=(width, height),
-        reachable=np.isfinite(dist),
+        reachable=np.isfinite(dist).reshape(codes.shape),
         belief_codes=codes,
+        belief_origin=(window.x0, window.y0),
     )
     return DecisionRequest(
         EVACUATION_MOVE,

@@ -24,7 +24,7 @@ from mesa_llm_mobility.cognition.kinds import DecisionKind
 from mesa_llm_mobility.evacuation.ascii_view import SymbolicView
 from mesa_llm_mobility.evacuation.communication import ExitHint, HeardShout
 from mesa_llm_mobility.evacuation.personality import Personality
-from mesa_llm_mobility.evacuation.plaza import passable_mask
+from mesa_llm_mobility.evacuation.plaza import Terrain, passable_mask
 from mesa_llm_mobility.evacuation.prompts import CAPSULE_CHARS, render_evacuation_prompt
 from mesa_llm_mobility.evacuation.routing import RouteOption
 
@@ -118,17 +118,30 @@ class EvacuationContext:
     body_ids: tuple[int, ...] = ()
     grid_size: tuple[int, int] = (0, 0)
     reachable: np.ndarray = field(
-        default_factory=lambda: np.zeros(0, dtype=bool), repr=False
+        default_factory=lambda: np.zeros((0, 0), dtype=bool), repr=False
     )
-    """Flat mask of the cells reachable through observed cells (the routing distance is finite);
-    a mask rather than the float distances keeps a pending request small."""
+    """``[x, y]`` mask of the cells reachable through observed cells (the routing distance is
+    finite), over the pedestrian's belief window (``belief_origin``); a mask rather than the
+    float distances keeps a pending request small."""
     belief_codes: np.ndarray = field(
-        default_factory=lambda: np.zeros(0, dtype=np.uint8), repr=False
+        default_factory=lambda: np.zeros((0, 0), dtype=np.uint8), repr=False
     )
+    """``[x, y]`` believed terrain codes over the belief window: the box of every cell the
+    pedestrian perceived (cells outside it are unknown), not the whole plaza."""
+    belief_origin: tuple[int, int] = (0, 0)
+    """Plaza cell of the belief window's ``[0, 0]``."""
 
     def option(self, route_id: str) -> RouteOption | None:
         """The offered option with this id, if any."""
         return next((o for o in self.options if o.route_id == route_id), None)
+
+    def believed(self, x: int, y: int) -> tuple[int, bool]:
+        """The believed code of plaza cell ``(x, y)`` and whether it is reachable."""
+        lx, ly = x - self.belief_origin[0], y - self.belief_origin[1]
+        rows, columns = self.belief_codes.shape
+        if not (0 <= lx < rows and 0 <= ly < columns):
+            return int(Terrain.UNKNOWN), False
+        return int(self.belief_codes[lx, ly]), bool(self.reachable[lx, ly])
 
     def summary(self) -> str:
         """Short inputs summary for the decisions table."""
@@ -177,15 +190,14 @@ def _offset_errors(context: EvacuationContext, offset: Offset, label: str) -> li
         return [f"{where} is your own cell; choose another cell"]
     if not (0 <= x < width and 0 <= y < height):
         return [f"{where} lies outside the map"]
-    flat = x * height + y
-    code = int(context.belief_codes[flat])
-    if code == 255:
+    code, reachable = context.believed(x, y)
+    if code == Terrain.UNKNOWN:
         return [
             f"{where} is a cell you have not observed ('?'); choose an observed cell"
         ]
     if not passable_mask(np.array([code]))[0]:
         return [f"{where} is not passable (wall, tree or closed gate)"]
-    if not context.reachable[flat]:
+    if not reachable:
         return [f"{where} cannot be reached through cells you have observed"]
     return []
 

@@ -93,11 +93,12 @@ class EffectiveLayer:
 
 
 class BeliefStore:
-    """Private belief maps of ``n`` pedestrians.
+    """Private belief maps of ``n`` pedestrians, without an ``n x cells`` array of steps.
 
-    ``seen_step[i, flat]`` is the last step at which pedestrian ``i`` perceived cell ``flat``
-    (``-1``: never). Terrain is static except gates, whose last seen state per pedestrian is kept
-    in ``gate_seen``; so a belief costs two bytes per cell.
+    Terrain is static except gates, so a belief is which cells the pedestrian perceived (one bit
+    per cell, packed), the last step it perceived each opening cell (``-1``: never; the age of
+    what it knows about the openings), the gate state it last saw per gate cell, and the
+    bounding box of everything it perceived (routing works inside that box).
     """
 
     def __init__(self, plaza: Plaza, n_agents: int) -> None:
@@ -106,12 +107,21 @@ class BeliefStore:
         self.gate_flat = np.flatnonzero(plaza.raw.ravel() == Terrain.GATE_OPEN)
         self._gate_slot = np.full(self.static_codes.size, -1, dtype=np.int32)
         self._gate_slot[self.gate_flat] = np.arange(self.gate_flat.size)
-        self.seen_step = np.full(
-            (n_agents, self.width * self.height), -1, dtype=np.int16
+        self.opening_flat = np.flatnonzero(plaza.opening_index.ravel() >= 0)
+        self._opening_slot = np.full(self.static_codes.size, -1, dtype=np.int32)
+        self._opening_slot[self.opening_flat] = np.arange(self.opening_flat.size)
+        self._row_bytes = (self.static_codes.size + 7) // 8
+        self._known_bits = np.zeros((n_agents, self._row_bytes), dtype=np.uint8)
+        self.opening_seen_step = np.full(
+            (n_agents, self.opening_flat.size), -1, dtype=np.int16
         )
         self.gate_seen = np.full(
             (n_agents, self.gate_flat.size), Terrain.UNKNOWN, dtype=np.uint8
         )
+        self._y_of_cell = np.tile(np.arange(self.height, dtype=np.int32), self.width)
+        big = np.iinfo(np.int32).max
+        self.box = np.tile(np.array([big, -1, big, -1], dtype=np.int32), (n_agents, 1))
+        """Per agent: smallest and largest x, smallest and largest y it perceived."""
 
     def observe(
         self,
@@ -121,26 +131,153 @@ class BeliefStore:
         effective_codes: np.ndarray,
     ) -> None:
         """Record that ``agents[k]`` perceived ``flat_cells[k]`` at ``step`` (pairs, same length)."""
-        self.seen_step[agents, flat_cells] = step
-        slots = self._gate_slot[flat_cells]
-        gates = slots >= 0
-        if gates.any():
-            self.gate_seen[agents[gates], slots[gates]] = effective_codes.ravel()[
-                flat_cells[gates]
-            ]
-
-    def codes(self, agent: int) -> np.ndarray:
-        """Believed terrain codes of one agent, flat, ``UNKNOWN`` where never observed."""
-        codes = np.where(
-            self.seen_step[agent] >= 0, self.static_codes, Terrain.UNKNOWN
-        ).astype(np.uint8)
-        codes[self.gate_flat] = np.where(
-            self.seen_step[agent, self.gate_flat] >= 0,
-            self.gate_seen[agent],
-            Terrain.UNKNOWN,
+        if agents.size == 0:
+            return
+        bit = np.left_shift(np.uint8(1), (flat_cells & 7).astype(np.uint8))
+        np.bitwise_or.at(
+            self._known_bits.reshape(-1),
+            agents * self._row_bytes + (flat_cells >> 3),
+            bit,
         )
+        slots = self._opening_slot[flat_cells]
+        hit = np.flatnonzero(slots >= 0)
+        if hit.size:
+            self.opening_seen_step[agents[hit], slots[hit]] = step
+            gate_slots = self._gate_slot[
+                flat_cells[hit]
+            ]  # gate cells are opening cells
+            gates = hit[gate_slots >= 0]
+            self.gate_seen[agents[gates], gate_slots[gate_slots >= 0]] = (
+                effective_codes.ravel()[flat_cells[gates]]
+            )
+        self._grow_boxes(agents, flat_cells)
+
+    def _grow_boxes(self, agents: np.ndarray, flat_cells: np.ndarray) -> None:
+        # one reduction per run of equal agents (perception pairs come grouped by viewer)
+        starts = np.flatnonzero(np.diff(agents, prepend=-1))
+        who = agents[starts]
+        # x from the extreme flat cells (x-major order), y by a table (cheaper than divmod)
+        lowest = np.minimum.reduceat(flat_cells, starts)
+        highest = np.maximum.reduceat(flat_cells, starts)
+        ys = self._y_of_cell[flat_cells]
+        for column, reduce, values in (
+            (0, np.minimum, lowest // self.height),
+            (1, np.maximum, highest // self.height),
+            (2, np.minimum, np.minimum.reduceat(ys, starts)),
+            (3, np.maximum, np.maximum.reduceat(ys, starts)),
+        ):
+            reduce.at(self.box[:, column], who, values)
+
+    def known(self, agents: np.ndarray | int, flat_cells: np.ndarray) -> np.ndarray:
+        """Whether each agent perceived each cell: ``(len(agents), len(cells))`` (1-D for one)."""
+        flat_cells = np.asarray(flat_cells, dtype=np.int64)
+        data = self._known_bits[np.asarray(agents)[..., None], flat_cells >> 3]
+        return (data >> (flat_cells & 7).astype(np.uint8)) & 1 == 1
+
+    def knows(self, agent: int, flat: int) -> bool:
+        """Whether ``agent`` perceived the cell ``flat``."""
+        return bool((int(self._known_bits[agent, flat >> 3]) >> (flat & 7)) & 1)
+
+    def last_seen(self, agent: int, opening_cells: np.ndarray) -> np.ndarray:
+        """Last step ``agent`` perceived each of ``opening_cells`` (flat opening cells; ``-1``: never)."""
+        return self.opening_seen_step[agent, self._opening_slot[opening_cells]]
+
+    def window(
+        self, agent: int, cell: tuple[int, int], margin: int = 1
+    ) -> BeliefWindow:
+        """The box of everything ``agent`` perceived and ``cell``, widened by ``margin`` cells."""
+        x_lo, x_hi, y_lo, y_hi = (int(v) for v in self.box[agent])
+        x_lo, x_hi = min(x_lo, cell[0]), max(x_hi, cell[0])
+        y_lo, y_hi = min(y_lo, cell[1]), max(y_hi, cell[1])
+        x0, width = _span(x_lo - margin, x_hi + margin, self.width)
+        y0, height = _span(y_lo - margin, y_hi + margin, self.height)
+        return BeliefWindow(x0, y0, width, height, self.height)
+
+    def codes_in(self, agent: int, window: BeliefWindow) -> np.ndarray:
+        """Believed terrain codes of one agent inside ``window`` (``[x, y]``, ``UNKNOWN`` unseen)."""
+        flat = window.plaza_cells()
+        lo = int(flat[0, 0]) >> 3
+        hi = (int(flat[-1, -1]) >> 3) + 1
+        bits = np.unpackbits(self._known_bits[agent, lo:hi], bitorder="little")
+        seen = bits[flat - lo * 8].astype(bool)
+        codes = np.where(seen, self.static_codes[flat], Terrain.UNKNOWN).astype(
+            np.uint8
+        )
+        gx, gy = np.divmod(self.gate_flat, self.height)
+        inside = window.contains(gx, gy)
+        if inside.any():
+            lx, ly = gx[inside] - window.x0, gy[inside] - window.y0
+            codes[lx, ly] = np.where(
+                seen[lx, ly], self.gate_seen[agent, inside], Terrain.UNKNOWN
+            )
         return codes
 
-    def passable(self, agent: int) -> np.ndarray:
-        """Flat mask of cells the agent believes passable (observed and passable when seen)."""
-        return passable_mask(self.codes(agent))
+
+WINDOW_STEP = 16
+"""Belief windows are a multiple of this many cells wide and high (few shapes: cached graphs)."""
+
+
+def _span(lo: int, hi: int, size: int) -> tuple[int, int]:
+    """Start and length of a run of cells inside ``0..size - 1`` that covers ``lo..hi``.
+
+    The length is a multiple of ``WINDOW_STEP`` where the plaza allows.
+    """
+    lo, hi = max(0, lo), min(size - 1, hi)
+    length = min(size, -(-(hi - lo + 1) // WINDOW_STEP) * WINDOW_STEP)
+    return min(lo, size - length), length
+
+
+@dataclass(frozen=True)
+class BeliefWindow:
+    """A rectangle of the plaza: cells ``x0 <= x < x0 + width``, ``y0 <= y < y0 + height``.
+
+    Local flat cells are ``(x - x0) * height + (y - y0)``; plaza flat cells
+    ``x * plaza_height + y``. Both orders agree, so a search inside the window visits cells and
+    edges in the same order as one over the plaza.
+    """
+
+    x0: int
+    y0: int
+    width: int
+    height: int
+    plaza_height: int
+
+    @classmethod
+    def whole(cls, width: int, height: int) -> BeliefWindow:
+        """The window covering a whole ``width x height`` plaza."""
+        return cls(0, 0, width, height, height)
+
+    @property
+    def n_cells(self) -> int:
+        """Cells of the window."""
+        return self.width * self.height
+
+    def contains(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """Which plaza coordinates lie inside the window."""
+        return (
+            (xs >= self.x0)
+            & (xs < self.x0 + self.width)
+            & (ys >= self.y0)
+            & (ys < self.y0 + self.height)
+        )
+
+    def plaza_cells(self) -> np.ndarray:
+        """``[x, y]`` local -> plaza flat cell."""
+        return (
+            np.arange(self.x0, self.x0 + self.width)[:, None] * self.plaza_height
+        ) + (np.arange(self.y0, self.y0 + self.height)[None, :])
+
+    def to_local(self, flat: np.ndarray | int) -> np.ndarray:
+        """Plaza flat cells -> local flat cells (``-1`` outside the window)."""
+        xs, ys = np.divmod(np.asarray(flat, dtype=np.int64), self.plaza_height)
+        local = (xs - self.x0) * self.height + (ys - self.y0)
+        return np.where(self.contains(xs, ys), local, -1)
+
+    def to_plaza(self, local: np.ndarray | list[int]) -> np.ndarray:
+        """Local flat cells -> plaza flat cells."""
+        lx, ly = np.divmod(np.asarray(local, dtype=np.int64), self.height)
+        return (lx + self.x0) * self.plaza_height + (ly + self.y0)
+
+    def crop(self, grid: np.ndarray) -> np.ndarray:
+        """The window's part of a plaza-sized ``[x, y]`` array."""
+        return grid[self.x0 : self.x0 + self.width, self.y0 : self.y0 + self.height]

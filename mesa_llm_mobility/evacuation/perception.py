@@ -187,21 +187,30 @@ def perceive(
     """
     width, height = opaque.shape
     r = geometry.radius_cells
-    padded = np.ones((width + 2 * r, height + 2 * r), dtype=bool)
+    padded_height = height + 2 * r
+    # the plaza padded by the radius: opaque outside, and each padded cell's plaza cell (-1 off)
+    padded = np.ones((width + 2 * r, padded_height), dtype=bool)
     padded[r : r + width, r : r + height] = opaque
+    blocked_at = padded.ravel()
+    plaza_cell = np.full(padded.shape, -1, dtype=np.int64)
+    plaza_cell[r : r + width, r : r + height] = np.arange(width * height).reshape(
+        width, height
+    )
+    plaza_at = plaza_cell.ravel()
     xs = np.asarray(xs, dtype=np.int64)
     ys = np.asarray(ys, dtype=np.int64)
     headings = np.asarray(headings, dtype=np.int64)
-    viewers = [np.arange(xs.size)]
-    cells = [xs * height + ys]
+    n = xs.size
+    per_viewer = np.ones(n, dtype=np.int64)  # its own cell, then what it sees
+    seen_by_group = []
     for h in range(8):
         sel = np.flatnonzero(headings == h)
         if sel.size == 0:
             continue
         group = geometry.groups[h]
-        gx = xs[sel, None] + group.dx[None, :]
-        gy = ys[sel, None] + group.dy[None, :]
-        blocked = padded[gx + r, gy + r]
+        here = (xs[sel] + r) * padded_height + ys[sel] + r
+        at = here[:, None] + (group.dx * padded_height + group.dy)[None, :]
+        blocked = blocked_at[at]
         los = np.empty(blocked.shape, dtype=bool)
         for start, stop in group.rings:
             parents = group.parent[start:stop]
@@ -209,21 +218,22 @@ def perceive(
                 los[:, start:stop] = True
             else:
                 los[:, start:stop] = los[:, parents] & ~blocked[:, parents]
-        visible = (
-            los
-            & group.in_view[None, :]
-            & (gx >= 0)
-            & (gx < width)
-            & (gy >= 0)
-            & (gy < height)
+        cells = plaza_at[at]
+        visible = los & group.in_view[None, :] & (cells >= 0)
+        counts = np.count_nonzero(visible, axis=1)
+        per_viewer[sel] += counts
+        seen_by_group.append((sel, counts, cells[visible]))
+    # sorted by viewer without a sort: each viewer's own cell, then its cells in offset order
+    first = np.cumsum(per_viewer) - per_viewer
+    cell = np.empty(int(per_viewer.sum()), dtype=np.int64)
+    cell[first] = xs * height + ys
+    for sel, counts, cells in seen_by_group:
+        row_start = np.cumsum(counts) - counts
+        cell[np.repeat(first[sel] + 1 - row_start, counts) + np.arange(cells.size)] = (
+            cells
         )
-        a, k = np.nonzero(visible)
-        viewers.append(sel[a])
-        cells.append(gx[a, k] * height + gy[a, k])
-    viewer = np.concatenate(viewers)
-    cell = np.concatenate(cells)
-    order = np.argsort(viewer, kind="stable")
-    return Perception(viewer[order], cell[order], int(xs.size))
+    viewer = np.repeat(np.arange(n), per_viewer)
+    return Perception(viewer, cell, int(n))
 
 
 _UNIT_HEADINGS = HEADING_VECTORS / np.linalg.norm(

@@ -19,11 +19,15 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
+from mesa_llm_mobility.evacuation.layers import BeliefWindow
 from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, PASSABLE_CODES, Terrain
 
 SQRT2 = math.sqrt(2.0)
 COMMIT_CELLS = 20
 """At most this many cells of a route are committed per decision (spec)."""
+
+WINDOW_CACHE = 96
+"""Window graphs kept for reuse, one per window shape (:meth:`GridGraph.window`)."""
 
 COMPASS = ("E", "NE", "N", "NW", "W", "SW", "S", "SE")
 
@@ -76,18 +80,82 @@ class GridGraph:
                 orth_b.append(t)
         src = np.concatenate(sources)
         order = np.argsort(src, kind="stable")
-        self.src = src[order]
-        self.dst = np.concatenate(targets)[order]
-        self.weight = np.concatenate(weights)[order]
-        self.orth_a = np.concatenate(orth_a)[order]
-        self.orth_b = np.concatenate(orth_b)[order]
-        self.diagonal = np.flatnonzero(self.orth_a != self.dst)
+        self._store(
+            src[order],
+            np.concatenate(targets)[order],
+            np.concatenate(weights)[order],
+            np.concatenate(orth_a)[order],
+            np.concatenate(orth_b)[order],
+        )
+
+    @classmethod
+    def open_grid(cls, width: int, height: int) -> GridGraph:
+        """The graph of a ``width x height`` grid with every cell a candidate.
+
+        The same as ``GridGraph`` of an all-floor raster, built in edge order without a sort
+        (window graphs are made often).
+        """
+        graph = cls.__new__(cls)
+        graph.width, graph.height = width, height
+        cells = np.arange(width * height)
+        xs, ys = np.divmod(cells, height)
+        steps = np.array(MOORE_STEPS)
+        nx = xs[:, None] + steps[None, :, 0]
+        ny = ys[:, None] + steps[None, :, 1]
+        ok = (nx >= 0) & (nx < width) & (ny >= 0) & (ny < height)
+        diagonal = (steps[:, 0] != 0) & (steps[:, 1] != 0)
+        dst = nx * height + ny
+        graph._store(
+            np.broadcast_to(cells[:, None], ok.shape)[ok],
+            dst[ok],
+            np.where(diagonal, SQRT2, 1.0)[None, :].repeat(cells.size, axis=0)[ok],
+            np.where(diagonal[None, :], nx * height + ys[:, None], dst)[ok],
+            np.where(diagonal[None, :], xs[:, None] * height + ny, dst)[ok],
+        )
+        return graph
+
+    def _store(
+        self,
+        src: np.ndarray,
+        dst: np.ndarray,
+        weight: np.ndarray,
+        orth_a: np.ndarray,
+        orth_b: np.ndarray,
+    ) -> None:
+        width, height = self.width, self.height
+        # int32 cells (the graph's size, and the window graphs it keeps, stay small)
+        self.src = src.astype(np.int32)
+        self.dst = dst.astype(np.int32)
+        self.weight = weight
+        self.orth_a = orth_a.astype(np.int32)
+        self.orth_b = orth_b.astype(np.int32)
+        self.diagonal = np.flatnonzero(self.orth_a != self.dst).astype(np.int32)
         self.diag_orth_a = self.orth_a[self.diagonal]
         self.diag_orth_b = self.orth_b[self.diagonal]
         self.indptr = np.searchsorted(self.src, np.arange(width * height + 1)).astype(
             np.int32
         )
-        self.indices = self.dst.astype(np.int32)
+        self.indices = self.dst
+        self._windows: dict[tuple[int, int], GridGraph] = {}
+
+    def window(self, window: BeliefWindow) -> GridGraph:
+        """A graph for searches inside ``window``, in the window's local cell numbers.
+
+        It is the full 8-neighbour graph of a ``window.width x window.height`` grid (cached by
+        shape): the edges of this graph inside the window plus edges into cells that are never
+        passable (walls, trees), in the same order. A mask makes those edges infinite, and a
+        search skips infinite edges, so a search whose reachable cells all lie inside the
+        window gives the same distances and predecessors as one over the plaza, at the cost
+        of the window instead of the plaza.
+        """
+        shape = (window.width, window.height)
+        graph = self._windows.pop(shape, None)
+        if graph is None:
+            graph = GridGraph.open_grid(*shape)
+            if len(self._windows) >= WINDOW_CACHE:
+                self._windows.pop(next(iter(self._windows)))  # the least recently used
+        self._windows[shape] = graph
+        return graph
 
     @property
     def n_cells(self) -> int:
@@ -254,11 +322,12 @@ def route_options(
     cell_size_m: float,
     max_options: int = 4,
     sinks: np.ndarray | None = None,
+    window: BeliefWindow | None = None,
 ) -> tuple[list[RouteOption], np.ndarray]:
     """Up to ``max_options`` routes to known openings and frontier cells, plus an alternative.
 
     Args:
-        graph: The static grid graph.
+        graph: The static grid graph of the plaza.
         passable: ``[x, y]`` believed passable cells (observed and passable when seen).
         known: ``[x, y]`` observed cells.
         source: The pedestrian's cell.
@@ -269,11 +338,28 @@ def route_options(
         cell_size_m: Cell size for clearances.
         max_options: Options before the corridor-distinct alternative.
         sinks: ``[x, y]`` cells routes may end in but not cross (openings); never frontier anchors.
+        window: The part of the plaza that ``passable``, ``known``, ``sinks`` and the returned
+            distances cover (``None``: all of it); it must hold every known cell and
+            ``source`` with a margin of one cell, so the routes are those over the plaza.
+            Everything else (``source``, anchors, people, threats, visited, the routes' paths)
+            is in plaza coordinates.
 
     Returns:
-        The options and the distance array from ``source`` (flat, ``inf`` when unreachable),
-        which the validator reuses for target offsets.
+        The options and the distance array from ``source`` (flat over ``window``, ``inf`` when
+        unreachable), which the validator reuses for target offsets.
     """
+    if window is None:
+        window = BeliefWindow.whole(graph.width, graph.height)
+    else:
+        graph = graph.window(window)
+    origin = np.array([window.x0, window.y0])
+    source = (source[0] - window.x0, source[1] - window.y0)
+    people = people - origin
+    threats = threats - origin
+    openings = [
+        OpeningAnchor(a.opening_id, a.kind, int(window.to_local(a.cell)))
+        for a in openings
+    ]
     height = graph.height
     flat_pass = passable.ravel().copy()
     src = source[0] * height + source[1]
@@ -330,9 +416,11 @@ def route_options(
             chosen.append((d, "frontier", None, k))
             angles.append(angle)
     options: list[RouteOption] = []
+    local_paths: list[list[int]] = []
     for _d, kind, opening_id, cell in chosen:
         path = path_to(pred, src, cell)
         if path:
+            local_paths.append(path)
             options.append(
                 _option(
                     f"R{len(options) + 1}",
@@ -345,11 +433,13 @@ def route_options(
                     people,
                     threats,
                     cell_size_m,
+                    window,
                 )
             )
     if options:
-        nearest = min(options, key=lambda o: o.length_cells)
-        alternative = _alternative(graph, weights, src, nearest.path, height)
+        nearest_k = min(range(len(options)), key=lambda k: options[k].length_cells)
+        nearest = options[nearest_k]
+        alternative = _alternative(graph, weights, src, local_paths[nearest_k], height)
         if alternative:
             options.append(
                 _option(
@@ -363,6 +453,7 @@ def route_options(
                     people,
                     threats,
                     cell_size_m,
+                    window,
                     alternative=True,
                 )
             )
@@ -373,7 +464,7 @@ def _alternative(
     graph: GridGraph,
     weights: np.ndarray,
     src: int,
-    path: tuple[int, ...],
+    path: list[int],
     height: int,
 ) -> list[int]:
     """A path to the same anchor avoiding the corridor (Chebyshev 1) around the first path's middle.
@@ -412,6 +503,7 @@ def _option(
     people: np.ndarray,
     threats: np.ndarray,
     cell_size_m: float,
+    window: BeliefWindow,
     *,
     alternative: bool = False,
 ) -> RouteOption:
@@ -426,6 +518,7 @@ def _option(
             np.abs(people[:, 1, None] - py[None, :]),
         )
         along = int(np.count_nonzero(cheb.min(axis=1) <= 1))
+    plaza_path = tuple(window.to_plaza(cells).tolist())
     clearance = None
     if len(threats):
         d2 = (threats[:, 0, None] - px[None, :]) ** 2 + (
@@ -439,10 +532,10 @@ def _option(
         anchor_offset=(dx, dy),
         direction=compass(dx, dy),
         length_cells=len(path),
-        familiarity=round(sum(1 for c in path if c in visited) / len(path), 3),
+        familiarity=round(sum(1 for c in plaza_path if c in visited) / len(path), 3),
         visible_people=along,
         threat_clearance_m=clearance,
         reaches_anchor=len(path) <= COMMIT_CELLS,
         alternative=alternative,
-        path=tuple(int(c) for c in path),
+        path=plaza_path,
     )

@@ -60,14 +60,15 @@ def test_validator_names_the_problem(context):
         "exactly one of route_id or target_offset"
         in validate_evacuation_move(context, decision())[0]
     )
-    _, height = context.grid_size
+    # the belief arrays cover the pedestrian's belief window, from belief_origin
     x, y = context.position
+    lx, ly = x - context.belief_origin[0], y - context.belief_origin[1]
     codes = context.belief_codes.copy()
     reachable = context.reachable.copy()
-    codes[(x + 2) * height + y] = Terrain.UNKNOWN
-    codes[(x - 2) * height + y] = Terrain.TREE
-    codes[x * height + y + 2] = Terrain.FLOOR
-    reachable[x * height + y + 2] = False
+    codes[lx + 2, ly] = Terrain.UNKNOWN
+    codes[lx - 2, ly] = Terrain.TREE
+    codes[lx, ly + 2] = Terrain.FLOOR
+    reachable[lx, ly + 2] = False
     ctx = dataclasses.replace(context, belief_codes=codes, reachable=reachable)
     assert (
         "not observed"

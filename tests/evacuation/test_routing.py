@@ -5,7 +5,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from mesa_llm_mobility.evacuation.plaza import Terrain
+from mesa_llm_mobility.evacuation.contexts import known_openings
+from mesa_llm_mobility.evacuation.layers import BeliefWindow
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.plaza import Terrain, passable_mask
 from mesa_llm_mobility.evacuation.routing import (
     GridGraph,
     OpeningAnchor,
@@ -139,3 +142,51 @@ def test_route_options_attributes():
         frontier_mask(known, passable)[8, 5]
         and not frontier_mask(known, passable)[9, 5]
     )
+
+
+def test_routes_in_the_belief_window_are_the_routes_over_the_whole_plaza():
+    """The window search must give the same options, paths and reachability as the plaza's."""
+    model = EvacuationModel(
+        None, composition={"average": 40}, random_spawn=True, rng=5, time_limit_s=8
+    )
+    model.run()  # beliefs after the gates closed, with walked, irregular belief boxes
+    whole = BeliefWindow.whole(model.plaza.width, model.plaza.height)
+    compared = 0
+    for agent in model.pedestrians:
+        i = agent.index
+        here = (int(model.pos[i, 0]), int(model.pos[i, 1]))
+        results = []
+        for window in (model.belief.window(i, here), whole):
+            codes = model.belief.codes_in(i, window)
+            _, anchors = known_openings(model, i, codes, window)
+            options, dist = route_options(
+                model.graph,
+                passable_mask(codes),
+                codes != Terrain.UNKNOWN,
+                here,
+                anchors,
+                agent.visited,
+                np.array([[here[0] + 2, here[1]]]),
+                np.array([[here[0], here[1] + 3]]),
+                model.cell_size_m,
+                sinks=window.crop(model.opening_mask),
+                window=window,
+            )
+            reachable = np.zeros(model.plaza.raw.shape, dtype=bool)
+            window.crop(reachable)[...] = np.isfinite(dist).reshape(codes.shape)
+            results.append((options, reachable, window.n_cells))
+        (small, small_reach, cells), (full, full_reach, all_cells) = results
+        assert small == full
+        assert np.array_equal(small_reach, full_reach)
+        compared += cells < all_cells and bool(small)
+    assert compared >= 10  # most windows are smaller than the plaza
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (16, 8), (23, 40)])
+def test_open_grid_is_the_graph_of_an_all_floor_raster(shape):
+    built = GridGraph.open_grid(*shape)
+    reference = GridGraph(np.full(shape, Terrain.FLOOR, dtype=np.uint8))
+    for name in ("src", "dst", "weight", "orth_a", "orth_b", "diagonal", "indptr"):
+        assert np.array_equal(getattr(built, name), getattr(reference, name)), name
+    assert np.array_equal(built.diag_orth_a, reference.diag_orth_a)
+    assert np.array_equal(built.diag_orth_b, reference.diag_orth_b)
