@@ -1,5 +1,7 @@
 """``mlm traj ...`` commands: synthesize a history, generate trajectories, evaluate them.
 
+``mlm traj realism`` runs the realism detectors (:func:`~.realism.realism`).
+
 ``mesa_llm_mobility/cli.py`` calls :func:`add_traj_commands` on its subparsers.
 """
 
@@ -118,6 +120,40 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
         print(f"written {args.json}")
+    return 0
+
+
+def realism_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm traj realism``: the detectors' AUROC / AP table, printed (and saved)."""
+    from mesa_llm_mobility.trajectory.realism import realism  # noqa: PLC0415
+    from mesa_llm_mobility.trajectory.staypoints import read_history  # noqa: PLC0415
+
+    real = read_history(args.real, timezone=args.timezone)
+    generated = read_history(args.generated, timezone=args.timezone)
+    began = time.process_time()
+    table = realism(
+        real,
+        generated,
+        seed=args.seed,
+        detectors=tuple(args.detectors),
+        classifier_kind=args.classifier,
+    )
+    print(
+        f"{len(generated)} generated vs {len(real)} real visits, "
+        f"{int(table['individuals'].iloc[0])} individuals compared "
+        f"({int(table['unmatched'].iloc[0])} left out), seed {args.seed}; "
+        "AUROC / AP near 0.5 = indistinguishable:"
+    )
+    shown = table[["detector", "level", "auroc", "ap", "n_real", "n_generated"]].copy()
+    shown["auroc 95% CI"] = [
+        f"{low:.3f}-{high:.3f}"
+        for low, high in zip(table["auroc_ci_low"], table["auroc_ci_high"], strict=True)
+    ]
+    print(shown.to_string(index=False, float_format=lambda value: f"{value:.4f}"))
+    print(f"({time.process_time() - began:.1f} s CPU)")
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"written {args.csv}")
     return 0
 
 
@@ -241,3 +277,47 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
         "--json", default=None, help="also write the metrics to this JSON file"
     )
     evaluate.set_defaults(handler=evaluate_command)
+
+    add_realism_command(commands)
+
+
+def add_realism_command(commands: argparse._SubParsersAction) -> None:
+    """Register ``traj realism`` (the detectors of :mod:`~.realism`)."""
+    from mesa_llm_mobility.trajectory.realism.choices import (  # noqa: PLC0415
+        CLASSIFIERS,
+        DEFAULT_DETECTORS,
+        DETECTORS,
+    )
+
+    realism = commands.add_parser(
+        "realism",
+        help="detectors that try to tell generated trajectories from real ones (AUROC / AP)",
+        description="Train the visit-level (ICAD-like), individual-level (BeSTAD-like) and "
+        "classifier two-sample detectors on part of the real days and report how well they "
+        "separate the other real days from the generated ones: AUROC and AP on a balanced "
+        "split, 0.5 = indistinguishable. Proxies of the paper's detectors, not truths.",
+    )
+    realism.add_argument(
+        "--real", required=True, help="real stay points (NumoSim folder or file)"
+    )
+    realism.add_argument("--generated", required=True, help="generated stay points")
+    realism.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    realism.add_argument(
+        "--detectors",
+        nargs="+",
+        choices=DETECTORS,
+        default=list(DEFAULT_DETECTORS),
+        metavar="NAME",
+        help=f"any of {', '.join(DETECTORS)} (default: {' '.join(DEFAULT_DETECTORS)})",
+    )
+    realism.add_argument(
+        "--classifier",
+        choices=CLASSIFIERS,
+        default=CLASSIFIERS[0],
+        help="the two-sample test's model (default logistic)",
+    )
+    realism.add_argument(
+        "--timezone", default=None, help="time zone of the tables' times"
+    )
+    realism.add_argument("--csv", default=None, help="also write the table to this CSV")
+    realism.set_defaults(handler=realism_command)

@@ -301,7 +301,8 @@ def read_staypoints(
         StayPointError: Naming the file, row and field of the first problem.
     """
     path = Path(path)
-    raw = _read_table(path, "stay-point file")
+    # positions, not a stored index (a Parquet file keeps its frame's), align the columns below
+    raw = _read_table(path, "stay-point file").reset_index(drop=True)
     mapping = {name: name for name in STAY_COLUMNS} | dict(columns or {})
     unknown = set(mapping) - set(STAY_COLUMNS)
     if unknown:

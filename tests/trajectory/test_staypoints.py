@@ -82,6 +82,19 @@ def test_numosim_round_trip_through_parquet(tmp_path, small_city):
     )
 
 
+def test_a_parquet_file_with_a_stored_index_is_read_by_position(tmp_path, small_city):
+    # a slice of a frame keeps its index (here from row 100), and Parquet stores it
+    part = small_city.stays.iloc[100:160]
+    path = tmp_path / "part.parquet"
+    part.to_parquet(path)
+    back = read_staypoints(path)
+    pd.testing.assert_frame_equal(
+        back[list(STAY_COLUMNS)],
+        part[list(STAY_COLUMNS)].reset_index(drop=True),
+        check_dtype=False,
+    )
+
+
 def test_column_mapping_and_codes(tmp_path):
     path = tmp_path / "visits.csv"
     pd.DataFrame(

@@ -1,0 +1,23 @@
+"""The names of the realism detectors and classifiers (importable without scikit-learn).
+
+The command line builds its choices from these before any detector is loaded.
+"""
+
+from __future__ import annotations
+
+DETECTORS = ("visit", "visit_individual", "individual", "classifier")
+"""Every detector :func:`~.compare.realism` knows:
+
+* ``visit``: the ICAD-like next-visit model, one score per visit (level ``visit``);
+* ``visit_individual``: the same model's mean visit score per individual (ICAD's individual
+  level, level ``individual``);
+* ``individual``: the BeSTAD-like behaviour-cluster shift, one score per individual;
+* ``classifier``: the classifier two-sample test, one score per individual-day (level ``day``).
+"""
+
+DEFAULT_DETECTORS = ("visit", "individual", "classifier")
+"""The detectors :func:`~.compare.realism` runs unless told otherwise."""
+
+CLASSIFIERS = ("logistic", "boosting")
+"""Models of the two-sample test: standardised logistic regression (the default) or histogram
+gradient boosting."""
