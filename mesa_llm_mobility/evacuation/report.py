@@ -43,6 +43,7 @@ from mesa_llm_mobility.evacuation.experiment import (
     RUN_KEYS,
     read_pooled,
 )
+from mesa_llm_mobility.experiment.markdown import markdown_table
 from mesa_llm_mobility.experiment.storage import write_json
 
 REPORT_FILE = "report.md"
@@ -77,30 +78,6 @@ def _json_ready(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return value
-
-
-def markdown_table(frame: pd.DataFrame, digits: int = 3) -> str:
-    """A pipe table of ``frame`` (index as the first column when it is named)."""
-    table = (
-        frame.reset_index()
-        if frame.index.name or isinstance(frame.index, pd.MultiIndex)
-        else frame
-    )
-
-    def cell(value: Any) -> str:
-        if isinstance(value, float | np.floating):
-            return "" if math.isnan(value) else f"{value:.{digits}f}"
-        return str(value)
-
-    lines = [
-        "| " + " | ".join(map(str, table.columns)) + " |",
-        "| " + " | ".join("---" for _ in table.columns) + " |",
-    ]
-    lines += [
-        "| " + " | ".join(cell(v) for v in row) + " |"
-        for row in table.itertuples(index=False)
-    ]
-    return "\n".join(lines)
 
 
 def _pct(value: float) -> str:

@@ -1,4 +1,4 @@
-"""``mlm traj ...`` commands: synthesize a history, generate trajectories, evaluate them.
+"""``mlm traj ...`` commands: synthesize a history, generate trajectories, evaluate, benchmark.
 
 ``mlm traj realism`` runs the realism detectors (:func:`~.realism.realism`).
 
@@ -123,6 +123,92 @@ def evaluate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _temperature_list(text: str) -> list[float]:
+    try:
+        values = [float(item) for item in text.split(",") if item.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}"
+        ) from None
+    if not values or any(value < 0 for value in values):
+        raise argparse.ArgumentTypeError(f"expected temperatures >= 0, got {text!r}")
+    return values
+
+
+def benchmark_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm traj benchmark``: every baseline on the same held-out days."""
+    from mesa_llm_mobility.trajectory.baselines import BASELINE_LABELS  # noqa: PLC0415
+    from mesa_llm_mobility.trajectory.benchmark import (  # noqa: PLC0415
+        benchmark_config,
+        run_benchmark,
+    )
+
+    config = benchmark_config(
+        history=args.history,
+        individuals=args.individuals,
+        weeks=args.weeks,
+        city_seed=args.city_seed,
+        hold_out=args.hold_out,
+        seed=args.seed,
+        baselines=args.baselines.split(",") if args.baselines else None,
+        brain=args.brain,
+        cell_km=args.cell_km,
+        detectors=args.detectors.split(",") if args.detectors else None,
+        temperatures=args.temperatures,
+        study_individuals=args.study_individuals,
+        study_days=args.study_days,
+        timezone=args.timezone,
+    )
+    began = time.perf_counter()
+    result = run_benchmark(
+        args.out,
+        config,
+        overwrite=args.overwrite,
+        brain_options=brain_options(args),
+        progress=not args.no_progress,
+    )
+    tables = result.tables
+    print(
+        f"{result.run.metadata['extra']['individuals']} individuals x "
+        f"{len(result.run.metadata['extra']['dates'])} held-out days, "
+        f"{len(result.runs)} baselines: {time.perf_counter() - began:.1f} s"
+    )
+    metrics = tables.metrics.rename(index=lambda name: BASELINE_LABELS.get(name, name))
+    print(metrics.to_string(float_format=lambda value: f"{value:.4f}"))
+    if not tables.realism.empty:
+        print(
+            tables.realism.pivot_table(
+                index="baseline", columns="detector", values="auroc", sort=False
+            ).to_string(float_format=lambda value: f"{value:.3f}")
+        )
+    cost = tables.cost.set_index("baseline")[["wall_s", "cpu_s", "http_calls"]]
+    print(cost.to_string(float_format=lambda value: f"{value:.1f}"))
+    if not tables.temperature.empty:
+        print(
+            tables.temperature.set_index("temperature")[
+                ["daily_runs", "total", "schema", "constraint", "fallbacks"]
+            ].to_string(float_format=lambda value: f"{value:.3f}")
+        )
+    for note in tables.notes:
+        print(f"note: {note}")
+    print(f"written {result.report} and the tables in {result.run.tables_dir}")
+    return 0
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of a command that writes a run from a history: zone, overwrite, progress, brain."""
+    parser.add_argument(
+        "--timezone", default=None, help="time zone of the history's times"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier run directory"
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="hide the progress bar"
+    )
+    add_brain_arguments(parser)
+
+
 def realism_command(args: argparse.Namespace) -> int:
     """Handler of ``mlm traj realism``: the detectors' AUROC / AP table, printed (and saved)."""
     from mesa_llm_mobility.trajectory.realism import realism  # noqa: PLC0415
@@ -161,7 +247,7 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
     """Register ``traj synth | generate | evaluate`` on the ``mlm`` subparsers."""
     traj = subparsers.add_parser(
         "traj",
-        help="trajectory generation (TrajGenAgent): synthesize, generate, evaluate",
+        help="trajectory generation (TrajGenAgent): synthesize, generate, evaluate, benchmark",
     )
     commands = traj.add_subparsers(
         dest="traj_command", required=True, metavar="COMMAND"
@@ -231,15 +317,6 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
         default=10,
         help="similar individuals K (default 10)",
     )
-    generate.add_argument(
-        "--timezone", default=None, help="time zone of the history's times"
-    )
-    generate.add_argument(
-        "--overwrite", action="store_true", help="replace an earlier run directory"
-    )
-    generate.add_argument(
-        "--no-progress", action="store_true", help="hide the progress bar"
-    )
     add_executor_arguments(generate, default=None)
     generate.add_argument(
         "--shards",
@@ -248,7 +325,7 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
         help="split the individuals into N shards run on --executor (default: 4 per "
         "worker); the result is the unsharded one, and a rerun resumes",
     )
-    add_brain_arguments(generate)
+    _add_run_arguments(generate)
     generate.set_defaults(handler=generate_command)
 
     evaluate = commands.add_parser(
@@ -278,6 +355,87 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     evaluate.set_defaults(handler=evaluate_command)
 
+    benchmark = commands.add_parser(
+        "benchmark",
+        help="every baseline on the same held-out days: the paper's Tables II, III, VIII",
+        description="Hold out each individual's last days of a history (a synthetic city by "
+        "default) and generate them with every baseline: a Markov chain over (activity, POI, "
+        "hour), the workflow on sampled historical chains, the full workflow with the rule "
+        "brain, and with an LLM brain when --brain llm:<model> is given (then also the "
+        "temperature study). Writes the tables (Parquet and CSV), report.md and figures into "
+        "--out.",
+    )
+    benchmark.add_argument("--out", required=True, help="run directory to write")
+    benchmark.add_argument(
+        "--history",
+        default=None,
+        help="NumoSim folder or stay-point file (default: a synthetic city)",
+    )
+    benchmark.add_argument(
+        "--individuals",
+        type=_positive_int,
+        default=300,
+        help="people of the synthetic city (default 300; the paper's scale is 1200)",
+    )
+    benchmark.add_argument(
+        "--weeks",
+        type=_positive_int,
+        default=4,
+        help="weeks of the synthetic history (default 4)",
+    )
+    benchmark.add_argument(
+        "--city-seed",
+        type=int,
+        default=0,
+        help="seed of the synthetic city (default 0)",
+    )
+    benchmark.add_argument(
+        "--hold-out",
+        type=_positive_int,
+        default=7,
+        help="days held out per individual and generated (default 7)",
+    )
+    benchmark.add_argument(
+        "--seed", type=int, default=0, help="seed of every baseline (default 0)"
+    )
+    benchmark.add_argument(
+        "--baselines",
+        default=None,
+        help="comma-separated subset of markov,historical,rules,llm (default: all; llm "
+        "with an LLM brain)",
+    )
+    benchmark.add_argument(
+        "--cell-km",
+        type=float,
+        default=0.5,
+        help="metrics grid cell in km (default 0.5)",
+    )
+    benchmark.add_argument(
+        "--detectors",
+        default=None,
+        help="comma-separated realism detectors of Table III (default: "
+        "visit,visit_individual,individual,classifier)",
+    )
+    benchmark.add_argument(
+        "--temperatures",
+        type=_temperature_list,
+        default=[0.5, 0.9, 1.5],
+        help="temperatures of the study (default 0.5,0.9,1.5)",
+    )
+    benchmark.add_argument(
+        "--study-individuals",
+        type=_positive_int,
+        default=100,
+        help="individuals of the temperature study (default 100)",
+    )
+    benchmark.add_argument(
+        "--study-days",
+        type=_positive_int,
+        default=1,
+        help="held-out days of the temperature study (default 1)",
+    )
+    _add_run_arguments(benchmark)
+    benchmark.set_defaults(handler=benchmark_command)
     add_realism_command(commands)
 
 

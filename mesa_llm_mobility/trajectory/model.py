@@ -245,6 +245,8 @@ class TrajectoryModel(MobilityModel):
 
     time_columns: ClassVar[tuple[str, ...]] = ("day", "date")
     decision_columns: ClassVar[tuple[str, ...]] = ("visit",)
+    agent_class: ClassVar[type[IndividualAgent]] = IndividualAgent
+    """The agents' class: a subclass states other orchestrator requests (the baselines)."""
 
     def __init__(
         self,
@@ -271,7 +273,7 @@ class TrajectoryModel(MobilityModel):
         self.dates = _resolve_dates(self.book, history, days, start_date, dates)
         entropy = self.seed if self.seed is not None else int(self.rng.integers(2**63))
         for item in self._selected(individuals):
-            IndividualAgent(self, item, individual_stream(entropy, item.agent_id))
+            self.agent_class(self, item, individual_stream(entropy, item.agent_id))
         self.day = 0
         self.running = bool(self.dates)
         self._visits: dict[str, list[Any]] = {
@@ -302,7 +304,7 @@ class TrajectoryModel(MobilityModel):
     @property
     def individuals(self) -> list[IndividualAgent]:
         """The agents, in history order."""
-        return list(self.agents_by_type[IndividualAgent])
+        return list(self.agents_by_type[self.agent_class])
 
     # ------------------------------------------------------------------ one day
     def step(self) -> None:

@@ -10,15 +10,23 @@ driven through the real LLM brain without a model (soak and fault tests, benchma
   when it and the remaining activities' estimate do not fit, clipped to the allowed range;
 * ``DayDurations``: every visit's historical average, clipped to its range and shrunk to the
   day's budget.
+
+:class:`SamplingNoise` wraps a responder to break a share of its answers by the request's
+sampling temperature (schema violations and constraint violations, at rates the test chooses),
+counting what it broke: the temperature study is checked against it.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import re
+import threading
+from collections.abc import Mapping
 from typing import Any
 
-from mesa_llm_mobility.cognition.testing import Reply, json_content
+from mesa_llm_mobility.cognition.testing import Reply, Responder, json_content
 
 _EXEMPLAR = re.compile(r"^1\. (\[.*\])$", re.MULTILINE)
 _ALLOWED = re.compile(r"use only these activities: (.*)$", re.MULTILINE)
@@ -93,3 +101,59 @@ def respond(body: dict[str, Any]) -> Reply:
     if bounds:
         value = min(max(value, int(bounds.group(1))), int(bounds.group(2)))
     return json_content({"duration_minutes": value})
+
+
+class SamplingNoise:
+    """A responder whose answers break more or less often with the sampling temperature.
+
+    For each request, a draw ``u`` in [0, 1) from the hash of its messages and temperature
+    decides: ``u < schema`` gives an answer that violates the schema (a wrong field),
+    ``u < schema + constraint`` the normal answer made infeasible (an adjacent repeat in a
+    chain, a duration of 0 minutes, one day duration too few), else the normal answer. The
+    draws are deterministic, and repair rounds (other messages) draw again.
+
+    Args:
+        responder: The normal answers (e.g. :func:`respond`).
+        rates: Temperature -> (schema rate, constraint rate); other temperatures are not broken.
+
+    Attributes:
+        schema_broken: Answers served with a schema violation.
+        constraint_broken: Answers served with a constraint violation.
+    """
+
+    def __init__(
+        self, responder: Responder, rates: Mapping[float, tuple[float, float]]
+    ) -> None:
+        self.responder = responder
+        self.rates = {float(key): value for key, value in rates.items()}
+        self.schema_broken = 0
+        self.constraint_broken = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        """Answer, broken at the request temperature's rates."""
+        temperature = float(body.get("temperature") or 0.0)
+        schema, constraint = self.rates.get(temperature, (0.0, 0.0))
+        digest = hashlib.sha256(
+            json.dumps([body["messages"], temperature], sort_keys=True).encode()
+        ).digest()
+        draw = int.from_bytes(digest[:8], "big") / 2**64
+        reply = self.responder(body)
+        if draw < schema:
+            with self._lock:
+                self.schema_broken += 1
+            return json_content({"answer": "unexpected"})
+        if draw < schema + constraint and isinstance(reply, str):
+            with self._lock:
+                self.constraint_broken += 1
+            return json_content(_infeasible(json.loads(reply)))
+        return reply
+
+
+def _infeasible(answer: dict[str, Any]) -> dict[str, Any]:
+    """A schema-valid answer that the kind's domain validator rejects."""
+    if "activities" in answer:
+        return {"activities": [answer["activities"][0], *answer["activities"]]}
+    if "duration_minutes" in answer:
+        return {"duration_minutes": 0}
+    return {"durations_minutes": answer["durations_minutes"][:-1]}

@@ -77,3 +77,22 @@ def assert_days_like_history(generated, history, mean_tolerance):
     ranges = real.groupby("agent_id")["visits"].agg(["min", "max"])
     within = days.join(ranges, on="agent_id")
     assert within["visits"].between(within["min"], within["max"]).all()
+
+
+def slow_sometimes(body):
+    """A latency of 0-0.3 s by prompt, for the local server: answers arrive out of order."""
+    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.05
+
+
+def llm_options(server, ledger, key, **extra):
+    """Brain options for the local server: short timeouts, bounded retries, 16 in flight."""
+    return {
+        "api_base": server.api_base,
+        "api_key": key,
+        "timeout_s": 1.0,
+        "max_attempts": 3,
+        "max_total_s": 8.0,
+        "max_concurrency": 16,
+        "ledger": ledger,
+        **extra,
+    }

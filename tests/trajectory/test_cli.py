@@ -8,8 +8,10 @@ import pandas as pd
 import pytest
 
 from mesa_llm_mobility.cli import main
+from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import (
     FakeLLMServer,
+    Fault,
     provider_faults,
     with_faults,
 )
@@ -223,3 +225,151 @@ def test_an_existing_run_is_not_replaced_without_overwrite(data, tmp_path, capsy
     assert main(arguments) == 2
     assert "already exists" in capsys.readouterr().err
     assert main([*arguments, "--overwrite"]) == 0
+
+
+def test_benchmark_on_a_tiny_city(tmp_path, capsys):
+    out = tmp_path / "tb"
+    code = main(
+        [
+            "traj",
+            "benchmark",
+            "--out",
+            str(out),
+            "--individuals",
+            "12",
+            "--weeks",
+            "2",
+            "--hold-out",
+            "3",
+            "--detectors",
+            "visit,individual",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "12 individuals x 3 held-out days, 3 baselines" in printed
+    assert "full workflow, rule brain" in printed and "No temperature study" in printed
+    run = RunDirectory.open(out)
+    for name in ("metrics", "realism", "cost"):
+        assert (
+            run.table_path(name).is_file()
+            and (run.tables_dir / f"{name}.csv").is_file()
+        )
+    assert "temperature" not in run.table_names()
+    metrics = pd.read_csv(run.tables_dir / "metrics.csv").set_index("baseline")
+    assert list(metrics.columns) == list(METRICS)
+    assert list(metrics.index) == [
+        "markov",
+        "historical",
+        "rules",
+        "real, weeks before",
+    ]
+    for name in ("markov", "historical", "rules"):
+        generated = run.read_table(f"generated_{name}")
+        assert generated["agent_id"].nunique() == 12
+    report = (out / "report.md").read_text()
+    assert "Table II" in report and "Table III" in report and "NumoSim" in report
+    assert (run.plots_dir / "metrics.png").is_file() and (
+        run.plots_dir / "realism.png"
+    ).is_file()
+    assert run.config["baselines"] == ["markov", "historical", "rules"]
+
+
+def test_benchmark_refuses_the_llm_baseline_without_an_llm(tmp_path, capsys):
+    code = main(
+        [
+            "traj",
+            "benchmark",
+            "--out",
+            str(tmp_path / "tb"),
+            "--baselines",
+            "markov,llm",
+            "--no-progress",
+        ]
+    )
+    assert code == 2
+    error = capsys.readouterr().err.strip()
+    assert error == "mlm: error: the llm baseline needs --brain llm:<model>"
+    assert not (tmp_path / "tb").exists()
+
+
+@pytest.mark.timeout(240)
+def test_benchmark_temperature_study_through_the_llm_brain(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("MLM_API_KEY", "sk-traj-bench-local")
+    # 0.5: answers intact (transport faults only); 0.9: every answer infeasible; 1.5: every
+    # answer off-schema. The LLM baseline itself samples at 0.2, which is never broken.
+    noise = scripted_llm.SamplingNoise(
+        scripted_llm.respond, {0.9: (0.0, 1.0), 1.5: (1.0, 0.0)}
+    )
+    transport = (
+        Fault.rate_limited(0.05),
+        Fault.http(500, "upstream failed"),
+        Fault.hang(1.5),
+    )
+    with FakeLLMServer(
+        with_faults(noise, transport, every=5),
+        latency_s=lambda body: (len(body["messages"][-1]["content"]) % 5) * 0.03,
+    ) as server:
+        code = main(
+            [
+                "traj",
+                "benchmark",
+                "--out",
+                str(tmp_path / "tb"),
+                "--individuals",
+                "10",
+                "--weeks",
+                "2",
+                "--hold-out",
+                "2",
+                "--baselines",
+                "rules,llm",
+                "--detectors",
+                "visit",
+                "--study-individuals",
+                "4",
+                "--no-progress",
+                "--brain",
+                "llm:openai/fake-model",
+                "--api-base",
+                server.api_base,
+                "--temperature",
+                "0.2",
+                "--timeout",
+                "1",
+                "--max-attempts",
+                "3",
+            ]
+        )
+        received = server.request_count
+    assert code == 0
+    run = RunDirectory.open(tmp_path / "tb")
+    study = run.read_table("temperature").set_index("temperature")
+    assert list(study.index) == [0.5, 0.9, 1.5]
+    assert (study["daily_runs"] == 4).all() and (study["decisions"] == 8).all()
+    assert study.loc[0.5, "total"] == 0.0  # transport faults are not the verifier's
+    assert study.loc[0.9, "constraint"] == 1.0 and study.loc[0.9, "schema"] == 0.0
+    assert study.loc[1.5, "schema"] == 1.0 and study.loc[1.5, "constraint"] == 0.0
+    # every answer broken: every decision fell back to the rule policy, and is recorded so
+    assert study.loc[0.9, "fallbacks"] == 8 and study.loc[1.5, "fallbacks"] == 8
+    assert study.loc[0.9, "paper_total"] == 0.091
+    cost = run.read_table("cost").set_index("baseline")
+    ledgers = [run.ledger_path, *sorted((run.path / "temperature").glob("*.jsonl"))]
+    assert len(ledgers) == 4
+    calls = [Ledger.summarize_file(path).loc["all", "http_calls"] for path in ledgers]
+    assert cost.loc["llm", "http_calls"] == calls[0] > 0
+    assert sum(calls) == received
+    assert cost.loc["llm", "llm_decisions"] == 2 * 10 * 2
+    assert cost.loc["rules", "http_calls"] == 0
+    assert (run.plots_dir / "temperature.png").is_file()
+    assert "Table VIII" in (run.path / "report.md").read_text()
+    printed = capsys.readouterr().out
+    assert "constraint" in printed
+    assert not any(
+        b"sk-traj-bench-local" in path.read_bytes()
+        for path in tmp_path.rglob("*")
+        if path.is_file()
+    )

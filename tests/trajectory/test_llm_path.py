@@ -25,38 +25,27 @@ from mesa_llm_mobility.trajectory.model import TrajectoryModel
 from mesa_llm_mobility.trajectory.staypoints import validate_staypoints
 from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
 
-from .conftest import assert_days_like_history
+from .conftest import assert_days_like_history, llm_options, slow_sometimes
 
 KEY = "trajectory-suite-key-83c1f2"
 RESOLVED = {"ok", "repaired", "fallback"}
 IDLE_GAP_S = 0.5
 
 
-def _slow_sometimes(body):
-    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.05
-
-
 def _run(tmp_path, history, durations, days=2):
     ledger_path = tmp_path / "ledger.jsonl"
     with FakeLLMServer(
         with_faults(scripted_llm.respond, provider_faults(hang_s=1.5), every=4),
-        latency_s=_slow_sometimes,
+        latency_s=slow_sometimes,
     ) as server:
         model = TrajectoryModel(
             history,
             days=days,
             settings=WorkflowSettings(durations=durations),
             brain="llm:openai/fake-model",
-            brain_options={
-                "api_base": server.api_base,
-                "api_key": KEY,
-                "timeout_s": 1.0,
-                "max_attempts": 3,
-                "max_total_s": 8.0,
-                "max_concurrency": 16,
-                "ledger": Ledger(ledger_path),
-                "temperature": 0.9,
-            },
+            brain_options=llm_options(
+                server, Ledger(ledger_path), KEY, temperature=0.9
+            ),
             rng=5,
         )
         with model:

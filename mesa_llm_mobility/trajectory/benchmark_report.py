@@ -1,0 +1,273 @@
+"""The benchmark's report: its tables in Markdown beside the paper's rows, and figures.
+
+:func:`write_report` writes ``report.md`` and ``plots/metrics.png``, ``plots/realism.png``
+(with detectors) and ``plots/temperature.png`` (with an LLM brain) into a benchmark's run
+directory. The paper's rows are TrajGenAgent on NumoSim: another dataset, printed for scale,
+not for a like-for-like comparison.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mesa_llm_mobility.experiment.markdown import markdown_table
+from mesa_llm_mobility.experiment.run_directory import RunDirectory
+from mesa_llm_mobility.experiment.storage import write_atomic
+from mesa_llm_mobility.trajectory.baselines import BASELINE_LABELS
+from mesa_llm_mobility.trajectory.benchmark import (
+    PAPER_NUMOSIM_METRICS,
+    PAPER_NUMOSIM_REALISM,
+    REFERENCE,
+    BenchmarkTables,
+)
+from mesa_llm_mobility.trajectory.metrics import METRICS
+
+REPORT_FILE = "report.md"
+PAPER_ROW = "paper: TrajGenAgent, NumoSim (another dataset)"
+
+
+def _label(name: str) -> str:
+    return BASELINE_LABELS.get(name, name)
+
+
+def metrics_markdown(metrics: pd.DataFrame) -> str:
+    """Table II with readable baseline names and the paper's NumoSim row last."""
+    table = metrics.rename(index=_label)
+    table.loc[PAPER_ROW] = [PAPER_NUMOSIM_METRICS[name] for name in METRICS]
+    return markdown_table(table.rename_axis("baseline"), digits=4)
+
+
+def realism_wide(realism: pd.DataFrame) -> pd.DataFrame:
+    """Table III as one row per baseline, AUROC and AP columns per detector."""
+    if realism.empty:
+        return pd.DataFrame()
+    wide = realism.pivot_table(
+        index="baseline", columns="detector", values=["auroc", "ap"], sort=False
+    )
+    detectors = list(dict.fromkeys(realism["detector"]))
+    order = list(dict.fromkeys(realism["baseline"]))
+    wide = wide.reindex(order)
+    columns = {}
+    for detector in detectors:
+        for value in ("auroc", "ap"):
+            columns[f"{detector} {value.upper()}"] = wide[(value, detector)]
+    return pd.DataFrame(columns).rename(index=_label).rename_axis("baseline")
+
+
+def realism_markdown(realism: pd.DataFrame) -> str:
+    """Table III (ours) with the paper's NumoSim row under the detectors in its spirit."""
+    table = realism_wide(realism)
+    paper = {}
+    for column in table.columns:
+        detector, value = column.rsplit(" ", 1)
+        published = PAPER_NUMOSIM_REALISM.get(detector, (None, None))
+        number = published[0] if value == "AUROC" else published[1]
+        paper[column] = np.nan if number is None else number
+    table.loc[PAPER_ROW] = paper
+    return markdown_table(table, digits=3)
+
+
+def cost_markdown(cost: pd.DataFrame) -> str:
+    """The cost table with readable names."""
+    table = cost.assign(baseline=cost["baseline"].map(_label)).set_index("baseline")
+    return markdown_table(table, digits=2)
+
+
+def temperature_markdown(temperature: pd.DataFrame) -> str:
+    """Table VIII: our failure rates (shares of daily runs) beside the paper's."""
+    table = temperature.set_index("temperature")
+    return markdown_table(table, digits=3)
+
+
+def _finish(fig: Any, ax: Any, ylabel: str, title: str, path: Path) -> None:
+    """Label, legend beside the axes, title, and save a figure."""
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title(title)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
+def _figure_metrics(metrics: pd.DataFrame, path: Path) -> None:
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    fig = Figure(figsize=(9, 3.8))
+    ax = fig.subplots()
+    rows = list(metrics.index)
+    width = 0.8 / (len(rows) + 1)
+    x = np.arange(len(METRICS))
+    floor = 1e-5  # a zero on a log axis
+    for index, name in enumerate(rows):
+        values = np.maximum(metrics.loc[name, list(METRICS)].to_numpy(float), floor)
+        ax.bar(x + index * width, values, width, label=_label(name))
+    paper = np.maximum([PAPER_NUMOSIM_METRICS[name] for name in METRICS], floor)
+    ax.bar(
+        x + len(rows) * width,
+        paper,
+        width,
+        label=PAPER_ROW,
+        color="none",
+        edgecolor="black",
+        hatch="//",
+    )
+    ax.set_xticks(x + width * len(rows) / 2, list(METRICS))
+    ax.set_yscale("log")
+    _finish(
+        fig,
+        ax,
+        "JSD (Transition: Frobenius), lower is closer",
+        "Table II: generated vs held-out days",
+        path,
+    )
+
+
+def _figure_realism(realism: pd.DataFrame, path: Path) -> None:
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    fig = Figure(figsize=(8, 3.6))
+    ax = fig.subplots()
+    detectors = list(dict.fromkeys(realism["detector"]))
+    baselines = list(dict.fromkeys(realism["baseline"]))
+    width = 0.8 / max(len(baselines), 1)
+    x = np.arange(len(detectors))
+    for index, name in enumerate(baselines):
+        rows = realism[realism["baseline"] == name].set_index("detector")
+        ax.bar(
+            x + index * width,
+            rows["auroc"].reindex(detectors).to_numpy(float),
+            width,
+            label=_label(name),
+        )
+    ax.axhline(0.5, color="black", linewidth=1, linestyle="--", label="chance (best)")
+    ax.set_xticks(x + width * (len(baselines) - 1) / 2, detectors)
+    ax.set_ylim(0, 1)
+    _finish(
+        fig,
+        ax,
+        "AUROC real vs generated",
+        "Table III: how well detectors separate real from generated days",
+        path,
+    )
+
+
+def _figure_temperature(temperature: pd.DataFrame, path: Path) -> None:
+    from matplotlib.figure import Figure  # noqa: PLC0415
+
+    fig = Figure(figsize=(6, 3.4))
+    ax = fig.subplots()
+    x = np.arange(len(temperature))
+    ax.bar(x - 0.2, temperature["schema"], 0.4, label="ours: schema")
+    ax.bar(
+        x - 0.2,
+        temperature["constraint"],
+        0.4,
+        bottom=temperature["schema"],
+        label="ours: constraint",
+    )
+    ax.bar(
+        x + 0.2, temperature["paper_schema"].astype(float), 0.4, label="paper: schema"
+    )
+    ax.bar(
+        x + 0.2,
+        temperature["paper_constraint"].astype(float),
+        0.4,
+        bottom=temperature["paper_schema"].astype(float),
+        label="paper: constraint",
+    )
+    ax.set_xticks(x, [f"T = {value:g}" for value in temperature["temperature"]])
+    _finish(
+        fig,
+        ax,
+        "share of daily runs failing the verifier",
+        "Table VIII: verifier failures by temperature",
+        path,
+    )
+
+
+def write_report(run: RunDirectory, tables: BenchmarkTables) -> Path:
+    """Write ``report.md`` and the figures into a benchmark's run directory.
+
+    Returns:
+        The report's path.
+    """
+    run.plots_dir.mkdir(parents=True, exist_ok=True)
+    _figure_metrics(tables.metrics, run.plots_dir / "metrics.png")
+    config = run.config
+    source = config.get("history") or (
+        f"synthetic city: {config.get('individuals')} individuals x {config.get('weeks')} "
+        f"weeks, seed {config.get('city_seed')}"
+    )
+    lines = [
+        "# Trajectory generation benchmark",
+        "",
+        (
+            f"History: {source}; the last {config.get('hold_out')} days of every individual "
+            f"held out and generated by every baseline (seed {config.get('seed')}). "
+            f"`{REFERENCE}` is the history's own last {config.get('hold_out')} days against the "
+            "held-out days: what copying real data scores."
+        ),
+        "",
+        "## Table II: aggregate statistics (lower is closer)",
+        "",
+        metrics_markdown(tables.metrics),
+        "",
+        "![metrics](plots/metrics.png)",
+        "",
+        "## Table III: realism detectors (AUROC / AP, 0.5 is best)",
+        "",
+    ]
+    if tables.realism.empty:
+        lines += ["Not computed (see the notes).", ""]
+    else:
+        _figure_realism(tables.realism, run.plots_dir / "realism.png")
+        lines += [
+            realism_markdown(tables.realism),
+            "",
+            "![realism](plots/realism.png)",
+            "",
+        ]
+    lines += [
+        "## Cost",
+        "",
+        (
+            "Wall time and this process's CPU time (user + system), fitting included; LLM "
+            "decisions, HTTP calls and tokens from the ledger."
+        ),
+        "",
+        cost_markdown(tables.cost),
+        "",
+    ]
+    if not tables.temperature.empty:
+        _figure_temperature(tables.temperature, run.plots_dir / "temperature.png")
+        lines += [
+            "## Table VIII: verifier failures by temperature",
+            "",
+            (
+                "A daily run fails when an LLM answer of it breaks the schema (counted as schema) "
+                "or, else, the feasibility constraints (constraint); shares of daily runs."
+            ),
+            "",
+            temperature_markdown(tables.temperature),
+            "",
+            "![temperature](plots/temperature.png)",
+            "",
+        ]
+    if tables.notes:
+        lines += ["## Notes", "", *[f"- {note}" for note in tables.notes], ""]
+    path = run.path / REPORT_FILE
+    write_atomic(path, "\n".join(lines).encode())
+    return path
+
+
+__all__ = [
+    "REPORT_FILE",
+    "cost_markdown",
+    "metrics_markdown",
+    "realism_markdown",
+    "realism_wide",
+    "temperature_markdown",
+    "write_report",
+]
