@@ -75,6 +75,8 @@ class HistoricalChainContext:
         chains: The chains of the evidence days of the target's weekday, oldest first.
         feasible: Activities with candidate POIs (as the orchestrator's vocabulary).
         max_length: Most activities a chain may have.
+        first_activity: No start anchor (the chain is an evidence day's own).
+        last_activity: No end anchor.
     """
 
     agent_id: object
@@ -82,6 +84,13 @@ class HistoricalChainContext:
     chains: tuple[tuple[str, ...], ...]
     feasible: tuple[str, ...]
     max_length: int
+    first_activity: str | None = None
+    last_activity: str | None = None
+
+    @property
+    def length_range(self) -> tuple[int, int]:
+        """Any length up to the bound (the orchestrator's verifier reads it)."""
+        return 1, self.max_length
 
 
 def render_historical_chain_prompt(context: HistoricalChainContext) -> list[Message]:

@@ -68,6 +68,7 @@ class VisitDurationContext:
         start_minute: When the visit starts (minutes after midnight).
         remaining: The activities after this one.
         remaining_expected_minutes: Their prior dwell times, summed.
+        remaining_travel_minutes: Travel before them, summed.
     """
 
     agent_id: object
@@ -75,6 +76,7 @@ class VisitDurationContext:
     start_minute: float
     remaining: tuple[str, ...]
     remaining_expected_minutes: float
+    remaining_travel_minutes: float = 0.0
 
     @property
     def budget_minutes(self) -> int:
@@ -82,9 +84,27 @@ class VisitDurationContext:
         return max(int(MINUTES_PER_DAY - self.start_minute), 0)
 
     @property
+    def reserved_minutes(self) -> int:
+        """Minutes the remaining visits need at least: their travel and ``d_min`` each."""
+        return int(
+            np.ceil(
+                self.remaining_travel_minutes
+                + self.prior.min_minutes * len(self.remaining)
+            )
+        )
+
+    @property
     def bounds(self) -> tuple[int, int]:
-        """``[d_min, min(d_max, budget left)]``."""
-        upper = min(self.prior.max_minutes, self.budget_minutes)
+        """``[d_min, min(d_max, budget left)]``, the budget net of :attr:`reserved_minutes`.
+
+        Reserving the remaining visits' minimum keeps the day's last visits (its return home)
+        inside the day; the paper's ``budget_left`` without it let a long visit push them past
+        midnight, where they were dropped.
+        """
+        upper = min(
+            self.prior.max_minutes,
+            max(self.budget_minutes - self.reserved_minutes, 0),
+        )
         return min(self.prior.min_minutes, upper), upper
 
 
@@ -107,7 +127,8 @@ def render_visit_duration_prompt(context: VisitDurationContext) -> list[Message]
                 f"{round(context.prior.prior_minutes)} minutes)\n"
                 f"Remaining activities today: {list(context.remaining)}\n"
                 f"Estimated time needed for them: {round(context.remaining_expected_minutes)} minutes\n"
-                f"Time until midnight: {context.budget_minutes} minutes\n"
+                f"Time until midnight: {context.budget_minutes} minutes, at least "
+                f"{context.reserved_minutes} of them for the remaining activities and travel\n"
                 f"Decide a realistic duration between {low} and {high} minutes."
             ),
         },
@@ -123,7 +144,8 @@ def validate_visit_duration(
         return [
             (
                 f"duration_minutes {answer.duration_minutes} is outside [{low}, {high}] "
-                f"({context.budget_minutes} minutes are left before midnight)"
+                f"({context.budget_minutes} minutes are left before midnight, "
+                f"{context.reserved_minutes} of them for the remaining activities)"
             )
         ]
     return []
@@ -132,9 +154,20 @@ def validate_visit_duration(
 def visit_duration_rule_policy(
     context: VisitDurationContext, rng: np.random.Generator
 ) -> VisitDuration:
-    """Draw from the prior, clipped to the bounds."""
+    """Draw from the prior; under schedule pressure, only this visit's share; clipped.
+
+    When the draw and the remaining visits' priors do not fit in the time left after the
+    remaining travel, the visit keeps its proportional share of that time (as
+    :func:`fit_durations` shrinks a whole day), so the day's last visits are not pushed past
+    midnight and dropped.
+    """
     low, high = context.bounds
-    value = round(float(np.clip(context.prior.draw(rng), low, high)))
+    drawn = context.prior.draw(rng)
+    available = context.budget_minutes - context.remaining_travel_minutes
+    wanted = drawn + context.remaining_expected_minutes
+    if context.remaining and wanted > available:
+        drawn = max(available, 0.0) * drawn / wanted
+    value = round(float(np.clip(drawn, low, high)))
     return VisitDuration(duration_minutes=value)
 
 

@@ -56,6 +56,8 @@ class IndividualEvidence:
         chains: Each history day's activity codes, in order.
         weekdays: Each history day's weekday (0 = Monday).
         first_starts: Each history day's first start (minutes after midnight).
+        day_ends: Each history day's last end (minutes after that day's midnight; 1440 for a
+            day whose last stay lasts until midnight).
         activity_probs: pi_u(a), shape (16,).
         transition_counts: Counts of a -> a' within days, shape (16, 16).
         poi_preferences: a -> (POI indices, pi_u(p | a)).
@@ -71,6 +73,7 @@ class IndividualEvidence:
     chains: list[np.ndarray]
     weekdays: np.ndarray
     first_starts: np.ndarray
+    day_ends: np.ndarray
     activity_probs: np.ndarray
     transition_counts: np.ndarray
     poi_preferences: dict[int, tuple[np.ndarray, np.ndarray]]
@@ -130,6 +133,13 @@ class IndividualEvidence:
     def first_start_samples(self, weekday: int) -> np.ndarray:
         """First-start minutes of the evidence days of a weekday (mu_u(t1_s | w))."""
         return self.first_starts[self.evidence_days(weekday)]
+
+    def chain_lengths(self, weekday: int) -> np.ndarray:
+        """Activities per evidence day of a weekday (the visit counts the chain should match)."""
+        return np.array(
+            [len(self.chains[day]) for day in self.evidence_days(weekday)],
+            dtype=np.int64,
+        )
 
     def duration_prior(self, activity: int, position: str = "middle") -> float:
         """Mean dwell minutes of an activity at a position (60 when never observed)."""
@@ -343,6 +353,8 @@ def build_evidence(
         .first()
     )
     first_start_of_day = pd.Series(start_min, index=day_key).groupby(level=0).first()
+    end_min = (history["end"] - dates).dt.total_seconds().to_numpy() / 60.0
+    day_end_of_day = pd.Series(end_min, index=day_key).groupby(level=0).last()
     # chains keep their within-day order: _grouped_arrays' lexsort is stable
     by_agent_days: dict[int, list[int]] = {}
     for agent, day in chain_groups:
@@ -371,6 +383,7 @@ def build_evidence(
             chains=[chain_groups[(agent, day)] for day in days],
             weekdays=weekday_of_day.loc[days].to_numpy(dtype=np.int64),
             first_starts=first_start_of_day.loc[days].to_numpy(dtype=float),
+            day_ends=day_end_of_day.loc[days].to_numpy(dtype=float),
             activity_probs=act_counts[agent] / act_counts[agent].sum(),
             transition_counts=transitions[agent],
             poi_preferences=preferences.get(agent, {}),

@@ -57,6 +57,7 @@ from mesa_llm_mobility.trajectory.workflow import (
     GroundedDay,
     LocationWorker,
     WorkflowSettings,
+    stretch_to_day_end,
 )
 
 WORKFLOW_COLUMNS = (
@@ -173,7 +174,19 @@ class IndividualAgent(mesa.Agent):
             max_length=settings.max_chain_length,
             start_probs=start,
             transition_probs=transition,
+            lengths=tuple(int(length) for length in evidence.chain_lengths(weekday)),
+            first_activity=_anchor([chain[0] for chain in chains], settings),
+            last_activity=_anchor([chain[-1] for chain in chains], settings),
         )
+
+
+def _anchor(codes: list[int], settings: WorkflowSettings) -> str | None:
+    """The activity of at least ``settings.anchor_share`` of the evidence days' ends, if any."""
+    counts = np.bincount(np.asarray(codes, dtype=np.int64), minlength=len(ACTIVITIES))
+    code = int(counts.argmax())
+    return (
+        ACTIVITIES[code] if counts[code] >= settings.anchor_share * len(codes) else None
+    )
 
 
 def _resolve_dates(
@@ -319,6 +332,10 @@ class TrajectoryModel(MobilityModel):
             schedules, duration_results = self._durations_per_visit(
                 agents, grounded, time
             )
+        schedules = [
+            (starts, stretch_to_day_end(ends, day.day_end))
+            for day, (starts, ends) in zip(grounded, schedules, strict=True)
+        ]
         self._commit(agents, grounded, schedules)
         self._workflow_rows.append(
             {
@@ -418,6 +435,9 @@ class TrajectoryModel(MobilityModel):
                                     prior.prior_minutes
                                     for prior in day.priors[visit + 1 :]
                                 )
+                            ),
+                            remaining_travel_minutes=float(
+                                sum(day.travel[visit + 1 :])
                             ),
                         ),
                         rng=agents[index].stream,

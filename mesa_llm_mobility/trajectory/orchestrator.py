@@ -7,6 +7,13 @@ activity twice in a row, a length bound; home start and end as a soft prior). Th
 ``{"activities": [...]}``; the domain validator checks the constraints, the LLM brain re-prompts
 with its errors (the bounded generate-verify loop) and falls back to the rule policy, which
 samples a chain from the individual's weekday-conditioned activity Markov model.
+
+Two constraints come from the evidence days themselves: the chain's length lies within their
+range, and when nearly all of them start (end) with one activity, Home in any stay-point data
+whose days run from midnight to midnight, the chain starts (ends) with it too. The rule policy
+draws a length from the evidence days and samples the Markov chain conditioned on that length
+and on the anchors (an unconditioned first-order chain ends a day at its first return home:
+its lengths are geometric, a quarter of them a lone Home visit).
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ class ChainContext:
         max_length: Most activities a chain may have.
         start_probs: Start probabilities of the Markov model, shape (16,).
         transition_probs: Transition probabilities with the end state, shape (16, 17).
+        lengths: Activities per evidence day (empty: no length constraint).
+        first_activity: The activity the day must start with (``None``: any).
+        last_activity: The activity the day must end with (``None``: any).
     """
 
     agent_id: object
@@ -49,6 +59,18 @@ class ChainContext:
     max_length: int
     start_probs: np.ndarray
     transition_probs: np.ndarray
+    lengths: tuple[int, ...] = ()
+    first_activity: str | None = None
+    last_activity: str | None = None
+
+    @property
+    def length_range(self) -> tuple[int, int]:
+        """Shortest and longest allowed chain (the evidence days' range, within the bound)."""
+        if not self.lengths:
+            return 1, self.max_length
+        return min(*self.lengths, self.max_length), min(
+            max(self.lengths), self.max_length
+        )
 
 
 class ActivityChain(BaseModel):
@@ -70,6 +92,22 @@ def render_chain_prompt(context: ChainContext) -> list[Message]:
     transitions = ", ".join(
         f"{first}->{second} {share:.2f}" for first, second, share in context.transitions
     )
+    shortest, longest = context.length_range
+    length_line = (
+        f"- between {shortest} and {longest} activities (the history's days have "
+        f"{np.mean(context.lengths):.1f} on average)\n"
+        if context.lengths
+        else f"- at most {context.max_length} activities\n"
+    )
+    anchors = [
+        f"- the day must {verb} with {name} (as the history's days do)\n"
+        for verb, name in (
+            ("start", context.first_activity),
+            ("end", context.last_activity),
+        )
+        if name is not None
+    ]
+    soft_home = "" if anchors else "- the day usually starts and ends at Home\n"
     return [
         {
             "role": "system",
@@ -89,22 +127,31 @@ def render_chain_prompt(context: ChainContext) -> list[Message]:
                 "Constraints:\n"
                 f"- use only these activities: {', '.join(context.feasible)}\n"
                 "- never the same activity twice in a row\n"
-                f"- at most {context.max_length} activities\n"
-                "- the day usually starts and ends at Home\n"
-                'Answer with the chain as {"activities": [...]}.'
+                + length_line
+                + "".join(anchors)
+                + soft_home
+                + 'Answer with the chain as {"activities": [...]}.'
             ),
         },
     ]
 
 
 def validate_chain(context: ChainContext, chain: ActivityChain) -> list[str]:
-    """Vocabulary, feasibility, no adjacent duplicates and the length bound."""
+    """Vocabulary, feasibility, no adjacent duplicates, the length range and the anchors."""
     errors = []
     activities = chain.activities
-    if len(activities) > context.max_length:
+    shortest, longest = context.length_range
+    if not shortest <= len(activities) <= longest:
         errors.append(
-            f"the chain has {len(activities)} activities; at most {context.max_length} are allowed"
+            f"the chain has {len(activities)} activities; between {shortest} and {longest} "
+            "are allowed"
         )
+    for verb, name, actual in (
+        ("start", context.first_activity, activities[0] if activities else None),
+        ("end", context.last_activity, activities[-1] if activities else None),
+    ):
+        if name is not None and actual != name:
+            errors.append(f"the chain must {verb} with {name}, not {actual}")
     unknown = [name for name in activities if name not in ACTIVITY_INDEX]
     if unknown:
         errors.append(
@@ -180,13 +227,99 @@ def _draw(cumulative: np.ndarray, rng: np.random.Generator) -> int:
     return min(index, len(cumulative) - 1)
 
 
+def sample_conditioned_chain(
+    start_probs: np.ndarray,
+    transition_probs: np.ndarray,
+    rng: np.random.Generator,
+    length: int,
+    allowed: np.ndarray | None = None,
+    first: int | None = None,
+    last: int | None = None,
+) -> list[int] | None:
+    """Draw a chain of exactly ``length`` codes from a Markov model with an end state.
+
+    The chain is drawn from the model conditioned on ending after ``length`` activities (and,
+    if given, on starting with ``first`` and ending with ``last``): backward probabilities
+    ``b_k(s)`` of ending after exactly ``k`` more steps weight every draw.
+
+    Args:
+        start_probs: Shape (16,).
+        transition_probs: Shape (16, 17); column 16 is the end of the day.
+        rng: The generator.
+        length: Activities in the chain (>= 1).
+        allowed: Optional mask of allowed activities.
+        first: Optional code the chain starts with.
+        last: Optional code the chain ends with.
+
+    Returns:
+        The codes (never two alike in a row), or ``None`` when the model cannot produce such
+        a chain.
+    """
+    transitions = np.array(transition_probs, dtype=float)
+    np.fill_diagonal(transitions[:, :END], 0.0)
+    start = np.array(start_probs, dtype=float)
+    if allowed is not None:
+        transitions[:, :END][:, ~allowed] = 0.0
+        start = np.where(allowed, start, 0.0)
+    if first is not None:
+        start = np.where(np.arange(start.size) == first, start, 0.0)
+    if last is not None:
+        ending = transitions[:, END].copy()
+        transitions[:, END] = 0.0
+        transitions[last, END] = ending[last] if ending[last] > 0 else 1.0
+    backward = [transitions[:, END]]
+    for _ in range(length - 1):
+        backward.append(transitions[:, :END] @ backward[-1])
+    weights = start * backward[length - 1]
+    if weights.sum() <= 0:
+        return None
+    chain = [_draw(np.cumsum(weights), rng)]
+    for step in range(length - 2, -1, -1):
+        chain.append(
+            _draw(np.cumsum(transitions[chain[-1], :END] * backward[step]), rng)
+        )
+    return chain
+
+
 def chain_rule_policy(context: ChainContext, rng: np.random.Generator) -> ActivityChain:
-    """Sample a chain from the individual's weekday-conditioned activity Markov model."""
+    """Sample a chain from the individual's weekday-conditioned activity Markov model.
+
+    With evidence lengths: a length drawn from them, the chain conditioned on it and on the
+    anchors (:func:`sample_conditioned_chain`); where the model cannot make such a chain (or
+    without lengths), the unconditioned chain.
+    """
     allowed = np.array([name in context.feasible for name in ACTIVITIES])
-    codes = sample_markov_chain(
-        context.start_probs, context.transition_probs, rng, context.max_length, allowed
-    )
+    codes = None
+    if context.lengths:
+        shortest, longest = context.length_range
+        length = int(
+            min(
+                max(context.lengths[int(rng.integers(len(context.lengths)))], shortest),
+                longest,
+            )
+        )
+        codes = sample_conditioned_chain(
+            context.start_probs,
+            context.transition_probs,
+            rng,
+            length,
+            allowed,
+            first=_code(context.first_activity),
+            last=_code(context.last_activity),
+        )
+    if codes is None:
+        codes = sample_markov_chain(
+            context.start_probs,
+            context.transition_probs,
+            rng,
+            context.max_length,
+            allowed,
+        )
     return ActivityChain(activities=[ACTIVITIES[code] for code in codes])
+
+
+def _code(name: str | None) -> int | None:
+    return None if name is None else ACTIVITY_INDEX[name]
 
 
 ACTIVITY_CHAIN: DecisionKind[ChainContext, ActivityChain] = DecisionKind(
@@ -206,6 +339,7 @@ __all__ = [
     "ChainContext",
     "chain_rule_policy",
     "render_chain_prompt",
+    "sample_conditioned_chain",
     "sample_markov_chain",
     "validate_chain",
 ]

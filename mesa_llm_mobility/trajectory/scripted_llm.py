@@ -6,7 +6,8 @@ driven through the real LLM brain without a model (soak and fault tests, benchma
 
 * ``ActivityChain``: the first exemplar chain of the prompt, keeping the allowed activities and
   dropping adjacent repeats;
-* ``VisitDuration``: the historical average, clipped to the allowed range;
+* ``VisitDuration``: the historical average, its proportional share of the time until midnight
+  when it and the remaining activities' estimate do not fit, clipped to the allowed range;
 * ``DayDurations``: every visit's historical average, clipped to its range and shrunk to the
   day's budget.
 
@@ -31,6 +32,8 @@ _EXEMPLAR = re.compile(r"^1\. (\[.*\])$", re.MULTILINE)
 _ALLOWED = re.compile(r"use only these activities: (.*)$", re.MULTILINE)
 _VISIT_AVERAGE = re.compile(r"historical average: (\d+) minutes")
 _VISIT_RANGE = re.compile(r"duration between (\d+) and (\d+) minutes")
+_VISIT_REMAINING = re.compile(r"Estimated time needed for them: (\d+) minutes")
+_VISIT_BUDGET = re.compile(r"Time until midnight: (\d+) minutes")
 _DAY_LINE = re.compile(
     r"^\d+\. \S+: travel \d+ min before, historical average (\d+) min, allowed (\d+)-(\d+) min$",
     re.MULTILINE,
@@ -89,6 +92,12 @@ def respond(body: dict[str, Any]) -> Reply:
     average = _VISIT_AVERAGE.search(prompt)
     bounds = _VISIT_RANGE.search(prompt)
     value = int(average.group(1)) if average else 60
+    remaining = _VISIT_REMAINING.search(prompt)
+    budget = _VISIT_BUDGET.search(prompt)
+    if remaining and budget:
+        wanted = value + int(remaining.group(1))
+        if wanted > int(budget.group(1)):
+            value = int(budget.group(1)) * value // wanted
     if bounds:
         value = min(max(value, int(bounds.group(1))), int(bounds.group(2)))
     return json_content({"duration_minutes": value})

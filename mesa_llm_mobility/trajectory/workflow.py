@@ -12,7 +12,10 @@ Per visit, in the paper's fixed order (Sec. III-D):
 * **travel time** (eq. 9): ``t_s(i) = t_e(i - 1) + clip(dist / v_u(a_prev, a) * 60, 5, 180)``
   minutes, with the speed by distance regime (:func:`default_speed_kmh`) when the individual has
   no speed prior for the pair; the first visit starts at a first start of the evidence days;
-* **duration**: a decision kind (:mod:`.durations`), per visit or for the whole day at once.
+* **duration**: a decision kind (:mod:`.durations`), per visit or for the whole day at once;
+  the day's last stay then lasts until the day's end, which comes from the same evidence day as
+  the first start (:meth:`LocationWorker.day_bounds`): a day of the history ends with a stay
+  that runs until midnight, so a generated one does too (the paper leaves the day's end open).
 
 The defaults are the reference implementation's (alpha 0.3, beta 0.5 per km, lf 0.4, ld 0.6,
 K 10, speeds 5 km/h up to 5 km and 40 km/h beyond, durations 5-720 minutes) except
@@ -39,6 +42,9 @@ INVALID_POI = -1
 DEFAULT_FIRST_START_MINUTE = 480.0
 """First start when the evidence has none (08:00, plus a random offset below an hour)."""
 
+DEFAULT_DAY_END_MINUTE = 1440.0
+"""Day end when the evidence has none (midnight)."""
+
 
 @dataclass(frozen=True)
 class WorkflowSettings:
@@ -63,6 +69,8 @@ class WorkflowSettings:
         exemplars: Exemplar chains in the orchestrator prompt.
         summary_items: Activity shares and transitions listed in the prompt.
         min_history_days: Individuals with fewer history days are refused.
+        anchor_share: When at least this share of an individual's evidence days start (end)
+            with one activity, their chains must too (1.01 or more: never).
     """
 
     alpha: float = 0.3
@@ -83,6 +91,7 @@ class WorkflowSettings:
     exemplars: int = 3
     summary_items: int = 8
     min_history_days: int = 1
+    anchor_share: float = 0.9
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
@@ -144,6 +153,7 @@ class GroundedDay:
         first_start: When the first visit starts (minutes after midnight).
         priors: Dwell-time priors of each visit.
         trimmed: Activities dropped because the day could not hold them.
+        day_end: When the day's last stay ends at the earliest (minutes after midnight).
     """
 
     activities: list[str]
@@ -152,6 +162,7 @@ class GroundedDay:
     first_start: float
     priors: list[DurationPrior]
     trimmed: int = 0
+    day_end: float = DEFAULT_DAY_END_MINUTE
 
 
 @dataclass
@@ -303,14 +314,21 @@ class LocationWorker:
             distance, evidence.pair_speed_kmh.get(pair), self.settings
         )
 
-    def first_start(
+    def day_bounds(
         self, evidence: IndividualEvidence, weekday: int, rng: np.random.Generator
-    ) -> float:
-        """A first start of the weekday's evidence days; 08:00 plus up to an hour without any."""
-        samples = evidence.first_start_samples(weekday)
-        if samples.size:
-            return float(samples[int(rng.integers(samples.size))])
-        return DEFAULT_FIRST_START_MINUTE + float(rng.uniform(0.0, 60.0))
+    ) -> tuple[float, float]:
+        """First start and day end of one of the weekday's evidence days (drawn together).
+
+        Without evidence days: 08:00 plus up to an hour, and midnight.
+        """
+        days = evidence.evidence_days(weekday)
+        if days.size:
+            day = days[int(rng.integers(days.size))]
+            return float(evidence.first_starts[day]), float(evidence.day_ends[day])
+        return (
+            DEFAULT_FIRST_START_MINUTE + float(rng.uniform(0.0, 60.0)),
+            DEFAULT_DAY_END_MINUTE,
+        )
 
     def prior(
         self, evidence: IndividualEvidence, activity: int, position: str
@@ -359,7 +377,7 @@ class LocationWorker:
                 else 0.0
             )
             pois.append(poi)
-        first_start = self.first_start(evidence, weekday, rng)
+        first_start, day_end = self.day_bounds(evidence, weekday, rng)
         keep = len(codes)
         minimum = self.settings.min_duration_minutes
         while keep > 1 and first_start + sum(travel[:keep]) + minimum * keep > 1440:
@@ -379,4 +397,16 @@ class LocationWorker:
             first_start=first_start,
             priors=priors,
             trimmed=len(codes) - keep,
+            day_end=day_end,
         )
+
+
+def stretch_to_day_end(ends: list[float], day_end: float) -> list[float]:
+    """The day's ends with the last stay lasting at least until ``day_end``.
+
+    The duration decisions place each visit; the day's last stay then runs on to the day's end
+    (as every stay-point day of the history does), never shortened.
+    """
+    if not ends:
+        return ends
+    return [*ends[:-1], max(ends[-1], day_end)]

@@ -42,6 +42,43 @@ def stays_table(rows, timezone="UTC"):
     return frame
 
 
+def day_structure(stays):
+    """One row per (individual, local date): visits, first and last activity, last end minute."""
+    start = stays["start"]
+    date = start.dt.normalize()
+    frame = stays.assign(
+        date=date, end_minute=(stays["end"] - date).dt.total_seconds() / 60.0
+    ).sort_values(["agent_id", "start"], kind="stable")
+    days = frame.groupby(["agent_id", "date"], sort=True)
+    return pd.DataFrame(
+        {
+            "visits": days.size(),
+            "first_activity": days["activity"].first(),
+            "last_activity": days["activity"].last(),
+            "last_end_minute": days["end_minute"].last(),
+        }
+    ).reset_index()
+
+
+def assert_days_like_history(generated, history, mean_tolerance):
+    """Generated days end at Home at midnight, with the history's visits per day."""
+    real = day_structure(history)
+    assert (real["last_end_minute"] == 1440).all()  # the data's shape, midnight at home
+    assert (real["last_activity"] == "Home").all()
+    days = day_structure(generated)
+    assert (days["last_activity"] == "Home").all(), days["last_activity"].value_counts()
+    assert (days["first_activity"] == "Home").all()
+    assert (days["last_end_minute"] == 1440).all(), days["last_end_minute"].describe()
+    assert abs(days["visits"].mean() - real["visits"].mean()) <= mean_tolerance, (
+        days["visits"].mean(),
+        real["visits"].mean(),
+    )
+    assert days["visits"].std() <= 1.5 * real["visits"].std()
+    ranges = real.groupby("agent_id")["visits"].agg(["min", "max"])
+    within = days.join(ranges, on="agent_id")
+    assert within["visits"].between(within["min"], within["max"]).all()
+
+
 def slow_sometimes(body):
     """A latency of 0-0.3 s by prompt, for the local server: answers arrive out of order."""
     return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.05

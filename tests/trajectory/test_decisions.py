@@ -23,6 +23,8 @@ from mesa_llm_mobility.trajectory.evidence import END
 from mesa_llm_mobility.trajectory.orchestrator import (
     ACTIVITY_CHAIN,
     ChainContext,
+    chain_rule_policy,
+    sample_conditioned_chain,
     sample_markov_chain,
 )
 
@@ -74,7 +76,7 @@ def test_chain_prompt_has_day_signals_exemplars_summaries_and_constraints():
         ('{"activities": ["Home", "School"]}', "['School'] have no known place"),
         (
             '{"activities": ["Home", "Work", "Home", "Work", "Home", "Work"]}',
-            "at most 5 are allowed",
+            "between 1 and 5 are allowed",
         ),
         ('{"activities": []}', "field activities"),
         ("['Home', 'Work']", "no valid JSON object"),
@@ -114,6 +116,67 @@ def test_markov_sampler_respects_the_allowed_mask_and_the_length():
     assert set(chain) <= {A["Home"], A["EatOut"]} and len(chain) <= 4
 
 
+def test_chain_prompt_and_verifier_carry_the_evidence_length_range_and_anchors():
+    context = _chain_context(
+        lengths=(3, 5, 4), first_activity="Home", last_activity="Home"
+    )
+    user = ACTIVITY_CHAIN.messages(context)[-1]["content"]
+    assert "between 3 and 5 activities (the history's days have 4.0 on average)" in user
+    assert "must start with Home" in user and "must end with Home" in user
+    assert (
+        "usually starts and ends" not in user
+    )  # the hard anchors replace the soft prior
+    _, errors = ACTIVITY_CHAIN.parse(context, '{"activities": ["Home", "Work"]}')
+    assert any("between 3 and 5 are allowed" in message for message in errors), errors
+    _, errors = ACTIVITY_CHAIN.parse(
+        context, '{"activities": ["Work", "Home", "Work"]}'
+    )
+    assert "the chain must start with Home, not Work" in errors
+    assert "the chain must end with Home, not Work" in errors
+    assert (
+        ACTIVITY_CHAIN.parse(context, '{"activities": ["Home", "Work", "Home"]}')[1]
+        == []
+    )
+
+
+def test_conditioned_sampler_draws_exact_lengths_with_the_markov_probabilities():
+    # Home -> Work 0.6 / end 0.4, Work -> Home: chains of length 3 are exactly
+    # Home, Work, Home; an unconditioned draw stops at the first Home 40 % of the time
+    context = _chain_context()
+    rng = np.random.default_rng(0)
+    chain = sample_conditioned_chain(
+        context.start_probs, context.transition_probs, rng, 3
+    )
+    assert chain == [A["Home"], A["Work"], A["Home"]]
+    assert (
+        sample_conditioned_chain(context.start_probs, context.transition_probs, rng, 2)
+        is None  # Work never ends a day
+    )
+    # from Home: Work (0.6) or EatOut (0.2), both back to Home; the ratio survives conditioning
+    transitions = context.transition_probs.copy()
+    transitions[A["Home"]] = 0.0
+    transitions[A["Home"], [A["Work"], A["EatOut"], END]] = (0.6, 0.2, 0.2)
+    transitions[A["EatOut"], A["Home"]] = 1.0
+    middles = [
+        sample_conditioned_chain(context.start_probs, transitions, rng, 3)[1]
+        for _ in range(4000)
+    ]
+    assert abs(np.mean(np.equal(middles, A["Work"])) - 0.75) < 0.03
+
+
+def test_rule_chain_takes_an_evidence_length_and_ends_at_the_anchor():
+    context = _chain_context(
+        lengths=(5,), first_activity="Home", last_activity="Home", max_length=24
+    )
+    rng = np.random.default_rng(3)
+    chains = [chain_rule_policy(context, rng).activities for _ in range(50)]
+    assert all(chain == ["Home", "Work", "Home", "Work", "Home"] for chain in chains)
+    # without lengths: the unconditioned chain (lengths 1, 3, 5, ...)
+    free = _chain_context(max_length=24)
+    lengths = {len(chain_rule_policy(free, rng).activities) for _ in range(200)}
+    assert 1 in lengths and len(lengths) > 2
+
+
 def _prior(activity="Work", samples=(480.0, 500.0), low=5, high=720):
     return DurationPrior(
         activity,
@@ -132,25 +195,50 @@ def test_visit_duration_bounds_are_the_budget_and_d_max():
         remaining=("Home",),
         remaining_expected_minutes=300,
     )
-    assert context.budget_minutes == 240 and context.bounds == (5, 240)
-    assert VISIT_DURATION.parse(context, '{"duration_minutes": 241}')[1] == [
-        "duration_minutes 241 is outside [5, 240] (240 minutes are left before midnight)"
+    assert context.budget_minutes == 240 and context.bounds == (5, 235)  # Home keeps 5
+    assert VISIT_DURATION.parse(context, '{"duration_minutes": 236}')[1] == [
+        (
+            "duration_minutes 236 is outside [5, 235] (240 minutes are left before "
+            "midnight, 5 of them for the remaining activities)"
+        )
     ]
-    assert VISIT_DURATION.parse(context, '{"duration_minutes": 240}')[
+    assert VISIT_DURATION.parse(context, '{"duration_minutes": 235}')[
         0
-    ] == VisitDuration(duration_minutes=240)
+    ] == VisitDuration(duration_minutes=235)
     prompt = VISIT_DURATION.messages(context)[-1]["content"]
     assert (
         "Current time: 20:00" in prompt and "historical average: 490 minutes" in prompt
     )
     assert (
         "Remaining activities today: ['Home']" in prompt
-        and "Time until midnight: 240" in prompt
+        and "Time until midnight: 240 minutes, at least 5 of them" in prompt
     )
+    last = VisitDurationContext(7, _prior(), 1200, (), 0.0)
+    assert last.bounds == (5, 240)
     # the rule draws from the prior and clips to the budget
     assert (
-        VISIT_DURATION.rule_policy(context, np.random.default_rng(0)).duration_minutes
+        VISIT_DURATION.rule_policy(last, np.random.default_rng(0)).duration_minutes
         == 240
+    )
+
+
+def test_visit_duration_rule_keeps_its_share_under_schedule_pressure():
+    context = VisitDurationContext(
+        7,
+        _prior(),
+        start_minute=1200,
+        remaining=("Home",),
+        remaining_expected_minutes=300,
+        remaining_travel_minutes=20.0,
+    )
+    assert context.bounds == (5, 215)  # 240 - 20 travel - 5 for Home
+    drawn = context.prior.draw(np.random.default_rng(0))
+    # 220 minutes after the travel, shared 490 : 300 between this visit and the rest
+    expected = round(220 * drawn / (drawn + 300))
+    assert 120 < expected < 150
+    assert (
+        VISIT_DURATION.rule_policy(context, np.random.default_rng(0)).duration_minutes
+        == expected
     )
 
 

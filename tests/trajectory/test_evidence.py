@@ -63,6 +63,8 @@ def test_profile_terms_of_eq_4():
     assert u.pair_distance_km[(A["Home"], A["Work"])] == pytest.approx(expected)
     assert u.pair_speed_kmh[(A["Home"], A["Work"])] == pytest.approx(expected / 0.5)
     assert u.first_starts.tolist() == [0.0, 0.0]
+    assert u.day_ends.tolist() == [1440.0, 1440.0]  # the last stays end at midnight
+    assert u.chain_lengths(0).tolist() == [4] and u.chain_lengths(5).tolist() == [3]
     assert u.duration_samples(A["Work"]).tolist() == [510.0]
     assert u.duration_samples(A["Home"], "first").tolist() == [480.0, 600.0]
     assert u.duration_samples(A["Home"], "final").tolist() == [350.0, 720.0]

@@ -25,7 +25,7 @@ from mesa_llm_mobility.trajectory.model import TrajectoryModel
 from mesa_llm_mobility.trajectory.staypoints import validate_staypoints
 from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
 
-from .conftest import llm_options, slow_sometimes
+from .conftest import assert_days_like_history, llm_options, slow_sometimes
 
 KEY = "trajectory-suite-key-83c1f2"
 RESOLVED = {"ok", "repaired", "fallback"}
@@ -122,3 +122,15 @@ def test_llm_chains_follow_the_exemplars(tmp_path, history):
         assert "Exemplar chains" in prompt and "use only these activities" in prompt
         first = prompt.split("\n1. ", 1)[1].split("\n", 1)[0]
         assert record["result"]["activities"] == ast.literal_eval(first)
+
+
+@pytest.mark.parametrize("durations", ["day", "visit"])
+def test_llm_days_end_at_home_at_midnight_with_the_history_visit_counts(
+    tmp_path, history, durations
+):
+    """Faults, slow answers and idle gaps: days still end at Home at midnight."""
+    model, _, _ = _run(tmp_path, history, durations, days=2)
+    decisions = model.decisions_frame()
+    assert (decisions["outcome"] == "fallback").any()  # both paths were taken
+    assert (decisions["outcome"] != "fallback").any()
+    assert_days_like_history(model.trajectories_frame(), history, mean_tolerance=1.0)

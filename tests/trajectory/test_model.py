@@ -18,6 +18,8 @@ from mesa_llm_mobility.trajectory.staypoints import (
 )
 from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
 
+from .conftest import assert_days_like_history
+
 
 def _held_out_dates(split):
     return sorted(set(split.held_out["start"].dt.normalize()))
@@ -74,6 +76,21 @@ def test_generated_days_are_valid_stay_points_on_the_dates(small_split):
         zip(small_split.history["poi_id"], small_split.history["activity"], strict=True)
     )
     assert set(zip(generated["poi_id"], generated["activity"], strict=True)) <= known
+
+
+@pytest.mark.parametrize("durations", ["day", "visit"])
+def test_rule_days_end_at_home_at_midnight_with_the_history_visit_counts(
+    small_split, durations
+):
+    # the first-order chain alone ended a quarter of the days at the first Home (one visit)
+    # and left the evening empty (mean last end 14:45 at 100 individuals)
+    generated = generate(
+        small_split.history,
+        dates=_held_out_dates(small_split),
+        rng=4,
+        settings=WorkflowSettings(durations=durations),
+    )
+    assert_days_like_history(generated, small_split.history, mean_tolerance=0.6)
 
 
 def test_same_seed_same_days(small_split):
