@@ -51,7 +51,12 @@ def execute(notebook: nbformat.NotebookNode, cwd: Path) -> nbformat.NotebookNode
         timeout=CELL_TIMEOUT_S,
         resources={"metadata": {"path": str(cwd)}},
     )
-    return client.execute()
+    try:
+        return client.execute()
+    finally:
+        # nbclient shuts down only kernels it made itself; this one is ours
+        if kernel_manager.has_kernel:
+            kernel_manager.shutdown_kernel(now=True)
 
 
 def _failed_cell(notebook: nbformat.NotebookNode) -> str:

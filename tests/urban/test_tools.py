@@ -15,7 +15,7 @@ from mesa_llm_mobility.cognition.testing import (
 )
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.urban import UrbanMobilityModel
-from mesa_llm_mobility.urban.app.inspector import report_of_model
+from mesa_llm_mobility.urban.app.inspector import _tool_rows, report_of_model
 from mesa_llm_mobility.urban.decisions import (
     TRAVEL_QUERY,
     ToolCall,
@@ -193,6 +193,7 @@ def test_llm_travellers_call_tools_and_read_the_answers(tmp_path, faulty):
     assert list(report.tool_calls["answer"]) == list(
         calls.loc[calls["agent"] == row["agent"], "answer"]
     )
+    assert set(report.tool_calls["via"]) == {"structured"}
 
 
 @pytest.mark.parametrize("faulty", [False, True])
@@ -224,6 +225,7 @@ def test_llm_travellers_call_tools_natively(tmp_path, faulty):
     assert list(report.tool_calls["answer"]) == list(
         calls.loc[calls["agent"] == row["agent"], "answer"]
     )
+    assert set(report.tool_calls["via"]) == {"native"}
 
 
 def test_native_tool_calls_replay_from_the_ledger_with_no_call(tmp_path):
@@ -289,3 +291,12 @@ def test_a_resumed_run_replays_its_native_tool_calls_with_no_call(tmp_path):
         assert server.request_count == 0
     pd.testing.assert_frame_equal(calls, resumed.run.read_table("tool_calls"))
     assert resumed.summary["llm"].loc["all", "http_calls"] == served
+
+
+def test_the_inspector_reads_tool_calls_saved_before_native_calling():
+    saved = pd.DataFrame(
+        {"day": [1, 1], "minute": [5, 900], "agent": ["a", "a"], "tool": ["t", "t"],
+         "arguments": ["{}", "{}"], "answer": ["x", "y"], "ok": [True, True]}
+    )  # fmt: skip
+    rows = _tool_rows(saved, "a", 1, 600)
+    assert list(rows["answer"]) == ["x"] and list(rows["via"]) == ["structured"]

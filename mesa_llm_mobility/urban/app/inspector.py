@@ -38,7 +38,7 @@ TRIP_COLUMNS = [
 ]
 CONVERSATION_COLUMNS = ["time", "with", "medium", "topic", "turn", "speaker", "message",
                         "proposal", "accept", "agreed"]  # fmt: skip
-TOOL_CALL_COLUMNS = ["time", "tool", "arguments", "answer"]
+TOOL_CALL_COLUMNS = ["time", "tool", "arguments", "answer", "via"]
 MEMORIES_SHOWN = 8
 
 
@@ -280,6 +280,8 @@ def _tool_rows(calls: pd.DataFrame, agent: str, day: int, now: int) -> pd.DataFr
     mine = calls[
         (calls["agent"] == agent) & (calls["day"] == day) & (calls["minute"] <= now)
     ]
+    if "via" not in mine:  # runs saved before native tool calling asked structurally
+        mine = mine.assign(via="structured")
     frame = mine.assign(time=mine["minute"].map(format_hhmm))[TOOL_CALL_COLUMNS]
     return frame.reset_index(drop=True)
 
