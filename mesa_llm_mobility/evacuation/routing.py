@@ -228,6 +228,19 @@ class GridGraph:
             allowed &= ~through[:, None]
         return np.where(allowed[self._grid_edges], self.weight, np.inf)
 
+    def close_edges_into(self, weights: np.ndarray, closed: np.ndarray) -> np.ndarray:
+        """``weights`` with every edge into a ``closed`` cell (flat mask) made infinite."""
+        if self._grid_edges is None:
+            return np.where(closed[self.dst], np.inf, weights)
+        width, height = self.width, self.height
+        padded = np.zeros((width + 2, height + 2), dtype=bool)
+        padded[1:-1, 1:-1] = closed.reshape(width, height)
+        into = np.empty((width, height, len(MOORE_STEPS)), dtype=bool)
+        for k, (dx, dy) in enumerate(MOORE_STEPS):
+            into[:, :, k] = padded[1 + dx : 1 + dx + width, 1 + dy : 1 + dy + height]
+        into = into.reshape(width * height, len(MOORE_STEPS))[self._grid_edges]
+        return np.where(into, np.inf, weights)
+
     def shortest_paths(
         self,
         passable_flat: np.ndarray | None,
@@ -523,7 +536,7 @@ def _alternative(
             corridor[cx[ok] * height + cy[ok]] = True
     corridor[src] = False
     corridor[path[-1]] = False
-    closed = np.where(corridor[graph.dst], np.inf, weights)
+    closed = graph.close_edges_into(weights, corridor)
     _, pred = graph.shortest_paths(None, src, closed, limit=3.0 * len(path) + 10.0)
     alternative = path_to(pred, src, path[-1])
     if not alternative or len(set(alternative) & set(path)) > len(path) // 2:

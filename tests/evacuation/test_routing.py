@@ -209,3 +209,17 @@ def test_open_grid_weights_equal_the_per_edge_rule(shape):
             theirs = reference.weights_for(passable, *args)
             assert np.array_equal(mine, theirs)
     assert np.isinf(mine).any() or cells == 1
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (23, 40)])
+def test_open_grid_closes_the_same_edges_as_the_per_edge_rule(shape):
+    rng = np.random.default_rng(7 + sum(shape))
+    built = GridGraph.open_grid(*shape)
+    reference = GridGraph(np.full(shape, Terrain.FLOOR, dtype=np.uint8))
+    cells = shape[0] * shape[1]
+    weights = built.weights_for(rng.random(cells) < 0.8)
+    for density in (0.0, 0.1, 0.5):
+        closed = rng.random(cells) < density
+        mine = built.close_edges_into(weights, closed)
+        assert np.array_equal(mine, reference.close_edges_into(weights, closed))
+        assert np.array_equal(mine, np.where(closed[built.dst], np.inf, weights))
