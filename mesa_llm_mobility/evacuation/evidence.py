@@ -53,7 +53,15 @@ def observe(model: EvacuationModel) -> None:
     model.batch_index[:] = -1
     model.batch_index[active] = np.arange(active.size)
     viewers = active[perc.viewer]
-    model.belief.observe(viewers, perc.cell, model.tick, model.effective.codes)
+    model.belief.observe_views(
+        active,
+        np.column_stack([model.pos[active], model.heading[active]]),
+        perc.viewer,
+        perc.cell,
+        model.effective.opaque,
+        model.tick,
+        model.effective.codes,
+    )
     model.exit_knowledge.observe(model, viewers, perc.cell, model.tick)
     seen = model.occupancy.ravel()[perc.cell]
     other = (seen >= 0) & (seen != viewers)

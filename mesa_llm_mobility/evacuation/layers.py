@@ -122,6 +122,9 @@ class BeliefStore:
         big = np.iinfo(np.int32).max
         self.box = np.tile(np.array([big, -1, big, -1], dtype=np.int32), (n_agents, 1))
         """Per agent: smallest and largest x, smallest and largest y it perceived."""
+        self._viewpoint = np.full((n_agents, 3), -1, dtype=np.int64)
+        """Per agent: x, y and heading of its last :meth:`observe_views` (``-1``: none)."""
+        self._viewpoint_opaque: np.ndarray | None = None
 
     def observe(
         self,
@@ -133,12 +136,75 @@ class BeliefStore:
         """Record that ``agents[k]`` perceived ``flat_cells[k]`` at ``step`` (pairs, same length)."""
         if agents.size == 0:
             return
+        self._observe_cells(agents, flat_cells)
+        self._observe_openings(agents, flat_cells, step, effective_codes)
+
+    def observe_views(
+        self,
+        rows: np.ndarray,
+        viewpoints: np.ndarray,
+        pair_viewer: np.ndarray,
+        flat_cells: np.ndarray,
+        opaque: np.ndarray,
+        step: int,
+        effective_codes: np.ndarray,
+    ) -> None:
+        """:meth:`observe` for one perception of distinct viewers, skipping repeated views.
+
+        Args:
+            rows: Agent row of each viewer (distinct).
+            viewpoints: ``(x, y, heading)`` of each viewer.
+            pair_viewer: Viewer index (into ``rows``) of each perceived pair, grouped in
+                ascending order, every viewer at least once (a perception's ``viewer``).
+            flat_cells: Flat cell of each pair.
+            opaque: The line-of-sight grid the perception used.
+            step: The step of the perception.
+            effective_codes: Terrain codes now (gate states).
+
+        A viewer that perceives from the same cell and heading as at its last call, on the same
+        ``opaque`` grid, perceives the same cells, so its known bits and box would not change
+        (an OR and a min/max already applied) and are not written; its opening steps and gate
+        states are written again like every viewer's.
+        """
+        if flat_cells.size == 0:
+            return
+        if self._viewpoint_opaque is None or not np.array_equal(
+            self._viewpoint_opaque, opaque
+        ):
+            self._viewpoint[:] = -1  # a new line-of-sight grid: every view is new
+            self._viewpoint_opaque = opaque.copy()
+        agents = rows[pair_viewer]
+        new_view = np.any(self._viewpoint[rows] != viewpoints, axis=1)
+        self._viewpoint[rows] = viewpoints
+        if new_view.all():
+            counts = np.bincount(pair_viewer, minlength=rows.size)
+            self._observe_cells(agents, flat_cells, np.cumsum(counts) - counts)
+        elif new_view.any():
+            fresh = new_view[pair_viewer]
+            self._observe_cells(agents[fresh], flat_cells[fresh])
+        self._observe_openings(agents, flat_cells, step, effective_codes)
+
+    def _observe_cells(
+        self,
+        agents: np.ndarray,
+        flat_cells: np.ndarray,
+        starts: np.ndarray | None = None,
+    ) -> None:
         bit = np.left_shift(np.uint8(1), (flat_cells & 7).astype(np.uint8))
         np.bitwise_or.at(
             self._known_bits.reshape(-1),
             agents * self._row_bytes + (flat_cells >> 3),
             bit,
         )
+        self._grow_boxes(agents, flat_cells, starts)
+
+    def _observe_openings(
+        self,
+        agents: np.ndarray,
+        flat_cells: np.ndarray,
+        step: int,
+        effective_codes: np.ndarray,
+    ) -> None:
         slots = self._opening_slot[flat_cells]
         hit = np.flatnonzero(slots >= 0)
         if hit.size:
@@ -150,11 +216,16 @@ class BeliefStore:
             self.gate_seen[agents[gates], gate_slots[gate_slots >= 0]] = (
                 effective_codes.ravel()[flat_cells[gates]]
             )
-        self._grow_boxes(agents, flat_cells)
 
-    def _grow_boxes(self, agents: np.ndarray, flat_cells: np.ndarray) -> None:
+    def _grow_boxes(
+        self,
+        agents: np.ndarray,
+        flat_cells: np.ndarray,
+        starts: np.ndarray | None = None,
+    ) -> None:
         # one reduction per run of equal agents (perception pairs come grouped by viewer)
-        starts = np.flatnonzero(np.diff(agents, prepend=-1))
+        if starts is None:
+            starts = _run_starts(agents)
         who = agents[starts]
         # x from the extreme flat cells (x-major order), y by a table (cheaper than divmod)
         lowest = np.minimum.reduceat(flat_cells, starts)
@@ -211,6 +282,11 @@ class BeliefStore:
                 seen[lx, ly], self.gate_seen[agent, inside], Terrain.UNKNOWN
             )
         return codes
+
+
+def _run_starts(values: np.ndarray) -> np.ndarray:
+    """Where each run of equal values starts (``values`` non-empty)."""
+    return np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
 
 
 WINDOW_STEP = 16

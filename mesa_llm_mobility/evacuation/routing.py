@@ -105,6 +105,8 @@ class GridGraph:
         ok = (nx >= 0) & (nx < width) & (ny >= 0) & (ny < height)
         diagonal = (steps[:, 0] != 0) & (steps[:, 1] != 0)
         dst = nx * height + ny
+        # (cell, step) -> whether that edge exists, in edge order
+        graph._grid_edges = ok
         graph._store(
             np.broadcast_to(cells[:, None], ok.shape)[ok],
             dst[ok],
@@ -137,6 +139,8 @@ class GridGraph:
         )
         self.indices = self.dst
         self._windows: dict[tuple[int, int], GridGraph] = {}
+        if not hasattr(self, "_grid_edges"):
+            self._grid_edges: np.ndarray | None = None
 
     def window(self, window: BeliefWindow) -> GridGraph:
         """A graph for searches inside ``window``, in the window's local cell numbers.
@@ -176,6 +180,8 @@ class GridGraph:
                 on one leaves the plaza).
             source: Start cell, exempt from ``sinks``.
         """
+        if self._grid_edges is not None:
+            return self._open_grid_weights(passable_flat, sinks, source)
         # an impassable cell is never entered, so its out-edges need no check (the source is
         # made passable by callers); only diagonals need the corner rule
         allowed = passable_flat[self.dst]
@@ -188,6 +194,52 @@ class GridGraph:
                 through &= self.src != source
             allowed &= ~through
         return np.where(allowed, self.weight, np.inf)
+
+    def _open_grid_weights(
+        self,
+        passable_flat: np.ndarray,
+        sinks: np.ndarray | None,
+        source: int | None,
+    ) -> np.ndarray:
+        """:meth:`weights_for` of an :meth:`open_grid` graph from shifted views of the grid.
+
+        The same rule edge by edge (the target may be entered; a diagonal needs one of its two
+        orthogonal cells; a sink other than ``source`` is not left), computed per cell and step
+        on the padded grid instead of by gathering cells per edge, then kept where the edge
+        exists (the graph's edge order is cell-major, steps in ``MOORE_STEPS`` order).
+        """
+        width, height = self.width, self.height
+        padded = np.zeros((width + 2, height + 2), dtype=bool)
+        padded[1:-1, 1:-1] = passable_flat.reshape(width, height)
+        allowed = np.empty((width, height, len(MOORE_STEPS)), dtype=bool)
+        for k, (dx, dy) in enumerate(MOORE_STEPS):
+            enter = padded[1 + dx : 1 + dx + width, 1 + dy : 1 + dy + height]
+            if dx and dy:
+                enter = enter & (
+                    padded[1 + dx : 1 + dx + width, 1:-1]
+                    | padded[1:-1, 1 + dy : 1 + dy + height]
+                )
+            allowed[:, :, k] = enter
+        allowed = allowed.reshape(width * height, len(MOORE_STEPS))
+        if sinks is not None:
+            through = sinks.copy()
+            if source is not None:
+                through[source] = False
+            allowed &= ~through[:, None]
+        return np.where(allowed[self._grid_edges], self.weight, np.inf)
+
+    def close_edges_into(self, weights: np.ndarray, closed: np.ndarray) -> np.ndarray:
+        """``weights`` with every edge into a ``closed`` cell (flat mask) made infinite."""
+        if self._grid_edges is None:
+            return np.where(closed[self.dst], np.inf, weights)
+        width, height = self.width, self.height
+        padded = np.zeros((width + 2, height + 2), dtype=bool)
+        padded[1:-1, 1:-1] = closed.reshape(width, height)
+        into = np.empty((width, height, len(MOORE_STEPS)), dtype=bool)
+        for k, (dx, dy) in enumerate(MOORE_STEPS):
+            into[:, :, k] = padded[1 + dx : 1 + dx + width, 1 + dy : 1 + dy + height]
+        into = into.reshape(width * height, len(MOORE_STEPS))[self._grid_edges]
+        return np.where(into, np.inf, weights)
 
     def shortest_paths(
         self,
@@ -484,7 +536,7 @@ def _alternative(
             corridor[cx[ok] * height + cy[ok]] = True
     corridor[src] = False
     corridor[path[-1]] = False
-    closed = np.where(corridor[graph.dst], np.inf, weights)
+    closed = graph.close_edges_into(weights, corridor)
     _, pred = graph.shortest_paths(None, src, closed, limit=3.0 * len(path) + 10.0)
     alternative = path_to(pred, src, path[-1])
     if not alternative or len(set(alternative) & set(path)) > len(path) // 2:

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 from mesa_llm_mobility.evacuation.layers import BeliefStore, BeliefWindow
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.perception import ViewGeometry, perceive
 from mesa_llm_mobility.evacuation.plaza import Terrain, load_plaza
 
 
@@ -80,3 +82,102 @@ def test_window_holds_the_box_with_a_margin_and_maps_cells_both_ways(plaza):
     assert np.array_equal(window.to_local(cells), np.arange(window.n_cells))
     assert window.to_local(0) == -1
     assert np.all(np.diff(cells) > 0)  # local order is plaza order
+
+
+def _store_arrays(store):
+    return (store._known_bits, store.opening_seen_step, store.gate_seen, store.box)
+
+
+def test_skipped_repeat_views_leave_the_store_as_writing_every_pair(plaza):
+    """Viewers that stand still and keep their heading are skipped; turning, moving or a new
+    opaque grid is written, and the store equals one that wrote every pair every step."""
+    geometry = ViewGeometry.cone(6.0, 120.0)
+    rows = np.array([0, 2, 3])
+    xs, ys = np.array([10, 12, 14]), np.array([10, 12, 8])
+    headings = np.array([0, 2, 4])
+    opaque = np.isin(plaza.raw, (Terrain.WALL,))
+    skipping, every_pair = BeliefStore(plaza, 4), BeliefStore(plaza, 4)
+    written = []
+    real_cells = BeliefStore._observe_cells
+
+    def counting(self, agents, flat_cells, starts=None):
+        written.append(sorted(set(agents.tolist())))
+        real_cells(self, agents, flat_cells, starts)
+
+    script = [
+        (0, 0, 0, False),  # first look: all three
+        (0, 0, 0, False),  # nobody moved: nothing written
+        (1, 0, 0, False),  # viewer 0 stepped east
+        (0, 0, 1, False),  # viewer 3 turned
+        (0, 0, 0, True),  # another opaque grid: all three again
+    ]
+    expected_written = [[0, 2, 3], [], [0], [3], [0, 2, 3]]
+    for step, (dx0, _, turn, new_grid) in enumerate(script):
+        xs[0] += dx0
+        headings[2] = (headings[2] + turn) % 8
+        if new_grid:
+            opaque = opaque.copy()
+            opaque[0, 0] = not opaque[0, 0]
+        perc = perceive(geometry, opaque, xs, ys, headings)
+        codes = plaza.raw.copy()
+        if step >= 2:
+            codes[plaza.raw == Terrain.GATE_OPEN] = Terrain.GATE_CLOSED
+        before = len(written)
+        BeliefStore._observe_cells = counting
+        try:
+            skipping.observe_views(
+                rows,
+                np.column_stack([xs, ys, headings]),
+                perc.viewer,
+                perc.cell,
+                opaque,
+                step,
+                codes,
+            )
+        finally:
+            BeliefStore._observe_cells = real_cells
+        assert [a for call in written[before:] for a in call] == expected_written[step]
+        every_pair.observe(rows[perc.viewer], perc.cell, step, codes)
+        for mine, theirs in zip(
+            _store_arrays(skipping), _store_arrays(every_pair), strict=True
+        ):
+            assert np.array_equal(mine, theirs)
+
+
+def test_a_walked_crowd_believes_the_same_with_repeat_views_skipped(monkeypatch):
+    def run():
+        model = EvacuationModel(composition="H", block=3, rng=2, time_limit_s=20)
+        return model.run()
+
+    pairs = {"written": 0, "perceived": 0}
+    real_views, real_cells = BeliefStore.observe_views, BeliefStore._observe_cells
+
+    def counting_views(self, rows, viewpoints, pair_viewer, flat_cells, *rest):
+        pairs["perceived"] += flat_cells.size
+        pairs["in_views"] = True
+        real_views(self, rows, viewpoints, pair_viewer, flat_cells, *rest)
+        pairs["in_views"] = False
+
+    def counting_cells(self, agents, flat_cells, starts=None):
+        if pairs.get("in_views"):  # not the initial look (written in full)
+            pairs["written"] += flat_cells.size
+        real_cells(self, agents, flat_cells, starts)
+
+    monkeypatch.setattr(BeliefStore, "observe_views", counting_views)
+    monkeypatch.setattr(BeliefStore, "_observe_cells", counting_cells)
+    skipping = run()
+    monkeypatch.setattr(BeliefStore, "_observe_cells", real_cells)
+    assert (
+        0 < pairs["written"] < pairs["perceived"]
+    )  # pedestrians that stood still: skipped
+
+    def write_every_pair(self, rows, viewpoints, pair_viewer, flat_cells, *rest):
+        self.observe(rows[pair_viewer], flat_cells, rest[1], rest[2])
+
+    monkeypatch.setattr(BeliefStore, "observe_views", write_every_pair)
+    every_pair = run()
+    for mine, theirs in zip(
+        _store_arrays(skipping.belief), _store_arrays(every_pair.belief), strict=True
+    ):
+        assert np.array_equal(mine, theirs)
+    assert np.array_equal(skipping.pos, every_pair.pos)

@@ -190,3 +190,36 @@ def test_open_grid_is_the_graph_of_an_all_floor_raster(shape):
         assert np.array_equal(getattr(built, name), getattr(reference, name)), name
     assert np.array_equal(built.diag_orth_a, reference.diag_orth_a)
     assert np.array_equal(built.diag_orth_b, reference.diag_orth_b)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (16, 8), (23, 40)])
+def test_open_grid_weights_equal_the_per_edge_rule(shape):
+    """Shifted-grid weights of an open grid == the per-edge gathers of the raster's graph."""
+    rng = np.random.default_rng(sum(shape))
+    built = GridGraph.open_grid(*shape)
+    reference = GridGraph(np.full(shape, Terrain.FLOOR, dtype=np.uint8))
+    assert reference._grid_edges is None  # the reference takes the per-edge path
+    cells = shape[0] * shape[1]
+    for density in (0.2, 0.6, 0.9, 1.0):
+        passable = rng.random(cells) < density
+        sinks = rng.random(cells) < 0.1
+        source = int(rng.integers(cells))
+        for args in ((), (sinks,), (sinks, source)):
+            mine = built.weights_for(passable, *args)
+            theirs = reference.weights_for(passable, *args)
+            assert np.array_equal(mine, theirs)
+    assert np.isinf(mine).any() or cells == 1
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (23, 40)])
+def test_open_grid_closes_the_same_edges_as_the_per_edge_rule(shape):
+    rng = np.random.default_rng(7 + sum(shape))
+    built = GridGraph.open_grid(*shape)
+    reference = GridGraph(np.full(shape, Terrain.FLOOR, dtype=np.uint8))
+    cells = shape[0] * shape[1]
+    weights = built.weights_for(rng.random(cells) < 0.8)
+    for density in (0.0, 0.1, 0.5):
+        closed = rng.random(cells) < density
+        mine = built.close_edges_into(weights, closed)
+        assert np.array_equal(mine, reference.close_edges_into(weights, closed))
+        assert np.array_equal(mine, np.where(closed[built.dst], np.inf, weights))
