@@ -173,6 +173,7 @@ class RunDirectory:
         target = run.path
         if target.exists() and not target.is_dir():
             raise RunDirectoryError(f"{target}: exists and is not a directory")
+        _remove_interrupted_creation(target)
         if target.is_dir() and any(target.iterdir()):
             if not overwrite:
                 raise RunDirectoryError(
@@ -559,6 +560,26 @@ class RunDirectory:
                     raise
                 logger.warning("skipping checkpoint of day %d: %s", day, error)
         return None
+
+
+def _remove_interrupted_creation(target: Path) -> None:
+    """Empty ``target`` if all it holds is the temporary files of a creation cut short.
+
+    A process killed inside :meth:`RunDirectory.create` (a sweep worker whose pool broke, a
+    run stopped at its start) can leave only ``.config.json.*.tmp`` / ``.metadata.json.*.tmp``
+    behind; such a folder never held a run, so creating one there again is not an overwrite.
+    """
+    if not target.is_dir():
+        return
+    entries = list(target.iterdir())
+    if entries and all(_INTERRUPTED_WRITE.fullmatch(entry.name) for entry in entries):
+        for entry in entries:
+            entry.unlink(missing_ok=True)
+
+
+_INTERRUPTED_WRITE = re.compile(
+    rf"\.(?:{re.escape(CONFIG_FILE)}|{re.escape(METADATA_FILE)})\..+\.tmp"
+)
 
 
 def _base_metadata(extra: Mapping[str, Any]) -> dict[str, Any]:

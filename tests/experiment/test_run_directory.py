@@ -100,6 +100,24 @@ def test_create_never_deletes_a_foreign_folder(tmp_path):
     RunDirectory.create(tmp_path / "empty", {})  # and so is an empty one
 
 
+def test_create_after_a_creation_cut_short(tmp_path):
+    # a worker killed inside create() leaves only the temporary file of its config
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / ".config.json.k2j4a.tmp").write_text('{"days"')
+    run = RunDirectory.create(cut, {"days": 1})
+    assert run.config == {"days": 1}
+    assert sorted(p.name for p in cut.iterdir()) == ["config.json", "metadata.json"]
+    # anything else beside such a file is still somebody's folder
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".config.json.x.tmp").write_text("")
+    (other / "notes.txt").write_text("keep")
+    with pytest.raises(RunDirectoryError, match="non-empty"):
+        RunDirectory.create(other, {})
+    assert (other / "notes.txt").read_text() == "keep"
+
+
 def test_config_errors_name_the_field(tmp_path):
     with pytest.raises(TypeError, match=r"config\['brain'\]\['client'\].*object"):
         RunDirectory.create(tmp_path / "r", {"brain": {"client": object()}})
