@@ -27,15 +27,15 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from mesa_llm_mobility.memory.codec import node_from_record, node_to_metadata
+from mesa_llm_mobility.memory.codec import node_to_metadata
+from mesa_llm_mobility.memory.collection import StreamCollection
 from mesa_llm_mobility.memory.config import RETRIEVAL_MODES
 from mesa_llm_mobility.memory.formulas import (
     extended_expiration,
     jaccard,
     recency,
-    semantic_match,
     spatiotemporal_match,
 )
 from mesa_llm_mobility.memory.node import (
@@ -77,6 +77,25 @@ class RetrievedMemory:
     modes: tuple[str, ...]
 
 
+def _check_importance(importance: object) -> None:
+    """Raise a ValueError naming the field unless ``importance`` is a number in [0, 1]."""
+    if (
+        isinstance(importance, bool)
+        or not isinstance(importance, int | float)
+        or not 0.0 <= importance <= 1.0
+    ):
+        raise ValueError(f"importance: must be in [0, 1], got {importance!r}")
+
+
+def _wanted_types(
+    node_types: Iterable[NodeType | str] | None,
+) -> set[NodeType] | None:
+    """The node types asked for, parsed; None for all."""
+    if node_types is None:
+        return None
+    return {parse_node_type(t, "node_types") for t in node_types}
+
+
 class MemoryStream:
     """The memory of one agent, backed by one Chroma collection.
 
@@ -109,9 +128,9 @@ class MemoryStream:
         defer_writes: bool = False,
     ) -> None:
         self._agent_id = agent_id
-        self._location = location or f"agent {agent_id}"
-        self._collection_factory = collection
-        self._collection: Collection | None = None
+        self._chroma = StreamCollection(
+            collection, embedding, location or f"agent {agent_id}"
+        )
         self._embedding = embedding
         self.config = config
         self._nodes: dict[str, ConceptNode] | None = None
@@ -122,41 +141,18 @@ class MemoryStream:
         self._dirty: set[str] = set()
         self.flush_every = flush_every
         self.defer_writes = defer_writes
-        # Deferred Chroma writes, in order: (operation, arguments).
-        self._log: list[tuple[str, Any]] = []
 
     @property
     def agent_id(self) -> str:
         """The agent this memory belongs to."""
         return self._agent_id
 
-    def _get_collection(self, create: bool) -> Collection | None:
-        if self._collection is None:
-            self._collection = self._collection_factory(create)
-        return self._collection
-
     def _loaded(self) -> dict[str, ConceptNode]:
         if self._nodes is None:
-            nodes: dict[str, ConceptNode] = {}
-            collection = self._get_collection(False)
-            if collection is not None:
-                records = collection.get(include=["documents", "metadatas"])
-                for node_id, document, metadata in zip(
-                    records["ids"],
-                    records["documents"] or [],
-                    records["metadatas"] or [],
-                    strict=True,
-                ):
-                    try:
-                        nodes[node_id] = node_from_record(node_id, document, metadata)
-                    except ValueError as error:
-                        raise ValueError(f"{self._location}: {error}") from None
+            nodes, recorded = self._chroma.read()
             self._nodes = nodes
             for node in nodes.values():
                 self._index(node)
-            recorded = 0
-            if collection is not None and collection.metadata:
-                recorded = int(collection.metadata.get("next_sequence", 0))
             numbers = [int(m.group(1)) for m in map(_SEQUENTIAL_ID.match, nodes) if m]
             self._next_sequence = max(recorded, 1 + max(numbers, default=-1))
         return self._nodes
@@ -197,11 +193,7 @@ class MemoryStream:
         Returns:
             The nodes, by creation time then id.
         """
-        wanted = (
-            None
-            if node_types is None
-            else {parse_node_type(t, "node_types") for t in node_types}
-        )
+        wanted = _wanted_types(node_types)
         selected = [
             n for n in self._loaded().values() if wanted is None or n.type in wanted
         ]
@@ -244,12 +236,7 @@ class MemoryStream:
         ):
             raise ValueError(f"now: expected a finite simulation minute, got {now!r}")
         kind = parse_node_type(node_type, "node_type")
-        if (
-            isinstance(importance, bool)
-            or not isinstance(importance, int | float)
-            or not 0.0 <= importance <= 1.0
-        ):
-            raise ValueError(f"importance: must be in [0, 1], got {importance!r}")
+        _check_importance(importance)
         life = self.config.lifespans[kind].lifespan(float(importance))
         if node_id is None:
             self._loaded()
@@ -296,51 +283,18 @@ class MemoryStream:
                 )
             seen.add(node.id)
         if self.defer_writes:
-            self._log.append(("add", batch))
+            self._chroma.defer("add", batch)
         else:
-            self._write_add(batch)
+            self._chroma.apply("add", batch)
         for node in batch:
             known[node.id] = node
             self._index(node)
         return batch
 
-    def _write_add(self, batch: list[ConceptNode]) -> None:
-        embeddings = self._embedding([node.content for node in batch])
-        collection = self._get_collection(True)
-        assert collection is not None
-        collection.add(
-            ids=[node.id for node in batch],
-            embeddings=embeddings,
-            documents=[node.content for node in batch],
-            metadatas=[node_to_metadata(node) for node in batch],
-        )
-
-    def _write_delete(self, expired: list[str]) -> None:
-        collection = self._get_collection(False)
-        assert collection is not None
-        collection.delete(ids=expired)
-
-    def _write_modify(self, metadata: dict[str, Any]) -> None:
-        collection = self._get_collection(False)
-        assert collection is not None
-        collection.modify(metadata=metadata)
-
-    def _write_update(self, ids: list[str], metadatas: list[Any]) -> None:
-        collection = self._get_collection(False)
-        assert collection is not None
-        collection.update(ids=ids, metadatas=metadatas)
-
-    def _write(self, operation: str, *arguments: Any) -> None:
-        """Make one Chroma write now, or log it when writes are deferred and some are pending."""
-        if self._log:
-            self._log.append((operation, arguments))
-            return
-        getattr(self, f"_write_{operation}")(*arguments)
-
     @property
     def deferred_writes(self) -> int:
         """Number of Chroma writes logged and not yet made (see ``defer_writes``)."""
-        return len(self._log)
+        return self._chroma.deferred
 
     def write_pending(self) -> int:
         """Make the deferred Chroma writes, in the order they were logged.
@@ -348,13 +302,7 @@ class MemoryStream:
         Returns:
             Number of writes made.
         """
-        log, self._log = self._log, []
-        for operation, arguments in log:
-            if operation == "add":
-                self._write_add(arguments)
-            else:
-                getattr(self, f"_write_{operation}")(*arguments)
-        return len(log)
+        return self._chroma.write_pending()
 
     def unwritten_state(self) -> tuple[int, list[ConceptNode]]:
         """Its id counter and nodes, for a stream whose collection was never written.
@@ -373,15 +321,16 @@ class MemoryStream:
         self._next_sequence = next_sequence
         # one add per node, in the order they were added: a vector index built later is the
         # one immediate writes of single memories would have built (the same tie-breaking)
-        self._log = [("add", [node]) for node in nodes]
-        self._log.append(
-            ("modify", ({"agent_id": self._agent_id, "next_sequence": next_sequence},))
+        for node in nodes:
+            self._chroma.defer("add", [node])
+        self._chroma.defer(
+            "modify", {"agent_id": self._agent_id, "next_sequence": next_sequence}
         )
 
     @property
     def written(self) -> bool:
         """Whether this stream has a Chroma collection open (it was written or read)."""
-        return self._collection is not None
+        return self._chroma.opened
 
     def _index(self, node: ConceptNode) -> None:
         for keyword in node.keywords:
@@ -439,12 +388,7 @@ class MemoryStream:
             KeyError: If no node has that id.
             ValueError: If the importance is not in [0, 1].
         """
-        if (
-            isinstance(importance, bool)
-            or not isinstance(importance, int | float)
-            or not 0.0 <= importance <= 1.0
-        ):
-            raise ValueError(f"importance: must be in [0, 1], got {importance!r}")
+        _check_importance(importance)
         known = self._loaded()
         node = known[node_id]
         life = self.config.lifespans[node.type].lifespan(float(importance))
@@ -472,11 +416,11 @@ class MemoryStream:
         known = self._loaded()
         expired = sorted(node.id for node in known.values() if node.is_expired(now))
         if expired:
-            self._write("delete", expired)
+            self._chroma.write("delete", expired)
             for node_id in expired:
                 self._unindex(known.pop(node_id))
             # Remember the id counter: the newest ids may be gone, and must not be reused.
-            self._write(
+            self._chroma.write(
                 "modify",
                 {
                     "agent_id": self._agent_id,
@@ -536,11 +480,7 @@ class MemoryStream:
         query_keywords = normalise_keywords(keywords)
         query_places = normalise_places(spatial_scope)
         query_interval = parse_interval(temporal_scope)
-        wanted = (
-            None
-            if node_types is None
-            else {parse_node_type(t, "node_types") for t in node_types}
-        )
+        wanted = _wanted_types(node_types)
         live = [
             node
             for node in self._loaded().values()
@@ -590,7 +530,13 @@ class MemoryStream:
             query_embedding = self._embedding([text])[0]
             top(
                 "semantic",
-                self._semantic_top(query_embedding, live, k),
+                self._chroma.nearest(
+                    query_embedding,
+                    {node.id for node in live},
+                    len(known),
+                    k,
+                    config.d_max,
+                ),
                 exhaustive=False,
             )
         if (
@@ -623,7 +569,9 @@ class MemoryStream:
                 node_id for node_id in candidates if node_id not in known_semantic
             ]
             if missing:
-                known_semantic.update(self._semantic_of(query_embedding, missing))
+                known_semantic.update(
+                    self._chroma.matches_of(query_embedding, missing, config.d_max)
+                )
 
         scored = []
         for node_id, modes in candidates.items():
@@ -650,58 +598,6 @@ class MemoryStream:
         if touch:
             results = self._touch(results, now)
         return results
-
-    def _semantic_top(
-        self, query_embedding: Any, live: list[ConceptNode], k: int
-    ) -> dict[str, float]:
-        """Semantic matches of the k nearest live nodes, from Chroma's vector query."""
-        self.write_pending()
-        collection = self._get_collection(False)
-        if collection is None:
-            return {}
-        live_ids = {node.id for node in live}
-        excluded = len(self._loaded()) - len(live_ids)
-        # A metadata filter makes Chroma's query several times slower; when few nodes are
-        # excluded (expired, other types) asking for a few more neighbours is cheaper.
-        if excluded <= 4 * k + 32:
-            result = collection.query(
-                query_embeddings=[query_embedding],
-                n_results=min(len(self._loaded()), k + excluded),
-                include=["distances"],
-            )
-        else:
-            result = collection.query(
-                query_embeddings=[query_embedding],
-                n_results=min(len(live_ids), k),
-                ids=sorted(live_ids),
-                include=["distances"],
-            )
-        matches = self._matches(result)
-        return {
-            node_id: value for node_id, value in matches.items() if node_id in live_ids
-        }
-
-    def _semantic_of(
-        self, query_embedding: Any, node_ids: list[str]
-    ) -> dict[str, float]:
-        """Semantic matches of given nodes (fusion candidates from other modes)."""
-        self.write_pending()
-        collection = self._get_collection(False)
-        assert collection is not None
-        result = collection.query(
-            query_embeddings=[query_embedding],
-            ids=node_ids,
-            n_results=len(node_ids),
-            include=["distances"],
-        )
-        return self._matches(result)
-
-    def _matches(self, result: Any) -> dict[str, float]:
-        distances = result["distances"][0] if result["distances"] else []
-        return {
-            node_id: semantic_match(distance, self.config.d_max)
-            for node_id, distance in zip(result["ids"][0], distances, strict=True)
-        }
 
     def _touch(
         self, results: list[RetrievedMemory], now: float
@@ -753,7 +649,7 @@ class MemoryStream:
         ids = sorted(node_id for node_id in self._dirty if node_id in known)
         self._dirty.clear()
         if ids:
-            self._write(
+            self._chroma.write(
                 "update", ids, [node_to_metadata(known[node_id]) for node_id in ids]
             )
         return len(ids)
