@@ -25,6 +25,7 @@ from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.experiment.sweep import sweep
 from mesa_llm_mobility.urban import UrbanMobilityModel
 from mesa_llm_mobility.urban import scripted_llm as traveller
+from tests.conftest import latency_by_prompt, local_server_options
 
 KEY = "sweep-suite-key-7f3a91c2"
 BRAIN = "llm:openai/fake-model"
@@ -32,19 +33,11 @@ GRID = {"n_agents": 6, "days": 1, "brain": BRAIN}
 RESOLVED = {"ok", "repaired", "fallback"}
 
 
-def _slow_sometimes(body):
-    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 5) * 0.04
+_slow_sometimes = latency_by_prompt(5, 0.04)  # answers take 0-0.16 s, by the prompt
 
 
 def _options(server, budget):
-    return {
-        "api_base": server.api_base,
-        "api_key": KEY,
-        "timeout_s": 1.0,
-        "max_attempts": 3,
-        "max_total_s": 8.0,
-        "max_concurrency": budget,
-    }
+    return local_server_options(server, KEY, max_concurrency=budget)
 
 
 def _sweep(out, server, executor, budget=4, model=UrbanMobilityModel, grid=GRID):

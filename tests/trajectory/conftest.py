@@ -5,8 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from mesa_llm_mobility.trajectory.staypoints import split_history
+from mesa_llm_mobility.trajectory.staypoints import STAY_COLUMNS, split_history
 from mesa_llm_mobility.trajectory.synth import synthesize
+from tests.conftest import (
+    local_server_options,
+    slow_sometimes,  # noqa: F401  (the trajectory suites import it here)
+)
 
 
 @pytest.fixture(scope="session")
@@ -23,18 +27,7 @@ def small_split(small_city):
 
 def stays_table(rows, timezone="UTC"):
     """A stay-point table from (agent, poi, lat, lon, activity, start, end) tuples."""
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "agent_id",
-            "poi_id",
-            "latitude",
-            "longitude",
-            "activity",
-            "start",
-            "end",
-        ],
-    )
+    frame = pd.DataFrame(rows, columns=list(STAY_COLUMNS))
     for column in ("start", "end"):
         frame[column] = pd.to_datetime(frame[column], format="ISO8601").dt.tz_localize(
             timezone
@@ -79,20 +72,8 @@ def assert_days_like_history(generated, history, mean_tolerance):
     assert within["visits"].between(within["min"], within["max"]).all()
 
 
-def slow_sometimes(body):
-    """A latency of 0-0.3 s by prompt, for the local server: answers arrive out of order."""
-    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.05
-
-
 def llm_options(server, ledger, key, **extra):
     """Brain options for the local server: short timeouts, bounded retries, 16 in flight."""
-    return {
-        "api_base": server.api_base,
-        "api_key": key,
-        "timeout_s": 1.0,
-        "max_attempts": 3,
-        "max_total_s": 8.0,
-        "max_concurrency": 16,
-        "ledger": ledger,
-        **extra,
-    }
+    return local_server_options(
+        server, key, **{"max_concurrency": 16, "ledger": ledger, **extra}
+    )

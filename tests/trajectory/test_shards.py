@@ -41,6 +41,9 @@ from mesa_llm_mobility.trajectory.shards import (
     split_individuals,
 )
 from mesa_llm_mobility.trajectory.staypoints import write_numosim
+from tests.conftest import local_server_options
+
+from .conftest import slow_sometimes
 
 TABLES = ("trajectories", "decisions", "workflow")
 KEY = "trajshard-suite-key-5d1e07"
@@ -300,19 +303,9 @@ def test_cli_reports_failed_shards_in_one_line(
 
 
 # ---------------------------------------------------------------------------- the LLM brain
-def _slow_sometimes(body):
-    return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.05
-
-
 def _llm_options(server, budget):
-    return {
-        "api_base": server.api_base,
-        "api_key": KEY,
-        "timeout_s": 1.0,
-        "max_attempts": 3,
-        "max_total_s": 8.0,
-        "max_concurrency": budget,
-    }
+    # no ledger: each shard keeps its own
+    return local_server_options(server, KEY, max_concurrency=budget)
 
 
 def test_llm_shards_with_faults_give_everyone_a_trajectory_and_record_fallbacks(
@@ -325,7 +318,7 @@ def test_llm_shards_with_faults_give_everyone_a_trajectory_and_record_fallbacks(
     # 24 decisions make at least 24 requests: request 24 gets the 401, which falls back
     with FakeLLMServer(
         with_faults(scripted_llm.respond, provider_faults(hang_s=1.5), every=3),
-        latency_s=_slow_sometimes,
+        latency_s=slow_sometimes,
     ) as server:
         result = run_generation(
             out,
@@ -389,7 +382,7 @@ def test_a_failed_llm_shard_replays_its_answers_on_resume(
     )[0]
     with FakeLLMServer(
         with_faults(scripted_llm.respond, provider_faults(hang_s=1.5), every=5),
-        latency_s=_slow_sometimes,
+        latency_s=slow_sometimes,
     ) as server:
         with monkeypatch.context() as patch:
             _failing_shard(patch, victim)

@@ -10,24 +10,7 @@ from mesa_llm_mobility.trajectory.realism.frames import (
     split_for_detection,
     visit_table,
 )
-
-
-def stays_table(rows, timezone):
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "agent_id",
-            "poi_id",
-            "latitude",
-            "longitude",
-            "activity",
-            "start",
-            "end",
-        ],
-    )
-    for column in ("start", "end"):
-        frame[column] = pd.to_datetime(frame[column]).dt.tz_localize(timezone)
-    return frame
+from tests.trajectory.conftest import stays_table
 
 
 def test_visit_table_counts_minutes_from_the_local_midnight():
