@@ -1,6 +1,7 @@
 """Shared test set-up: litellm must never reach the network, whatever the test imports first.
 
-Also the helpers of every suite that drives the LLM brain through the project's local server
+Also a local Ray for the tests of Ray executors (the ``local_ray`` fixture) and the helpers of
+every suite that drives the LLM brain through the project's local server
 (``from tests.conftest import ...``): brain options with short timeouts and bounded retries, and
 answer latencies that vary by prompt.
 """
@@ -8,10 +9,22 @@ answer latencies that vary by prompt.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import pytest
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+@pytest.fixture
+def local_ray() -> Iterator[None]:
+    """A local Ray of 2 CPUs for one test, shut down after it."""
+    import ray  # noqa: PLC0415  (only the tests that ask for Ray pay its import)
+
+    ray.init(num_cpus=2, include_dashboard=False)
+    yield
+    ray.shutdown()
 
 
 def latency_by_prompt(

@@ -67,13 +67,6 @@ def _urban(executor, out, **options):
     )
 
 
-@pytest.fixture
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False)
-    yield
-    ray.shutdown()
-
-
 def test_serial_process_and_ray_give_identical_results(tmp_path, local_ray):
     serial = _urban("serial", tmp_path / "serial")
     process = _urban("process", tmp_path / "process", max_workers=2)

@@ -133,6 +133,20 @@ def test_generate_then_evaluate_against_the_held_out_days(data, tmp_path, capsys
     assert "trajgenagent compat" in capsys.readouterr().out
 
 
+def _llm_flags(server):
+    """The shared brain flags for the local server: short timeouts, bounded retries."""
+    return [
+        "--brain",
+        "llm:openai/fake-model",
+        "--api-base",
+        server.api_base,
+        "--timeout",
+        "1",
+        "--max-attempts",
+        "3",
+    ]
+
+
 @pytest.mark.timeout(180)
 def test_generate_through_the_llm_brain_writes_the_ledger(
     data, tmp_path, capsys, monkeypatch
@@ -153,14 +167,7 @@ def test_generate_through_the_llm_brain_writes_the_ledger(
                 "--out",
                 str(out),
                 "--no-progress",
-                "--brain",
-                "llm:openai/fake-model",
-                "--api-base",
-                server.api_base,
-                "--timeout",
-                "1",
-                "--max-attempts",
-                "3",
+                *_llm_flags(server),
             ]
         )
         received = server.request_count
@@ -332,16 +339,9 @@ def test_benchmark_temperature_study_through_the_llm_brain(
                 "--study-individuals",
                 "4",
                 "--no-progress",
-                "--brain",
-                "llm:openai/fake-model",
-                "--api-base",
-                server.api_base,
+                *_llm_flags(server),
                 "--temperature",
                 "0.2",
-                "--timeout",
-                "1",
-                "--max-attempts",
-                "3",
             ]
         )
         received = server.request_count

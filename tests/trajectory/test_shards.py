@@ -15,7 +15,6 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-import ray
 
 from mesa_llm_mobility.cli import main
 from mesa_llm_mobility.cognition.ledger import Ledger
@@ -74,13 +73,6 @@ def unsharded(request, history_dir, tmp_path_factory):
     )
     out = tmp_path_factory.mktemp(f"unsharded-{request.param}") / "gen.parquet"
     return config, run_generation(out, config)
-
-
-@pytest.fixture
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False)
-    yield
-    ray.shutdown()
 
 
 def _assert_same_run(sharded, reference):
