@@ -23,7 +23,9 @@ Algorithm 1 exactly.
 
 Agents that are just staying cost nothing per minute: the itinerary keeps a heap of wake-up
 minutes (departures, reconsiderations during activities) and mirrors only travellers. The tables
-are built by :mod:`.outputs`.
+are built by :mod:`.outputs`; the minute's conversations are run by :mod:`.conversations`, tool
+use before deciding by :mod:`.tool_use`, and each household's cars and school runs are given out
+by :func:`~.decisions.household.assign_household_day`.
 """
 
 from __future__ import annotations
