@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
+from mesa_llm_mobility.experiment.cli import add_executor_arguments
 
 
 def _composition(text: str) -> str | dict[str, int]:
@@ -246,8 +247,6 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_experiment_commands(commands: argparse._SubParsersAction) -> None:
-    from mesa_llm_mobility.experiment.executors import EXECUTORS  # noqa: PLC0415
-
     experiment = commands.add_parser(
         "experiment",
         help="the paper's compositions x matched blocks design on the sweep engine, with its report",
@@ -267,15 +266,7 @@ def _add_experiment_commands(commands: argparse._SubParsersAction) -> None:
         "--time-limit", type=float, default=240.0, help="seconds (default 240)"
     )
     experiment.add_argument("--out", required=True, help="the experiment folder")
-    experiment.add_argument(
-        "--executor", choices=EXECUTORS, default="serial", help="default serial"
-    )
-    experiment.add_argument(
-        "--workers", type=int, default=None, help="worker processes (process executor)"
-    )
-    experiment.add_argument(
-        "--ray-address", default=None, help="Ray cluster address (default: a local Ray)"
-    )
+    add_executor_arguments(experiment, local_ray_cpus=False)
     experiment.add_argument(
         "--no-progress", action="store_true", help="no progress bar"
     )

@@ -102,13 +102,18 @@ def sweep_command(args: argparse.Namespace) -> int:
 
 
 def add_executor_arguments(
-    parser: argparse.ArgumentParser, *, default: str | None = "serial"
+    parser: argparse.ArgumentParser,
+    *,
+    default: str | None = "serial",
+    local_ray_cpus: bool = True,
 ) -> None:
     """Add ``--executor``, ``--workers``, ``--ray-address`` and ``--num-cpus`` to a command.
 
     Args:
         parser: The command's parser.
         default: The default executor (``None``: the command's own way without one).
+        local_ray_cpus: Whether to add ``--num-cpus`` (leave it out where the command's
+            runner does not take the CPUs of a local Ray).
     """
     parser.add_argument(
         "--executor",
@@ -127,9 +132,10 @@ def add_executor_arguments(
         default=None,
         help="Ray cluster address ('auto', 'ray://head:10001'); default: a local Ray",
     )
-    parser.add_argument(
-        "--num-cpus", type=int, default=None, help="CPUs of a local Ray instance"
-    )
+    if local_ray_cpus:
+        parser.add_argument(
+            "--num-cpus", type=int, default=None, help="CPUs of a local Ray instance"
+        )
 
 
 def add_sweep_commands(commands: argparse._SubParsersAction) -> None:

@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
+from mesa_llm_mobility.experiment.cli import add_executor_arguments
 
 
 def add_urban_commands(commands: Any) -> Any:
@@ -475,8 +476,6 @@ def add_urban_experiment_command(urban_commands: Any) -> argparse.ArgumentParser
     Returns:
         The ``experiment`` parser.
     """
-    from mesa_llm_mobility.experiment.executors import EXECUTORS  # noqa: PLC0415
-
     parser = urban_commands.add_parser(
         "experiment",
         help="the paper's macroscopic experiment over seeds: per-day means and 95 % intervals",
@@ -495,12 +494,7 @@ def add_urban_experiment_command(urban_commands: Any) -> argparse.ArgumentParser
     parser.add_argument(
         "--out", default="runs/urban_experiment", help="experiment folder"
     )
-    parser.add_argument(
-        "--executor", choices=EXECUTORS, default="serial", help="how runs execute"
-    )
-    parser.add_argument(
-        "--workers", type=int, default=None, help="worker processes (process executor)"
-    )
+    add_executor_arguments(parser)
     add_brain_arguments(parser)
     _add_progress_option(parser)
     parser.set_defaults(handler=_experiment)
@@ -523,6 +517,8 @@ def _experiment(args: argparse.Namespace) -> int:
         brain=args.brain,
         executor=args.executor,
         max_workers=args.workers,
+        ray_address=args.ray_address,
+        num_cpus=args.num_cpus,
         brain_options=brain_options(args),
         progress=not args.no_progress,
     )

@@ -65,14 +65,12 @@ __all__ = [
     "FacilityPair",
     "WorldView",
     "reconsider_key",
-    "walking_approach",
 ]
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.agents import TravellerAgent, TripRecord
     from mesa_llm_mobility.urban.conversations import Conversation
     from mesa_llm_mobility.urban.scenario import Event
-    from mesa_llm_mobility.urban.trips import Trip
 
 ALTERNATIVE_SLACK = 1.5
 """Revisions offer a further path only when expected at most this much slower."""
@@ -83,18 +81,6 @@ RECALL_K = 3
 
 FacilityPair = tuple[str, str, str]
 """``(origin facility, destination facility, mode)``."""
-
-
-def walking_approach(trip: Trip, t: int) -> tuple[str, tuple[DirectedLink, ...]] | None:
-    """The node a walking trip reaches by minute ``t`` and the links after it, if any are left."""
-    if (
-        trip.state is not TravelState.WALKING
-        or trip.link is None
-        or trip.ready > t + 1e-9
-        or not trip.remaining
-    ):
-        return None
-    return trip.link.head, tuple(trip.remaining)
 
 
 def reconsider_key(trip_id: str, trigger: str) -> str:
@@ -370,7 +356,7 @@ class WorldView:
         if agent.state == "driving" and mode == "drive":
             approach = engine.approaching_node(record.trip_id, t)
         elif agent.state == "walking":
-            approach = walking_approach(trip, t)
+            approach = trip.approaching_node(TravelState.WALKING, t)
         elif (
             agent.state == "waiting_at_node"
             and mode == "transit"

@@ -2,8 +2,9 @@
 
 A :class:`Conversation` is opened by a ``Chat`` decision and continued by ``ChatTurn``
 decisions, the partner and the initiator in turn, one decision per turn, at most
-:data:`~.decisions.chat.MAX_CHAT_TURNS` turns. The model runs the turns of every conversation of
-a minute as batches (all second turns together, then all third turns, ...). When one speaker
+:data:`~.decisions.chat.MAX_CHAT_TURNS` turns. Each minute the model opens the chats
+:func:`chat_openings` draws and :func:`hold_conversations` runs the turns of all of them as
+batches (all second turns together, then all third turns, ...). When one speaker
 accepts the other's proposal, :func:`apply_agreement` changes both travellers' day: who has
 the household car, who drops the children off or picks them up (settled before planning), and
 joint activities (:class:`~.plans.Appointment`) that their plans must then contain. A car that
@@ -15,22 +16,28 @@ assignment.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from mesa_llm_mobility.urban.clock import parse_hhmm
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, parse_hhmm
 from mesa_llm_mobility.urban.decisions.chat import (
     MAX_CHAT_TURNS,
     ChatAgreement,
+    ChatContext,
     ChatMedium,
     ChatOutput,
 )
+from mesa_llm_mobility.urban.decisions.household import LATE_HANDOVER_MINUTES
+from mesa_llm_mobility.urban.itinerary import CHAT_MINUTE
 from mesa_llm_mobility.urban.plans import Appointment
 
 if TYPE_CHECKING:
+    from mesa_llm_mobility.cognition import DecisionRequest
     from mesa_llm_mobility.urban.agents import TravellerAgent
+    from mesa_llm_mobility.urban.contexts import WorldView
     from mesa_llm_mobility.urban.decisions.chat_turn import ChatTurnOutput
+    from mesa_llm_mobility.urban.model import UrbanMobilityModel
 
 
 @dataclass(frozen=True)
@@ -215,3 +222,145 @@ def apply_agreement(
             agent.today.appointments.append(
                 Appointment(agreement.meet_at, at, other.name)
             )
+
+
+def chat_openings(
+    model: UrbanMobilityModel,
+    t: int,
+    staying: Sequence[tuple[TravellerAgent, str]],
+) -> list[DecisionRequest[Any, Any]]:
+    """The chats opened at minute ``t``: in the morning, and during activities.
+
+    At :data:`~.itinerary.CHAT_MINUTE` a traveller with contacts opens one with probability
+    ``model.chat_probability`` (family at home in person, friends by phone). During an
+    activity (a ``"during_activity"`` revision opportunity) it calls, with probability
+    ``model.daytime_chat_probability``, one of its contacts who is staying at an activity with
+    trips ahead (in person when at the same place), at most one daytime chat a day; a parent
+    holding a pick-up still ahead who arrived at work
+    :data:`~.decisions.household.LATE_HANDOVER_MINUTES` or more late always calls such a
+    family member (its day runs late).
+
+    Args:
+        model: The model (its travellers, view, generator and chat probabilities).
+        t: The absolute minute.
+        staying: This minute's revision opportunities of staying travellers.
+
+    Returns:
+        The ``Chat`` requests, in the order the generator drew them.
+    """
+    view, travellers, now = model.view, model.travellers, t % MINUTES_PER_DAY
+    requests: list[DecisionRequest[Any, Any]] = []
+    if now == CHAT_MINUTE and model.chat_probability > 0:
+        for agent in travellers.values():
+            contacts = view.contacts(agent)
+            if contacts and model.rng.random() < model.chat_probability:
+                requests.append(agent.chat_request(view, t, contacts))
+    if model.daytime_chat_probability <= 0:
+        return requests
+    for agent, situation in staying:
+        if situation != "during_activity" or agent.today.daytime_chats:
+            continue
+        contacts = {
+            name: relation
+            for name, relation in view.contacts(agent).items()
+            if travellers[name].state == "staying" and travellers[name].pending_trips()
+        }
+        family = {n: r for n, r in contacts.items() if r == "family"}
+        if family and runs_late_with_pick_up(view, agent, t):
+            contacts = family  # a reason to call home: always, once a day
+        elif not contacts or model.rng.random() >= model.daytime_chat_probability:
+            continue
+        agent.today.daytime_chats += 1
+        together = {n for n in contacts if travellers[n].place == agent.place}
+        medium = "in person" if together else "by phone"
+        if together:
+            contacts = {n: contacts[n] for n in sorted(together)}
+        requests.append(
+            agent.chat_request(view, t, contacts, medium=medium, morning=False)
+        )
+    return requests
+
+
+def runs_late_with_pick_up(view: WorldView, agent: TravellerAgent, t: int) -> bool:
+    """Whether ``agent`` holds a pick-up still ahead and was late for work (it calls home)."""
+    if agent.today.school_duty not in ("pick_up", "both"):
+        return False
+    facts = view.speaker_facts(agent, t)
+    return "pick_up" in facts.open_runs and facts.late >= LATE_HANDOVER_MINUTES
+
+
+def hold_conversations(
+    model: UrbanMobilityModel,
+    openings: list[DecisionRequest[ChatContext, ChatOutput]],
+    t: int,
+    time: dict[str, int],
+) -> set[str]:
+    """Run the conversations ``openings`` start, turn by turn in batches, and apply agreements.
+
+    Every decision is recorded on ``model`` at ``time`` and every conversation joins
+    ``model.conversations``.
+
+    Args:
+        model: The model (its brain, travellers and view).
+        openings: The minute's ``Chat`` requests (:func:`chat_openings`).
+        t: The absolute minute.
+        time: The decisions' ``day`` and ``minute`` tags.
+
+    Returns:
+        The travellers whose plans a daytime agreement changed (they reconsider now).
+    """
+    if not openings:
+        return set()
+    travellers = model.travellers
+    conversations: list[Conversation] = []
+    for result in model.decide(openings, **time):
+        chat = result.output
+        context = result.request.context
+        together = (
+            travellers[chat.partner].place == travellers[str(result.agent_id)].place
+        )
+        conversation = Conversation.opened(
+            str(result.agent_id), chat, context.contacts[chat.partner],
+            medium="in person" if together else "by phone",
+            morning=context.morning, minute=t, outcome=str(result.outcome),
+        )  # fmt: skip
+        conversations.append(conversation)
+        model.record_decision(result, time, action=f"{chat.partner}: {chat.topic}")
+    talking = list(conversations)
+    while talking:
+        requests = [
+            travellers[c.speaker].chat_turn_request(model.view, t, c) for c in talking
+        ]
+        for conversation, result in zip(
+            talking, model.decide(requests, **time), strict=True
+        ):
+            conversation.answer(result.output, str(result.outcome))
+            model.record_decision(result, time, action=_turn_action(conversation))
+        talking = [c for c in talking if not c.over]
+    changed: set[str] = set()
+    for conversation in conversations:
+        first = travellers[conversation.initiator]
+        second = travellers[conversation.partner]
+        if conversation.agreed is not None:
+            household = [
+                a
+                for a in travellers.values()
+                if (a.persona.household or a.name)
+                == (first.persona.household or first.name)
+            ]
+            apply_agreement(conversation.agreed, (first, second), household)
+            if not conversation.morning:
+                changed |= {first.name, second.name}
+        first.remember_conversation(second, conversation, t)
+        model.conversations.append(conversation)
+    return changed
+
+
+def _turn_action(conversation: Conversation) -> str:
+    """The action column of a conversation's latest turn."""
+    line = conversation.lines[-1]
+    if line.accept:
+        return "accept"
+    if line.proposal is not None:
+        return "propose"
+    return "end" if conversation.over else "reply"

@@ -52,6 +52,12 @@ PLAN_MINUTE = 1
 REFLECTION_MINUTE = 23 * 60 + 50
 """Minute of the day when travellers reflect on it."""
 
+
+def is_day_phase(minute_of_day: int) -> bool:
+    """Whether ``minute_of_day`` is one of the day's phases: chats, plans or reflections."""
+    return minute_of_day in (CHAT_MINUTE, PLAN_MINUTE, REFLECTION_MINUTE)
+
+
 PlanRow = tuple[int, int, str, str, int, str, str | None, str, str, int, str]
 """``(day, minute, agent, source, position, facility, departure_time, mode, path,
 reflect_every, description)``."""

@@ -193,6 +193,8 @@ def run_macro_experiment(
     brain: str = "rules",
     executor: ExecutorName = "serial",
     max_workers: int | None = None,
+    ray_address: str | None = None,
+    num_cpus: int | None = None,
     brain_options: BrainOptions | None = None,
     progress: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -200,7 +202,9 @@ def run_macro_experiment(
 
     Writes ``macro_runs.csv`` (one row per seed and day), ``macro_summary.csv`` (mean and
     95 % interval per day and metric) and ``figure10.png`` (the traffic snapshots at 07:00,
-    07:30, 08:00 and 08:30 of each day of the first seed) into ``out``.
+    07:30, 08:00 and 08:30 of each day of the first seed) into ``out``. ``executor``,
+    ``max_workers``, ``ray_address`` and ``num_cpus`` are those of
+    :func:`~mesa_llm_mobility.experiment.sweep.sweep`.
 
     Returns:
         ``(per_run, summary)``.
@@ -222,6 +226,8 @@ def run_macro_experiment(
         out=out,
         executor=executor,
         max_workers=max_workers,
+        ray_address=ray_address,
+        num_cpus=num_cpus,
         brain_options=brain_options,
         progress=progress,
     )

@@ -23,7 +23,9 @@ Algorithm 1 exactly.
 
 Agents that are just staying cost nothing per minute: the itinerary keeps a heap of wake-up
 minutes (departures, reconsiderations during activities) and mirrors only travellers. The tables
-are built by :mod:`.outputs`.
+are built by :mod:`.outputs`; the minute's conversations are run by :mod:`.conversations`, tool
+use before deciding by :mod:`.tool_use`, and each household's cars and school runs are given out
+by :func:`~.decisions.household.assign_household_day`.
 """
 
 from __future__ import annotations
@@ -53,7 +55,11 @@ from mesa_llm_mobility.urban.agents import (
 )
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
 from mesa_llm_mobility.urban.contexts import FacilityPair, WorldView
-from mesa_llm_mobility.urban.conversations import Conversation, apply_agreement
+from mesa_llm_mobility.urban.conversations import (
+    Conversation,
+    chat_openings,
+    hold_conversations,
+)
 from mesa_llm_mobility.urban.decision_schedule import (
     STALE_ACTION,
     ReactionSchedule,
@@ -63,8 +69,6 @@ from mesa_llm_mobility.urban.decisions import (
     DAILY_PLAN,
     DAILY_REFLECTION,
     PLAN_REVISION,
-    ChatContext,
-    ChatOutput,
     PersonaFacts,
     PlanningContext,
     PlanRevisionOutput,
@@ -73,12 +77,12 @@ from mesa_llm_mobility.urban.decisions import (
     RevisionContext,
     Situation,
 )
-from mesa_llm_mobility.urban.decisions.household import LATE_HANDOVER_MINUTES
+from mesa_llm_mobility.urban.decisions.household import assign_household_day
 from mesa_llm_mobility.urban.itinerary import (
-    CHAT_MINUTE,
     PLAN_MINUTE,
     REFLECTION_MINUTE,
     Itinerary,
+    is_day_phase,
 )
 from mesa_llm_mobility.urban.network_space import build_network_space
 from mesa_llm_mobility.urban.outputs import UrbanSummary
@@ -91,7 +95,8 @@ from mesa_llm_mobility.urban.routing import (
     Router,
 )
 from mesa_llm_mobility.urban.scenario import Event, Scenario, load_scenario
-from mesa_llm_mobility.urban.tools import ToolCallRecord, ToolError, TravelTools
+from mesa_llm_mobility.urban.tool_use import look_up, native_tool_calls
+from mesa_llm_mobility.urban.tools import ToolCallRecord
 from mesa_llm_mobility.urban.traffic import TrafficEngine
 
 if TYPE_CHECKING:
@@ -469,10 +474,10 @@ class UrbanMobilityModel(MobilityModel):
         if asynchronous:
             self._apply_due(t, time)
         staying, others = self.itinerary.revision_opportunities(t)
-        talked = self._talk(self._chat_openings(t, staying), t, time)
+        talked = hold_conversations(self, chat_openings(self, t, staying), t, time)
         requests = self._requests(t, staying, others, talked)
         if self.tools and self.uses_llm:
-            requests = self._look_up(requests, t, time)
+            requests = look_up(self, requests, t, time)
         if asynchronous:
             self._submit_with_reaction_time(requests, t, time)
         else:
@@ -509,159 +514,7 @@ class UrbanMobilityModel(MobilityModel):
             agent.revisions = []
             households.setdefault(persona.household or persona.name, []).append(agent)
         for members in households.values():
-            drivers = sorted(
-                (a for a in members if a.persona.licensed),
-                key=lambda a: (
-                    not a.today.workday,
-                    -self.travel_times.get(
-                        (
-                            a.persona.home,
-                            a.persona.work_facility or a.persona.home,
-                            "drive",
-                        ),
-                        0.0,
-                    ),
-                    a.name,
-                ),
-            )
-            vehicles = max((a.persona.vehicles for a in members), default=0)
-            with_car = [a.name for a in drivers[:vehicles]]
-            for agent in members:
-                agent.today.vehicle_available = agent.name in with_car
-                agent.today.household_drivers = tuple(
-                    n for n in with_car if n != agent.name
-                )
-            parents = sorted(
-                (a for a in members if a.persona.children and a.today.workday),
-                key=lambda a: a.name,
-            )
-            if len(parents) == 1:
-                parents[0].today.school_duty = "both"
-            elif len(parents) >= 2:
-                parents[0].today.school_duty = "drop_off"
-                parents[1].today.school_duty = "pick_up"
-
-    # ------------------------------------------------------------------ conversations
-    def _chat_openings(
-        self, t: int, staying: Sequence[tuple[TravellerAgent, str]]
-    ) -> list[DecisionRequest[Any, Any]]:
-        """The chats opened at minute ``t``: in the morning, and during activities.
-
-        At :data:`~.itinerary.CHAT_MINUTE` a traveller with contacts opens one with
-        probability ``chat_probability`` (family at home in person, friends by phone). During
-        an activity (a ``"during_activity"`` revision opportunity) it calls, with probability
-        ``daytime_chat_probability``, one of its contacts who is staying at an activity with
-        trips ahead (in person when at the same place), at most one daytime chat a day; a
-        parent holding a pick-up still ahead who arrived at work
-        :data:`~.decisions.household.LATE_HANDOVER_MINUTES` or more late always calls such a
-        family member (its day runs late).
-        """
-        view, now = self.view, t % MINUTES_PER_DAY
-        requests: list[DecisionRequest[Any, Any]] = []
-        if now == CHAT_MINUTE and self.chat_probability > 0:
-            for agent in self.travellers.values():
-                contacts = view.contacts(agent)
-                if contacts and self.rng.random() < self.chat_probability:
-                    requests.append(agent.chat_request(view, t, contacts))
-        if self.daytime_chat_probability <= 0:
-            return requests
-        for agent, situation in staying:
-            if situation != "during_activity" or agent.today.daytime_chats:
-                continue
-            contacts = {
-                name: relation
-                for name, relation in view.contacts(agent).items()
-                if self.travellers[name].state == "staying"
-                and self.travellers[name].pending_trips()
-            }
-            family = {n: r for n, r in contacts.items() if r == "family"}
-            if family and self._runs_late_with_pick_up(agent, t):
-                contacts = family  # a reason to call home: always, once a day
-            elif not contacts or self.rng.random() >= self.daytime_chat_probability:
-                continue
-            agent.today.daytime_chats += 1
-            together = {n for n in contacts if self.travellers[n].place == agent.place}
-            medium = "in person" if together else "by phone"
-            if together:
-                contacts = {n: contacts[n] for n in sorted(together)}
-            requests.append(
-                agent.chat_request(view, t, contacts, medium=medium, morning=False)
-            )
-        return requests
-
-    def _runs_late_with_pick_up(self, agent: TravellerAgent, t: int) -> bool:
-        """Whether ``agent`` holds a pick-up still ahead and was late for work (it calls home)."""
-        if agent.today.school_duty not in ("pick_up", "both"):
-            return False
-        facts = self.view.speaker_facts(agent, t)
-        return "pick_up" in facts.open_runs and facts.late >= LATE_HANDOVER_MINUTES
-
-    def _talk(
-        self,
-        openings: list[DecisionRequest[ChatContext, ChatOutput]],
-        t: int,
-        time: dict[str, int],
-    ) -> set[str]:
-        """Run the conversations ``openings`` start, turn by turn in batches, and apply agreements.
-
-        Returns:
-            The travellers whose plans a daytime agreement changed (they reconsider now).
-        """
-        if not openings:
-            return set()
-        conversations: list[Conversation] = []
-        for result in self.decide(openings, **time):
-            chat = result.output
-            context = result.request.context
-            together = (
-                self.travellers[chat.partner].place
-                == self.travellers[str(result.agent_id)].place
-            )
-            conversation = Conversation.opened(
-                str(result.agent_id), chat, context.contacts[chat.partner],
-                medium="in person" if together else "by phone",
-                morning=context.morning, minute=t, outcome=str(result.outcome),
-            )  # fmt: skip
-            conversations.append(conversation)
-            self.record_decision(result, time, action=f"{chat.partner}: {chat.topic}")
-        talking = list(conversations)
-        while talking:
-            requests = [
-                self.travellers[c.speaker].chat_turn_request(self.view, t, c)
-                for c in talking
-            ]
-            for conversation, result in zip(
-                talking, self.decide(requests, **time), strict=True
-            ):
-                conversation.answer(result.output, str(result.outcome))
-                action = (
-                    "accept"
-                    if conversation.lines[-1].accept
-                    else "propose"
-                    if conversation.lines[-1].proposal is not None
-                    else "end"
-                    if conversation.over
-                    else "reply"
-                )
-                self.record_decision(result, time, action=action)
-            talking = [c for c in talking if not c.over]
-        changed: set[str] = set()
-        for conversation in conversations:
-            first = self.travellers[conversation.initiator]
-            second = self.travellers[conversation.partner]
-            if conversation.agreed is not None:
-                household = [
-                    a
-                    for a in self.travellers.values()
-                    if (a.persona.household or a.name)
-                    == (first.persona.household or first.name)
-                ]
-                apply_agreement(conversation.agreed, (first, second), household)
-                if not conversation.morning:
-                    changed |= {first.name, second.name}
-            first.remember_conversation(second, conversation, t)
-            self.conversations.append(conversation)
-        return changed
+            assign_household_day(members, self.travel_times)
 
     # ------------------------------------------------------------------ trip importance
     @property
@@ -692,69 +545,7 @@ class UrbanMobilityModel(MobilityModel):
                 result, time, action=", ".join(f"{s:.2f}" for s in scores)
             )
 
-    # ------------------------------------------------------------------ tools
-    def _look_up(
-        self,
-        requests: list[DecisionRequest[Any, Any]],
-        t: int,
-        time: dict[str, int],
-    ) -> list[DecisionRequest[Any, Any]]:
-        """Let travellers about to plan or to reconsider en route call tools first.
-
-        Where the brain calls tools natively, those requests are returned with the tools
-        (:meth:`~.tools.TravelTools.toolbox`): the model calls them within the decision (a
-        decision sent ahead with a reaction time asks the structured way, since its tools
-        would answer from a world that moves on meanwhile). Else one ``TravelQuery`` decision
-        each (a batch); its calls are answered by :class:`~.tools.TravelTools` and the answers
-        put into the decision's context (``lookups``), so the decision's prompt (and its
-        ledger record) carries them.
-
-        Returns:
-            The requests, those asking with native tools replaced.
-        """
-        asking = [
-            r
-            for r in requests
-            if r.kind is DAILY_PLAN
-            or (
-                r.kind is PLAN_REVISION
-                and r.context.situation in ("at_node", "at_stop")
-            )
-        ]
-        if not asking:
-            return requests
-        if self.brain.native_tools and (
-            self.reactions.reaction_minutes == 0 or self._is_phase(time)
-        ):
-            toolbox = TravelTools(self.view, t).toolbox()
-            chosen = set(map(id, asking))
-            return [
-                dataclasses.replace(r, tools=toolbox) if id(r) in chosen else r
-                for r in requests
-            ]
-        queries = [
-            self.travellers[str(r.agent_id)].travel_query_request(self.view, t, r)
-            for r in asking
-        ]
-        tools = TravelTools(self.view, t)
-        for request, result in zip(asking, self.decide(queries, **time), strict=True):
-            lines = []
-            for call in result.output.queries:
-                arguments = call.arguments()
-                try:
-                    answer, ok = tools.call(call.tool, arguments), True
-                except ToolError as error:
-                    answer, ok = f"{call.tool} failed: {error}", False
-                lines.append(answer)
-                self.tool_calls.append(
-                    ToolCallRecord(
-                        str(result.agent_id), t, call.tool, arguments, answer, ok
-                    )
-                )
-            request.context.lookups = lines
-            self.record_decision(result, time, action=f"{len(lines)} tool calls")
-        return requests
-
+    # ------------------------------------------------------------------ tables
     def conversations_frame(self) -> pd.DataFrame:
         """One row per turn of every conversation (:func:`~.outputs.conversations_frame`)."""
         return outputs.conversations_frame(self.conversations)
@@ -813,22 +604,15 @@ class UrbanMobilityModel(MobilityModel):
         The tools a result's model called natively join :attr:`tool_calls` first.
         """
         minute = (time["day"] - 1) * MINUTES_PER_DAY + time["minute"]
-        self.tool_calls.extend(
-            ToolCallRecord(str(r.agent_id), minute, use.tool, use.arguments,
-                           use.answer, use.ok, via="native")
-            for r in results for use in r.tool_calls
-        )  # fmt: skip
+        self.tool_calls.extend(native_tool_calls(results, minute))
         actions = dispatch(results, self._commits())
         for result, action in zip(results, actions, strict=True):
             self.record_decision(result, time, action=action)
 
-    def _is_phase(self, time: dict[str, int]) -> bool:
-        return time["minute"] in (CHAT_MINUTE, PLAN_MINUTE, REFLECTION_MINUTE)
-
     def _apply_due(self, t: int, time: dict[str, int]) -> None:
         """With a reaction time: apply the answers due by minute ``t`` (all, at a day phase)."""
         for asked, pending in self.reactions.take_due(
-            None if self._is_phase(time) else t
+            None if is_day_phase(time["minute"]) else t
         ):
             self._apply(pending.result(), dict(asked))
 
@@ -840,7 +624,7 @@ class UrbanMobilityModel(MobilityModel):
         The day's phases (chats, plans, reflections) stay synchronous, after every pending
         revision; a traveller with a revision under way asks nothing more until it is applied.
         """
-        if self._is_phase(time):
+        if is_day_phase(time["minute"]):
             self._apply(self.decide(requests, **time), time)
             return
         requests = [r for r in requests if not self.reactions.is_busy(str(r.agent_id))]

@@ -29,7 +29,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from mesa_llm_mobility.cognition.ledger import Ledger, ReplayIndex, llm_summary_lines
-from mesa_llm_mobility.cognition.settings import BrainOptions, parse_brain_setting
+from mesa_llm_mobility.cognition.settings import (
+    BrainOptions,
+    environment_options,
+    parse_brain_setting,
+)
+from mesa_llm_mobility.cognition.tool_calling import TOOL_CALLING_CHOICES
 from mesa_llm_mobility.experiment.run_directory import (
     RunDirectory,
     RunDirectoryError,
@@ -65,6 +70,7 @@ class UrbanConfig(TypedDict):
     reaction_minutes: NotRequired[int]
     trip_importance: NotRequired[str]
     tools: NotRequired[bool]
+    tool_calling: NotRequired[str]
 
 
 class ForkChanges(TypedDict, total=False):
@@ -106,15 +112,19 @@ def urban_config(
     reaction_minutes: int = 0,
     tools: bool = False,
     trip_importance: str = "creation",
+    tool_calling: str | None = None,
 ) -> UrbanConfig:
     """The resolved configuration of an urban run, as written to ``config.json``.
 
     ``reaction_minutes`` (asynchronous decisions) is written only when not 0 and ``tools``
     (LLM travellers may call tools) only when on, and ``trip_importance`` only when not
-    ``"creation"``, so earlier runs keep the configuration they always had.
+    ``"creation"``, so earlier runs keep the configuration they always had. ``tool_calling``
+    (how an LLM calls tools: ``auto``, ``native`` or ``structured``) is written when given;
+    :func:`run_urban` writes the one an LLM run resolves (its brain options' ``tool_calling``,
+    else ``$MLM_TOOL_CALLING``, else ``auto``) when it is not.
 
     Raises:
-        ValueError: when ``reaction_minutes`` is negative.
+        ValueError: when ``reaction_minutes`` is negative or ``tool_calling`` not a choice.
     """
     if reaction_minutes < 0:
         raise ValueError(f"reaction_minutes must be >= 0, got {reaction_minutes}")
@@ -136,7 +146,36 @@ def urban_config(
         config["tools"] = True
     if trip_importance != "creation":
         config["trip_importance"] = trip_importance
+    if tool_calling is not None:
+        config["tool_calling"] = _checked_tool_calling(tool_calling, "tool_calling")
     return config
+
+
+def _checked_tool_calling(choice: str, where: str) -> str:
+    if choice not in TOOL_CALLING_CHOICES:
+        raise ValueError(
+            f"{where} must be one of {', '.join(TOOL_CALLING_CHOICES)}, got {choice!r}"
+        )
+    return choice
+
+
+def _tool_calling(
+    config: Mapping[str, Any], options: Mapping[str, Any], where: str
+) -> str:
+    """How an LLM run calls tools: its config's setting, else the options', else the environment's.
+
+    Raises:
+        ValueError: naming ``where`` (the config) when the options ask for another setting
+            than the config holds.
+    """
+    saved, given = config.get("tool_calling"), options.get("tool_calling")
+    if saved is not None and given is not None and given != saved:
+        raise ValueError(
+            f"{where}: tool_calling is {saved!r}, the brain options ask for {given!r}; "
+            "a run keeps the tool calling it was started with"
+        )
+    choice = saved or given or environment_options().get("tool_calling") or "auto"
+    return _checked_tool_calling(str(choice), f"{where}: tool_calling")
 
 
 def run_urban(
@@ -165,10 +204,14 @@ def run_urban(
 
     Raises:
         RunDirectoryError: when ``out`` holds another run and ``overwrite`` is false.
-        ValueError: for invalid model parameters (from the model).
+        ValueError: for invalid model parameters (from the model), or ``brain_options``
+            asking for another ``tool_calling`` than ``config``.
     """
-    run = RunDirectory.create(out, dict(config), overwrite=overwrite)
     options = dict(brain_options or {})
+    if _is_llm(config):
+        options["tool_calling"] = _tool_calling(config, options, "config")
+        config = {**config, "tool_calling": options["tool_calling"]}
+    run = RunDirectory.create(out, dict(config), overwrite=overwrite)
     if _is_llm(config):
         options.setdefault("ledger", run.ledger_path)
     model = UrbanMobilityModel(
@@ -225,6 +268,8 @@ def resume_urban(
     Raises:
         RunDirectoryError: If ``run_dir`` is not a run directory, has no usable checkpoint
             or its checkpoint has no memory snapshot.
+        ValueError: If ``brain_options`` ask for another ``tool_calling`` than the run's
+            config holds (a resumed LLM run calls tools as it was started to).
     """
     run = open_urban_run(run_dir)
     config = run.config
@@ -246,8 +291,10 @@ def resume_urban(
         )
     if model.minute < model.days * MINUTES_PER_DAY:
         model.running = True
-    store = _restore_memory(run, day, state, config)
     options = dict(brain_options or {})
+    if _is_llm(config):
+        options["tool_calling"] = _tool_calling(config, options, str(run.config_path))
+    store = _restore_memory(run, day, state, config)
     if _is_llm(config):
         options.setdefault("ledger", run.ledger_path)
         options.setdefault("replay", _replay_after(run, day))

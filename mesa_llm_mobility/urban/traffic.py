@@ -575,12 +575,4 @@ class TrafficEngine(TripPlanning):
         ``None`` unless the trip traverses a road link it leaves by ``by`` with links left
         (a driver who may still change its path at that node).
         """
-        trip = self._trips[trip_id]
-        if (
-            trip.state is not TravelState.TRAVERSING
-            or trip.link is None
-            or trip.ready > by + 1e-9
-            or not trip.remaining
-        ):
-            return None
-        return trip.link.head, tuple(trip.remaining)
+        return self._trips[trip_id].approaching_node(TravelState.TRAVERSING, by)

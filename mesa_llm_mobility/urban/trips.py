@@ -116,6 +116,24 @@ class Trip:
         """Actual minus free-flow travel time (NaN until arrival)."""
         return self.arrival - self.departure - self.free_flow_time
 
+    def approaching_node(
+        self, moving: TravelState, by: float
+    ) -> tuple[str, tuple[DirectedLink, ...]] | None:
+        """The node the trip reaches by minute ``by`` moving as ``moving``, and the links after it.
+
+        ``None`` unless the trip is in state ``moving`` on a link it leaves by ``by`` with links
+        left (a traveller who may still change its path at that node): drivers
+        (:attr:`TravelState.TRAVERSING`) and walkers (:attr:`TravelState.WALKING`) alike.
+        """
+        if (
+            self.state is not moving
+            or self.link is None
+            or self.ready > by + 1e-9
+            or not self.remaining
+        ):
+            return None
+        return self.link.head, tuple(self.remaining)
+
 
 TRIP_COLUMNS = [
     "trip_id",

@@ -9,7 +9,7 @@ import pytest
 
 from mesa_llm_mobility.cognition.testing import FakeLLMServer
 from mesa_llm_mobility.urban import UrbanMobilityModel
-from mesa_llm_mobility.urban import model as model_module
+from mesa_llm_mobility.urban import conversations as conversations_module
 from mesa_llm_mobility.urban.decisions import (
     ChatAgreement,
     PersonaFacts,
@@ -207,7 +207,7 @@ def test_rule_morning_agreement_changes_both_plans():
 @pytest.fixture
 def hand_over_whenever(monkeypatch):
     """Any pick-up holder counts as late: the daytime rule fires in every run."""
-    monkeypatch.setattr(model_module, "LATE_HANDOVER_MINUTES", 0)
+    monkeypatch.setattr(conversations_module, "LATE_HANDOVER_MINUTES", 0)
     monkeypatch.setattr(household_module, "LATE_HANDOVER_MINUTES", 0)
 
 

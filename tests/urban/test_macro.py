@@ -106,3 +106,27 @@ def test_experiment_runs_seeds_on_the_sweep_engine(tmp_path, capsys):
     pd.testing.assert_frame_equal(
         again.reset_index(drop=True), per_run, check_dtype=False
     )
+
+
+def test_experiment_takes_the_sweep_executor_flags(tmp_path, monkeypatch):
+    from mesa_llm_mobility.experiment import sweep as sweep_module  # noqa: PLC0415
+
+    asked = {}
+
+    def no_sweep(model_cls, parameters, **options):
+        asked.update(options)
+        raise RuntimeError("no runs in this test")
+
+    monkeypatch.setattr(sweep_module, "sweep", no_sweep)
+    with pytest.raises(RuntimeError, match="no runs in this test"):
+        main(
+            ["urban", "experiment", "--days", "1", "--seeds", "2", "--out", str(tmp_path),
+             "--executor", "ray", "--ray-address", "auto", "--num-cpus", "3",
+             "--workers", "2", "--no-progress"]
+        )  # fmt: skip
+    assert asked["executor"] == "ray" and asked["max_workers"] == 2
+    assert asked["ray_address"] == "auto" and asked["num_cpus"] == 3
+    asked.clear()
+    with pytest.raises(RuntimeError):
+        main(["urban", "experiment", "--out", str(tmp_path), "--no-progress"])
+    assert asked["executor"] == "serial" and asked["ray_address"] is None

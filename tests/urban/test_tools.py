@@ -300,3 +300,49 @@ def test_the_inspector_reads_tool_calls_saved_before_native_calling():
     )  # fmt: skip
     rows = _tool_rows(saved, "a", 1, 600)
     assert list(rows["answer"]) == ["x"] and list(rows["via"]) == ["structured"]
+
+
+def test_a_run_saves_its_tool_calling_and_a_resumed_run_keeps_it(tmp_path, monkeypatch):
+    config = urban_config(
+        days=2, n_agents=4, seed=1, tools=True, brain="llm:openai/fake-model"
+    )
+    assert "tool_calling" not in config  # resolved when the run starts
+    monkeypatch.setenv("MLM_TOOL_CALLING", "native")
+    with FakeLLMServer(
+        scripted_traveller(faulty=True), latency_s=slow_sometimes
+    ) as server:
+        first = run_urban(
+            tmp_path / "run", config, progress=False, stop_after_day=1,
+            brain_options=local_llm_options(server),
+        )  # fmt: skip
+    assert first.run.config["tool_calling"] == "native"
+    # resumed without the variable: the default (auto) would ask this model the structured way
+    monkeypatch.delenv("MLM_TOOL_CALLING")
+    with FakeLLMServer(
+        scripted_traveller(faulty=True), latency_s=slow_sometimes
+    ) as server:
+        with pytest.raises(
+            ValueError,
+            match=r"config\.json: tool_calling is 'native', the brain options ask for "
+            r"'structured'",
+        ):
+            resume_urban(
+                first.run.path, progress=False,
+                brain_options=local_llm_options(server, tool_calling="structured"),
+            )  # fmt: skip
+        assert server.request_count == 0
+        resumed = resume_urban(
+            first.run.path, progress=False, brain_options=local_llm_options(server)
+        )
+        assert any("tools" in body for body in server.requests)
+    calls = resumed.run.read_table("tool_calls")
+    assert set(calls.loc[calls["day"] == 2, "via"]) == {"native"}
+
+
+def test_tool_calling_in_a_config_is_one_of_the_choices(finished_run):
+    assert (
+        "tool_calling" not in finished_run.run.config
+    )  # a rule run has no tool calling
+    assert urban_config(tool_calling="structured")["tool_calling"] == "structured"
+    with pytest.raises(ValueError, match="tool_calling must be one of auto, native"):
+        urban_config(tool_calling="sometimes")

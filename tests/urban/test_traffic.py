@@ -629,3 +629,22 @@ def test_approaching_node_is_the_head_of_the_link_left_next():
     node, ahead = next(found for found in seen.values() if found is not None)
     assert node == "B" and [link.name for link in ahead] == ["L1"]
     assert seen[5] is None  # on the last link: nothing left to change
+
+
+def test_a_walker_approaches_nodes_as_a_driver_does_in_its_own_state():
+    engine = TrafficEngine(
+        chain({"free_time": 3, "capacity": 10}, {"free_time": 2, "capacity": 10})
+    )
+    engine.add_trip("w", "A", "C", depart=0, mode="walk")
+    walking, driving = {}, {}
+    for minute in range(30):
+        trip = engine.trip("w")
+        walking[minute] = trip.approaching_node(TravelState.WALKING, minute)
+        driving[minute] = engine.approaching_node("w", minute)  # drivers only
+        engine.step()
+    assert all(found is None for found in driving.values())  # a walker never drives
+    found = [(m, a) for m, a in walking.items() if a is not None]
+    assert found, "the walker reaches B with L1 still ahead"
+    node, ahead = found[0][1]
+    assert node == "B" and [link.name for link in ahead] == ["L1"]
+    assert walking[29] is None  # arrived: nothing left to change

@@ -1,7 +1,8 @@
 """Household agreements of the rule baseline: who takes the car, who does the school runs.
 
 The engine assigns each household's car to the licensed worker with the longest drive to work
-and the school runs to its working parents in alphabetical order (the fallback). Under the rule
+and the school runs to its working parents in alphabetical order (the fallback,
+:func:`assign_household_day`, at each day's start). Under the rule
 brain, two members of a household who talk re-agree that assignment with a documented rule, the
 opener proposing it and the partner accepting what the same rule gives from its side:
 
@@ -22,10 +23,11 @@ modal alternatives), here in its simplest deterministic form.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from mesa_llm_mobility.urban.agents import TravellerAgent
     from mesa_llm_mobility.urban.decisions.chat import ChatAgreement, SpeakerFacts
 
 CAR_SAVING_MARGIN = 5.0
@@ -34,6 +36,48 @@ LATE_HANDOVER_MINUTES = 3
 """Minutes late for work that make a parent hand its pick-up over during the day (it makes up
 the time at work, so a pick-up timed at its work end would keep the children waiting)."""
 AGREEMENT_FIELDS = ("car", "drop_off", "pick_up")
+
+
+def assign_household_day(
+    members: Sequence[TravellerAgent],
+    travel_times: Mapping[tuple[str, str, str], float],
+) -> None:
+    """Give a household's members their day's cars and school runs (the engine's fallback).
+
+    The household's cars go to its licensed members, workers first, longest free-flow drive
+    to work first, then by name; a single working parent does both school runs, two or more
+    split them in alphabetical order (drop-off, pick-up). Sets ``vehicle_available``,
+    ``household_drivers`` and ``school_duty`` of each member's ``today``.
+
+    Args:
+        members: The household's travellers, their ``today`` already begun.
+        travel_times: Free-flow minutes by (origin, destination, mode).
+    """
+    drivers = sorted(
+        (a for a in members if a.persona.licensed),
+        key=lambda a: (
+            not a.today.workday,
+            -travel_times.get(
+                (a.persona.home, a.persona.work_facility or a.persona.home, "drive"),
+                0.0,
+            ),
+            a.name,
+        ),
+    )
+    vehicles = max((a.persona.vehicles for a in members), default=0)
+    with_car = [a.name for a in drivers[:vehicles]]
+    for agent in members:
+        agent.today.vehicle_available = agent.name in with_car
+        agent.today.household_drivers = tuple(n for n in with_car if n != agent.name)
+    parents = sorted(
+        (a for a in members if a.persona.children and a.today.workday),
+        key=lambda a: a.name,
+    )
+    if len(parents) == 1:
+        parents[0].today.school_duty = "both"
+    elif len(parents) >= 2:
+        parents[0].today.school_duty = "drop_off"
+        parents[1].today.school_duty = "pick_up"
 
 
 def _runs(speaker: SpeakerFacts) -> set[str]:
