@@ -59,15 +59,17 @@ def view_codes(model: EvacuationModel) -> np.ndarray:
     """A read-only snapshot of the effective terrain codes (flat), shared by the views.
 
     A view renders lazily, so it keeps the codes of the moment it was made; requests made while
-    the terrain is unchanged share one snapshot instead of a plaza-sized copy each.
+    the terrain is unchanged share one snapshot instead of a plaza-sized copy each. The effective
+    codes change only with the gate state (:meth:`.layers.EffectiveLayer.update`), so a snapshot
+    serves as long as the gate state it was taken in.
     """
-    codes = model.effective.codes.ravel()
-    snap = getattr(model, "_view_codes", None)
-    if snap is None or not np.array_equal(snap, codes):
-        snap = codes.copy()
+    state = model.effective.gate_state
+    taken = getattr(model, "_view_codes", None)
+    if taken is None or taken[0] != state:
+        snap = model.effective.codes.ravel().copy()
         snap.flags.writeable = False
-        model._view_codes = snap
-    return snap
+        taken = model._view_codes = (state, snap)
+    return taken[1]
 
 
 def known_openings(
