@@ -17,6 +17,12 @@ log-log plots ``docs/images/scale_urban.png`` / ``scale_evac.png`` are redrawn f
     PYTHONPATH=. python benchmarks/bench_population.py --model evac --sizes 10000 --steps 60
 
 Runs of fewer than 720 evacuation steps are stored apart (``evac_<steps>_steps``), not plotted.
+``--route-workers 2`` plans the evacuation's routes on a second process (the same run); its
+rows are stored apart (``..._2_route_workers``), with the workers' CPU time and peak RSS (the
+workers' usage is counted when the model closes them), and the rate of later steps per wall
+second, which is what two cores buy:
+
+    PYTHONPATH=. python benchmarks/bench_population.py --model evac --sizes 10000 --route-workers 2
 """
 
 from __future__ import annotations
@@ -88,7 +94,9 @@ def generated_plaza_text(n: int) -> str:
     return "\n".join(header + ["".join(row) for row in rows]) + "\n"
 
 
-def _child(model_name: str, n: int, steps: int) -> dict[str, float]:
+def _child(
+    model_name: str, n: int, steps: int, route_workers: int = 1
+) -> dict[str, float]:
     started = time.perf_counter()
     cpu_started = time.process_time()
     if model_name == "urban":
@@ -106,10 +114,12 @@ def _child(model_name: str, n: int, steps: int) -> dict[str, float]:
             rng=0,
             time_limit_s=steps / 3,
             record_positions=False,
+            route_workers=route_workers,
         )
         setup = time.perf_counter() - started
         model.step()  # the initial decisions of everyone, and the first step
         first_cpu = time.process_time()
+        first_wall = time.perf_counter() - started - setup
         model.run()
         later_cpu = time.process_time() - first_cpu
         outcomes = model.pedestrians_frame()["outcome"].value_counts().to_dict()
@@ -120,16 +130,22 @@ def _child(model_name: str, n: int, steps: int) -> dict[str, float]:
             "later_steps_per_cpu_s": (model.tick - 1) / later_cpu
             if later_cpu
             else None,
+            "route_workers": route_workers,
+            "later_steps_per_wall_s": (model.tick - 1)
+            / (time.perf_counter() - started - setup - first_wall),
         }
-        model.close()
+        model.close()  # waits for the route workers, so their usage is counted below
     wall = time.perf_counter() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {
         "n": n,
         "setup_s": setup,
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "peak_rss_mb": usage.ru_maxrss / 1024,
+        "worker_cpu_s": workers.ru_utime + workers.ru_stime,
+        "worker_peak_rss_mb": workers.ru_maxrss / 1024,
     } | extra
 
 
@@ -148,6 +164,18 @@ def plot(results: dict[str, dict[str, dict]], model_name: str) -> Path | None:
             "^--",
             color="C3",
             label="CPU user + sys (s)",
+        )
+    shared = sorted(
+        results.get(f"{model_name}_2_route_workers", {}).values(),
+        key=lambda r: r["n"],
+    )
+    if shared:
+        ax.loglog(
+            [r["n"] for r in shared],
+            [r["wall_s"] for r in shared],
+            "o--",
+            color="C2",
+            label="wall, 2 route workers (s)",
         )
     ax.loglog(
         ns,
@@ -179,11 +207,19 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--max", type=int, default=None, help="skip sizes above this")
     parser.add_argument("--steps", type=int, default=720, help="evacuation steps")
+    parser.add_argument(
+        "--route-workers",
+        type=int,
+        default=1,
+        help="evacuation: processes that plan the routes (results are stored apart)",
+    )
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        print(json.dumps(_child(args.model, args.child, args.steps)))
+        print(
+            json.dumps(_child(args.model, args.child, args.steps, args.route_workers))
+        )
         return
     results: dict[str, dict[str, dict]] = (
         json.loads(args.results.read_text()) if args.results.exists() else {}
@@ -196,6 +232,8 @@ def main() -> None:
         if args.model == "urban" or args.steps == 720
         else f"{args.model}_{args.steps}_steps"
     )
+    if args.model == "evac" and args.route_workers > 1:
+        key += f"_{args.route_workers}_route_workers"
     print(
         f"{'model':6} {'agents':>7} {'setup s':>8} {'wall s':>8} {'CPU s':>8} "
         f"{'peak RSS MB':>12}"
@@ -203,6 +241,7 @@ def main() -> None:
     for n in sizes:
         command = [sys.executable, __file__, "--model", args.model, "--child", str(n)]
         command += ["--steps", str(args.steps)]
+        command += ["--route-workers", str(args.route_workers)]
         done = subprocess.run(
             command, capture_output=True, text=True, cwd=ROOT, check=False
         )
@@ -215,6 +254,13 @@ def main() -> None:
             f"{row['cpu_s']:8.1f} {row['peak_rss_mb']:12.0f}",
             flush=True,
         )
+        if row.get("worker_cpu_s"):
+            print(
+                f"       route workers: {row['worker_cpu_s']:.1f} CPU s, peak RSS "
+                f"{row['worker_peak_rss_mb']:.0f} MB; later steps "
+                f"{row['later_steps_per_wall_s']:.2f} per wall s",
+                flush=True,
+            )
         if row.get("later_steps_per_cpu_s"):
             estimate = row["first_step_cpu_s"] + 719 / row["later_steps_per_cpu_s"]
             print(

@@ -48,6 +48,10 @@ def _positive(kind: type) -> Any:
     return parse
 
 
+positive_int = _positive(int)
+"""argparse type: an integer > 0, with a one-line error otherwise."""
+
+
 def _non_negative_int(text: str) -> int:
     try:
         value = int(text)

@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
+from mesa_llm_mobility.cognition.arguments import (
+    add_brain_arguments,
+    brain_options,
+    positive_int,
+)
 from mesa_llm_mobility.experiment.cli import add_executor_arguments
 
 
@@ -59,6 +63,7 @@ def run_command(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         brain_options=brain_options(args),
         memory_stream=args.memory_stream,
+        route_workers=args.route_workers,
     )
     model = result.model
     table = summary_table(model.outcomes_frame(), model.pedestrians_frame())
@@ -223,6 +228,13 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
         default=True,
         help="also store every memory revision in the pedestrians' Chroma streams under "
         "memory/ (default on; the memory_versions table is written either way)",
+    )
+    run.add_argument(
+        "--route-workers",
+        type=positive_int,
+        default=1,
+        help="processes that plan the routes, this one included (default 1); the run is "
+        "the same for any number, large crowds finish sooner with 2 on 2 cores",
     )
     run.add_argument("--out", required=True, help="run directory to write")
     run.add_argument(

@@ -18,8 +18,9 @@ from mesa_llm_mobility.evacuation.decisions import (
 )
 from mesa_llm_mobility.evacuation.memory_flow import queue_revision, turn_summary
 from mesa_llm_mobility.evacuation.perception import heading_index
-from mesa_llm_mobility.evacuation.plaza import Terrain, passable_mask
-from mesa_llm_mobility.evacuation.routing import COMMIT_CELLS, path_to
+from mesa_llm_mobility.evacuation.plaza import Terrain
+from mesa_llm_mobility.evacuation.route_planner import RouteQuery
+from mesa_llm_mobility.evacuation.routing import COMMIT_CELLS, RouteOption
 from mesa_llm_mobility.evacuation.timing import step_time_s
 
 if TYPE_CHECKING:
@@ -61,22 +62,55 @@ def revision_level(
     return "none"
 
 
+def apply_decisions(
+    model: EvacuationModel,
+    due: list[tuple[Pedestrian, DecisionResult[EvacuationContext, EvacuationDecision]]],
+) -> None:
+    """:func:`apply_decision` for each due answer in turn, the new routes they need planned together.
+
+    A decision's new route depends only on its pedestrian's cell and beliefs, which applying
+    the others does not change, so the routes are asked of the model's route planner at once
+    (which may share them out among worker processes) before the decisions are applied in order.
+    """
+    needs, queries = [], []
+    for k, (agent, result) in enumerate(due):
+        out = result.output
+        if out is None or out.action != "move":
+            continue
+        i = agent.index
+        here = (int(model.pos[i, 0]), int(model.pos[i, 1]))
+        context: EvacuationContext = result.request.context
+        anchor, *_, route = _move_target(model, i, here, context, out)
+        if not route:
+            needs.append(k)
+            queries.append(route_query(model, i, here, anchor, out, context))
+    start = perf_counter()
+    routes = model.route_planner.answer(queries) if queries else []
+    model.timing["routing"] += perf_counter() - start
+    fresh = dict(zip(needs, routes, strict=True))
+    for k, (agent, result) in enumerate(due):
+        apply_decision(model, agent, result, fresh.get(k))
+
+
 def apply_decision(
     model: EvacuationModel,
     agent: Pedestrian,
     result: DecisionResult[EvacuationContext, EvacuationDecision],
+    fresh_route: list[int] | None = None,
 ) -> None:
     """Install a decision at its due step and add its row to the decisions table.
 
     The target is checked against the pedestrian's current cell (it walked while the decision
     was pending): an option's path is stitched on (:func:`stitch`), else routed anew over the
-    believed map (:func:`route_now`); an unreachable target is rejected with a reason. At most
-    ``COMMIT_CELLS`` cells are committed.
+    believed map (:func:`route_now`, or ``fresh_route`` when that route is already planned);
+    an unreachable target is rejected with a reason. At most ``COMMIT_CELLS`` cells are
+    committed.
 
     Args:
         model: The model.
         agent: The pedestrian the decision is for.
         result: The brain's answer to its ``EvacuationMove`` request.
+        fresh_route: The :func:`route_now` answer of this decision, planned beforehand.
     """
     context: EvacuationContext = result.request.context
     out: EvacuationDecision | None = result.output
@@ -92,23 +126,15 @@ def apply_decision(
     route: list[int] = []
     accepted, reason = True, ""
     if out.action == "move":
-        option = context.option(out.route_id) if out.route_id else None
-        if option is not None:
-            anchor = (
-                context.position[0] + option.anchor_offset[0],
-                context.position[1] + option.anchor_offset[1],
-            )
-            opening, kind = option.opening_id, option.anchor_kind
-            route = stitch(model, i, (x, y), context.position, option.path)
-        else:
-            assert out.target_offset is not None
-            anchor = (
-                context.position[0] + out.target_offset.dx,
-                context.position[1] + out.target_offset.dy,
-            )
-            kind = "target"
+        anchor, option, opening, kind, route = _move_target(
+            model, i, (x, y), context, out
+        )
         if not route:
-            route = route_now(model, i, (x, y), anchor, out, context)
+            route = (
+                fresh_route
+                if fresh_route is not None
+                else route_now(model, i, (x, y), anchor, out, context)
+            )
             if not route and (x, y) != anchor:
                 accepted, reason = (
                     False,
@@ -189,6 +215,34 @@ def apply_decision(
         x=x,
         y=y,
     )
+
+
+def _move_target(
+    model: EvacuationModel,
+    i: int,
+    here: tuple[int, int],
+    context: EvacuationContext,
+    out: EvacuationDecision,
+) -> tuple[tuple[int, int], RouteOption | None, str | None, str, list[int]]:
+    """Where a move answer goes: anchor, option, opening and anchor kind, and a route.
+
+    The route is the option's path stitched on from ``here`` (:func:`stitch`); it is empty when
+    the answer needs a new route (no option, or the path cannot be joined).
+    """
+    option = context.option(out.route_id) if out.route_id else None
+    if option is not None:
+        anchor = (
+            context.position[0] + option.anchor_offset[0],
+            context.position[1] + option.anchor_offset[1],
+        )
+        route = stitch(model, i, here, context.position, option.path)
+        return anchor, option, option.opening_id, option.anchor_kind, route
+    assert out.target_offset is not None
+    anchor = (
+        context.position[0] + out.target_offset.dx,
+        context.position[1] + out.target_offset.dy,
+    )
+    return anchor, None, None, "target", []
 
 
 def _remember_turn(
@@ -328,33 +382,28 @@ def route_now(
     Returns:
         The flat cells of the route (empty when the target is unreachable).
     """
-    window = model.belief.window(i, here)
-    codes = model.belief.codes_in(i, window)
-    flat_pass = passable_mask(codes).ravel()
-    src = int(window.to_local(here[0] * model.plaza.height + here[1]))
-    flat_pass[src] = True
     start = perf_counter()
-    graph = model.graph.window(window)
-    sinks = window.crop(model.opening_mask).ravel()
-    weights = graph.weights_for(flat_pass, sinks, src)
-    _, pred = graph.shortest_paths(flat_pass, src, weights)
-    route: list[int] = []
-    goal = int(window.to_local(target[0] * model.plaza.height + target[1]))
+    route = model.route_planner.solver.route(
+        route_query(model, i, here, target, out, context)
+    )
+    model.timing["routing"] += perf_counter() - start
+    return route
+
+
+def route_query(
+    model: EvacuationModel,
+    i: int,
+    here: tuple[int, int],
+    target: tuple[int, int],
+    out: EvacuationDecision,
+    context: EvacuationContext,
+) -> RouteQuery:
+    """The query of :func:`route_now`: the believed codes of pedestrian ``i``'s window now."""
+    window = model.belief.window(i, here)
+    waypoint = None
     if out.waypoint_offset is not None:
-        wp = (
+        waypoint = (
             context.position[0] + out.waypoint_offset.dx,
             context.position[1] + out.waypoint_offset.dy,
         )
-        wflat = int(window.to_local(wp[0] * model.plaza.height + wp[1]))
-        first = path_to(pred, src, wflat)
-        if first:
-            _, pred2 = graph.shortest_paths(
-                flat_pass, wflat, graph.weights_for(flat_pass, sinks, wflat)
-            )
-            second = path_to(pred2, wflat, goal)
-            route = first + second if second or wflat == goal else []
-    if not route:
-        route = path_to(pred, src, goal)
-    route = window.to_plaza(route).tolist()
-    model.timing["routing"] += perf_counter() - start
-    return route
+    return RouteQuery(model.belief.codes_in(i, window), window, here, target, waypoint)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from mesa_llm_mobility.evacuation.routing import compass
 from mesa_llm_mobility.evacuation.timing import STEPS_PER_SECOND
@@ -24,14 +25,16 @@ SHOUT_RADIUS_M = 15.0
 EXIT_INFO_RADIUS_M = 5.0
 """Talking distance for exit information; the paper says "nearby" without a number."""
 
-PAIR_BLOCK = 1 << 20
-"""Receiver-sender distances computed at once by :func:`pairs_within` (about 8 MB a block)."""
-
 
 def pairs_within(
     receivers: np.ndarray, senders: np.ndarray, radius_cells: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All ``(receiver, sender, distance)`` index pairs closer than ``radius_cells`` (centres).
+
+    The pairs come in row-major order (by receiver, then sender). Candidates come from a k-d
+    tree over the senders (a little beyond the range), and each candidate's distance is then
+    computed and compared exactly as a full receiver x sender table would, so the pairs and
+    distances are those of the table without its n x m cost.
 
     Args:
         receivers: ``(n, 2)`` cells.
@@ -41,18 +44,15 @@ def pairs_within(
     if len(receivers) == 0 or len(senders) == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
-    # in blocks of receivers, so the transient distance block stays near PAIR_BLOCK entries
-    # rather than n x m (the pairs come out in the same row-major order)
-    step = max(1, PAIR_BLOCK // len(senders))
-    rs, ss, ds = [], [], []
-    for lo in range(0, len(receivers), step):
-        block = receivers[lo : lo + step]
-        d = np.sqrt(((block[:, None, :] - senders[None, :, :]) ** 2).sum(axis=2))
-        r, s = np.nonzero(d <= radius_cells + 1e-9)
-        rs.append(r + lo)
-        ss.append(s)
-        ds.append(d[r, s])
-    return np.concatenate(rs), np.concatenate(ss), np.concatenate(ds)
+    near = cKDTree(receivers).sparse_distance_matrix(
+        cKDTree(senders), radius_cells + 1e-6, output_type="ndarray"
+    )
+    order = np.lexsort((near["j"], near["i"]))
+    r = near["i"][order].astype(np.int64)
+    s = near["j"][order].astype(np.int64)
+    d = np.sqrt(((receivers[r] - senders[s]) ** 2).sum(axis=1))
+    keep = d <= radius_cells + 1e-9
+    return r[keep], s[keep], d[keep]
 
 
 def approximate_distance_m(distance_m: float) -> int:

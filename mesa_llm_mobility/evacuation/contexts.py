@@ -30,8 +30,9 @@ from mesa_llm_mobility.evacuation.decisions import (
     KnownOpening,
     StaleSighting,
 )
-from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, Terrain, passable_mask
-from mesa_llm_mobility.evacuation.routing import OpeningAnchor, compass, route_options
+from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, Terrain
+from mesa_llm_mobility.evacuation.route_planner import OptionsAnswer, OptionsQuery
+from mesa_llm_mobility.evacuation.routing import OpeningAnchor, compass
 from mesa_llm_mobility.evacuation.timing import (
     BLOCKED_STEPS_REDECIDE,
     DT_S,
@@ -58,15 +59,17 @@ def view_codes(model: EvacuationModel) -> np.ndarray:
     """A read-only snapshot of the effective terrain codes (flat), shared by the views.
 
     A view renders lazily, so it keeps the codes of the moment it was made; requests made while
-    the terrain is unchanged share one snapshot instead of a plaza-sized copy each.
+    the terrain is unchanged share one snapshot instead of a plaza-sized copy each. The effective
+    codes change only with the gate state (:meth:`.layers.EffectiveLayer.update`), so a snapshot
+    serves as long as the gate state it was taken in.
     """
-    codes = model.effective.codes.ravel()
-    snap = getattr(model, "_view_codes", None)
-    if snap is None or not np.array_equal(snap, codes):
-        snap = codes.copy()
+    state = model.effective.gate_state
+    taken = getattr(model, "_view_codes", None)
+    if taken is None or taken[0] != state:
+        snap = model.effective.codes.ravel().copy()
         snap.flags.writeable = False
-        model._view_codes = snap
-    return snap
+        taken = model._view_codes = (state, snap)
+    return taken[1]
 
 
 def known_openings(
@@ -142,6 +145,44 @@ def decision_request(
     Returns:
         The request for the brain.
     """
+    return decision_requests(model, [(agent, trigger)])[0]
+
+
+def decision_requests(
+    model: EvacuationModel, due: list[tuple[Pedestrian, str]]
+) -> list[DecisionRequest[EvacuationContext, EvacuationDecision]]:
+    """:func:`decision_request` for several pedestrians, their route options planned together.
+
+    The contexts are gathered first, then the route options of all of them are asked of the
+    model's :class:`~.route_planner.RoutePlanner` at once (which may share them out among
+    worker processes), then the requests are completed in the order of ``due``.
+    """
+    drafts = [_draft(model, agent, trigger) for agent, trigger in due]
+    start = perf_counter()
+    answers = model.route_planner.answer([query for query, _ in drafts])
+    model.timing["routing"] += perf_counter() - start
+    requests = []
+    for (_query, fields), answer in zip(drafts, answers, strict=True):
+        assert isinstance(answer, OptionsAnswer)
+        context = EvacuationContext(
+            **fields, options=answer.options, reachable=answer.reachable
+        )
+        requests.append(
+            DecisionRequest(
+                EVACUATION_MOVE,
+                context.agent_id,
+                context,
+                sampling={"reasoning_effort": reasoning_effort(context.trigger)},
+                on_invalid=model.on_invalid,
+            )
+        )
+    return requests
+
+
+def _draft(
+    model: EvacuationModel, agent: Pedestrian, trigger: str
+) -> tuple[OptionsQuery, dict[str, object]]:
+    """One pedestrian's route-options query and every other field of its context."""
     i = agent.index
     height, width = model.plaza.height, model.plaza.width
     x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
@@ -172,21 +213,15 @@ def decision_request(
     window = model.belief.window(i, (x, y))
     codes = model.belief.codes_in(i, window)
     known, anchors = known_openings(model, i, codes, window)
-    start = perf_counter()
-    options, dist = route_options(
-        model.graph,
-        passable_mask(codes),
-        codes != Terrain.UNKNOWN,
+    query = OptionsQuery(
+        codes,
+        window,
         (x, y),
-        anchors,
-        agent.visited,
+        tuple(anchors),
+        frozenset(agent.visited),
         np.array(people).reshape(-1, 2),
         np.array(threats).reshape(-1, 2),
-        model.cell_size_m,
-        sinks=window.crop(model.opening_mask),
-        window=window,
     )
-    model.timing["routing"] += perf_counter() - start
     memory = agent.memory
     cutoff = model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND
     recent = sorted(  # latest first, ties by shouter index
@@ -238,45 +273,37 @@ def decision_request(
         stimuli.append(f"{model.fleeing_seen[i]} people fleeing nearby")
     if model.hears_until[i] > model.tick:
         stimuli.append("shouting heard")
-    context = EvacuationContext(
-        agent_id=agent.unique_id,
-        step=model.tick,
-        time_s=step_time_s(model.tick),
-        trigger=trigger,
-        position=(x, y),
-        heading=compass(*MOORE_STEPS[int(model.heading[i])]),
-        view=view,
-        personality=agent.personality,
-        fear=round(float(model.fear[i]), 4),
-        fear_level=fear_level(float(model.fear[i])),
-        stimuli=tuple(stimuli),
-        sees_adversary=bool(model.seen_adversary_now[i]),
-        sees_casualty=bool(model.seen_casualty_now[i]),
-        fleeing_neighbours=int(model.fleeing_seen[i]),
-        visible_people=len(people),
-        heard_shouts=shouts,
-        exit_hints=hints,
-        stale_sighting=stale,
-        known_openings=tuple(known),
-        options=tuple(options),
-        capsule=agent.capsule,
-        memory=agent.memory_text,
-        previous=agent.previous,
-        threat_offsets=tuple(threat_offsets),
-        adversary_ids=tuple(adversary_ids),
-        body_ids=tuple(body_ids),
-        grid_size=(width, height),
-        reachable=np.isfinite(dist).reshape(codes.shape),
-        belief_codes=codes,
-        belief_origin=(window.x0, window.y0),
-    )
-    return DecisionRequest(
-        EVACUATION_MOVE,
-        agent.unique_id,
-        context,
-        sampling={"reasoning_effort": reasoning_effort(trigger)},
-        on_invalid=model.on_invalid,
-    )
+    fields = {
+        "agent_id": agent.unique_id,
+        "step": model.tick,
+        "time_s": step_time_s(model.tick),
+        "trigger": trigger,
+        "position": (x, y),
+        "heading": compass(*MOORE_STEPS[int(model.heading[i])]),
+        "view": view,
+        "personality": agent.personality,
+        "fear": round(float(model.fear[i]), 4),
+        "fear_level": fear_level(float(model.fear[i])),
+        "stimuli": tuple(stimuli),
+        "sees_adversary": bool(model.seen_adversary_now[i]),
+        "sees_casualty": bool(model.seen_casualty_now[i]),
+        "fleeing_neighbours": int(model.fleeing_seen[i]),
+        "visible_people": len(people),
+        "heard_shouts": shouts,
+        "exit_hints": hints,
+        "stale_sighting": stale,
+        "known_openings": tuple(known),
+        "capsule": agent.capsule,
+        "memory": agent.memory_text,
+        "previous": agent.previous,
+        "threat_offsets": tuple(threat_offsets),
+        "adversary_ids": tuple(adversary_ids),
+        "body_ids": tuple(body_ids),
+        "grid_size": (width, height),
+        "belief_codes": codes,
+        "belief_origin": (window.x0, window.y0),
+    }
+    return query, fields
 
 
 def due_requests(
@@ -294,7 +321,7 @@ def due_requests(
     Returns:
         The requests, in pedestrian order.
     """
-    requests = []
+    due: list[tuple[Pedestrian, str]] = []
     k = model.tick
     for i in model.active_indices().tolist():
         agent = model.pedestrians[i]
@@ -315,5 +342,5 @@ def due_requests(
             elif agent.route_remaining <= 3:
                 trigger = "route_end"
         if trigger is not None:
-            requests.append(decision_request(model, agent, trigger))
-    return requests
+            due.append((agent, trigger))
+    return decision_requests(model, due)

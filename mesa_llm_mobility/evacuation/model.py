@@ -46,9 +46,9 @@ from mesa_llm_mobility.evacuation.agents import (
     Pedestrian,
     PendingDecision,
 )
-from mesa_llm_mobility.evacuation.commit import apply_decision
+from mesa_llm_mobility.evacuation.commit import apply_decision, apply_decisions
 from mesa_llm_mobility.evacuation.communication import communicate
-from mesa_llm_mobility.evacuation.contexts import decision_request, due_requests
+from mesa_llm_mobility.evacuation.contexts import decision_requests, due_requests
 from mesa_llm_mobility.evacuation.decisions import (
     EVACUATION_MOVE,
     EvacuationContext,
@@ -95,6 +95,7 @@ from mesa_llm_mobility.evacuation.plaza import (
     load_plaza,
     passable_mask,
 )
+from mesa_llm_mobility.evacuation.route_planner import RoutePlanner
 from mesa_llm_mobility.evacuation.routing import GridGraph, bearing_deg
 from mesa_llm_mobility.evacuation.timing import (
     DT_S,
@@ -155,6 +156,9 @@ class EvacuationModel(MobilityModel):
         memory_store: A :class:`~mesa_llm_mobility.memory.MemoryStore` whose per-agent streams
             receive every long-term memory revision (``None``: the ``memory_versions`` table
             only).
+        route_workers: Processes that plan a step's routes, this one included (1: none
+            started). The results are the same for any number; more workers only make large
+            crowds faster (:mod:`.route_planner`).
 
     LLM brains sample at temperature 0.2 (the paper's) unless ``brain_options`` says otherwise.
 
@@ -206,6 +210,7 @@ class EvacuationModel(MobilityModel):
         brain_options: BrainOptions | None = None,
         rejection: Rejection = "paper",
         memory_store: MemoryStore | None = None,
+        route_workers: int = 1,
     ) -> None:
         if rejection not in REJECTION_MODES:
             raise ValueError(
@@ -238,6 +243,7 @@ class EvacuationModel(MobilityModel):
                 random_spawn,
                 record_positions,
                 stimuli,
+                route_workers,
             )
         except BaseException:
             self.close()  # a refused world releases the brain it already opened
@@ -253,6 +259,7 @@ class EvacuationModel(MobilityModel):
         random_spawn: bool | None,
         record_positions: bool,
         stimuli: StimulusIntensities | None,
+        route_workers: int,
     ) -> None:
         """Build the world and the first perception (no brain call)."""
         self.plaza = plaza
@@ -307,6 +314,9 @@ class EvacuationModel(MobilityModel):
             np.array([x * height + y for x, y in o.cells]) for o in plaza_.openings
         ]
         self.opening_mask = plaza_.opening_index >= 0
+        self.route_planner = RoutePlanner(
+            plaza_.raw, self.graph, self.opening_mask, self.cell_size_m, route_workers
+        )
         self.adversary_forbidden = {n: self.opening_mask}
         self.adversary_fields: dict[tuple[int, int], np.ndarray] = {}
         self.waypoints = tuple(
@@ -366,9 +376,9 @@ class EvacuationModel(MobilityModel):
     def _start(self) -> None:
         """The initial decisions of every pedestrian, applied at step 0 (first :meth:`step`)."""
         self._started = True
-        requests = [
-            decision_request(self, agent, "initial") for agent in self.pedestrians
-        ]
+        requests = decision_requests(
+            self, [(agent, "initial") for agent in self.pedestrians]
+        )
         dispatch(
             self.decide(requests, step=self.tick),
             {EVACUATION_MOVE: self._apply_now},
@@ -516,6 +526,7 @@ class EvacuationModel(MobilityModel):
         update_crowd_fear(self)
         if boundary:
             apply_due_revisions(self)
+            due = []
             for agent in self.pedestrians:
                 if (
                     self.status[agent.index] == ACTIVE
@@ -523,7 +534,8 @@ class EvacuationModel(MobilityModel):
                     and agent.pending.due_step <= self.tick
                 ):
                     pending, agent.pending = agent.pending, None
-                    apply_decision(self, agent, pending.result)
+                    due.append((agent, pending.result))
+            apply_decisions(self, due)
         t2 = perf_counter()
         self.timing["other"] += t2 - t1 - (self.timing["routing"] - routing_before)
         routing_before = self.timing["routing"]
@@ -732,7 +744,10 @@ class EvacuationModel(MobilityModel):
         return memory_versions_frame(self)
 
     def close(self) -> None:
-        """Release the brain; write the memory store's deferred revisions."""
+        """Release the brain and the route workers; write the memory store's deferred revisions."""
+        planner = getattr(self, "route_planner", None)
+        if planner is not None:
+            planner.close()
         if self.memory_store is not None:
             self.memory_store.flush()
         super().close()

@@ -158,6 +158,7 @@ def run_evacuation(
     overwrite: bool = False,
     brain_options: BrainOptions | None = None,
     memory_stream: bool = False,
+    route_workers: int = 1,
 ) -> EvacuationRun:
     """Run one evacuation to its end and write its run directory ``out``.
 
@@ -172,6 +173,8 @@ def run_evacuation(
             streams under ``memory/`` (offline hash embedding; about 2.5 s more for a run of
             11 pedestrians, so sweeps leave it off); the ``memory_versions`` table is written
             either way. ``mlm evac run`` turns it on.
+        route_workers: Processes that plan the routes (see :class:`EvacuationModel`); the
+            results do not depend on it, so it is not part of the configuration.
 
     Returns:
         The run directory, the finished model and the plot.
@@ -203,6 +206,7 @@ def run_evacuation(
             ),
             memory_store=store,
             rejection=config.get("rejection", "paper"),
+            route_workers=route_workers,
         )
     except BaseException:
         # a refused configuration leaves no run behind (it holds only config and metadata)

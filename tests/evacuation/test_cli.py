@@ -90,6 +90,27 @@ def test_evac_run_refuses_an_earlier_run_unless_overwrite(tmp_path, capsys):
     assert main([*args, "--overwrite"]) == 0
 
 
+def test_evac_run_with_route_workers_writes_the_same_tables(
+    tmp_path, capsys, monkeypatch
+):
+    from mesa_llm_mobility.evacuation import route_planner  # noqa: PLC0415
+
+    monkeypatch.setattr(route_planner, "MIN_QUERIES_PER_WORKER", 1)
+    base = ["evac", "run", "--time-limit", "6", "--seed", "4"]
+    assert main([*base, "--out", str(tmp_path / "one")]) == 0
+    assert main([*base, "--route-workers", "2", "--out", str(tmp_path / "two")]) == 0
+    one, two = RunDirectory.open(tmp_path / "one"), RunDirectory.open(tmp_path / "two")
+    for table in ("positions", "decisions", "events", "outcomes", "pedestrians"):
+        pd.testing.assert_frame_equal(
+            one.read_table(table), two.read_table(table), obj=table
+        )
+    assert one.config == two.config  # an execution setting, not part of the run
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main([*base, "--route-workers", "0", "--out", str(tmp_path / "zero")])
+    assert "--route-workers: expected a value > 0, got '0'" in capsys.readouterr().err
+
+
 def test_evac_run_parses_explicit_counts():
     args = build_parser().parse_args(
         [

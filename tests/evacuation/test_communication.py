@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from mesa_llm_mobility.evacuation.communication import (
     approximate_distance_m,
@@ -14,6 +15,19 @@ def test_pairs_within_radius_inclusive():
     )
     assert sorted(zip(r.tolist(), s.tolist(), strict=True)) == [(0, 0), (1, 0), (1, 1)]
     assert d[(r == 0) & (s == 0)][0] == 3.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pairs_within_are_the_full_tables_pairs_in_its_order(seed):
+    rng = np.random.default_rng(seed)
+    receivers = rng.integers(0, 80, size=(300, 2))
+    senders = np.vstack([receivers[:40], rng.integers(0, 80, size=(60, 2))])
+    for radius in (0.0, 5.0, 12.5, 37.5):
+        table = np.sqrt(((receivers[:, None] - senders[None]) ** 2).sum(axis=2))
+        r, s = np.nonzero(table <= radius + 1e-9)
+        got = pairs_within(receivers, senders, radius)
+        assert np.array_equal(got[0], r) and np.array_equal(got[1], s)
+        assert np.array_equal(got[2], table[r, s])
 
 
 def test_heard_shout_gives_direction_and_rough_distance_only():

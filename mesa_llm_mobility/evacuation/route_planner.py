@@ -1,0 +1,291 @@
+"""Route planning for a step's decisions, here or on worker processes.
+
+Every ``EvacuationMove`` request carries route options over the pedestrian's believed map
+(:func:`~.routing.route_options`), and an applied decision whose option path cannot be joined
+is routed anew (:func:`route_to`). Both are pure functions of a small query (the believed codes
+inside the pedestrian's belief window, its cell, the anchors) and of the plaza, which never
+changes. :class:`RoutePlanner` answers the queries of one step together: in this process, or
+split over ``workers`` processes (this one and ``workers - 1`` spawned helpers, each holding its
+own copy of the plaza's graph). The answers are the same either way, computed by the same
+functions on the same inputs; only the wall time differs.
+
+Worker processes are started with ``spawn`` (like the process executor of sweeps), once, on
+the first step that has work for them; scripts that use them need the usual
+``if __name__ == "__main__":`` guard. A worker that dies or fails is not fatal: its queries are
+answered here, a warning is logged, and the planner works in this process from then on
+(:attr:`RoutePlanner.failures` counts such events).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import multiprocessing
+from dataclasses import dataclass
+
+import numpy as np
+
+from mesa_llm_mobility.evacuation.layers import BeliefWindow
+from mesa_llm_mobility.evacuation.plaza import Terrain, passable_mask
+from mesa_llm_mobility.evacuation.routing import (
+    GridGraph,
+    OpeningAnchor,
+    RouteOption,
+    path_to,
+    route_options,
+)
+
+logger = logging.getLogger(__name__)
+
+MIN_QUERIES_PER_WORKER = 8
+"""Below this many queries per process a step's queries are answered here (no round trip)."""
+
+
+@dataclass(frozen=True)
+class OptionsQuery:
+    """What :func:`~.routing.route_options` needs of one pedestrian (plaza coordinates).
+
+    Attributes:
+        codes: Believed terrain codes inside ``window`` (``[x, y]``, ``UNKNOWN`` unseen).
+        window: The pedestrian's belief window.
+        source: Its cell.
+        anchors: Known, believed-usable openings.
+        visited: Flat cells it already walked.
+        people: ``(k, 2)`` visible pedestrians' cells.
+        threats: ``(m, 2)`` visible A and D cells.
+    """
+
+    codes: np.ndarray
+    window: BeliefWindow
+    source: tuple[int, int]
+    anchors: tuple[OpeningAnchor, ...]
+    visited: frozenset[int]
+    people: np.ndarray
+    threats: np.ndarray
+
+
+@dataclass(frozen=True)
+class OptionsAnswer:
+    """The route options of one query and the cells its search reached (``[x, y]`` in its window)."""
+
+    options: tuple[RouteOption, ...]
+    reachable: np.ndarray
+
+
+@dataclass(frozen=True)
+class RouteQuery:
+    """A route from ``source`` to ``goal`` (via ``waypoint``) over believed ``codes`` (plaza cells)."""
+
+    codes: np.ndarray
+    window: BeliefWindow
+    source: tuple[int, int]
+    goal: tuple[int, int]
+    waypoint: tuple[int, int] | None
+
+
+@dataclass(frozen=True, eq=False)
+class RouteSolver:
+    """What every query shares: the plaza's grid graph, its opening cells and cell size."""
+
+    graph: GridGraph
+    opening_mask: np.ndarray
+    cell_size_m: float
+
+    def options(self, query: OptionsQuery) -> OptionsAnswer:
+        """The route options of one query (:func:`~.routing.route_options`)."""
+        options, dist = route_options(
+            self.graph,
+            passable_mask(query.codes),
+            query.codes != Terrain.UNKNOWN,
+            query.source,
+            list(query.anchors),
+            query.visited,
+            query.people,
+            query.threats,
+            self.cell_size_m,
+            sinks=query.window.crop(self.opening_mask),
+            window=query.window,
+        )
+        return OptionsAnswer(
+            tuple(options), np.isfinite(dist).reshape(query.codes.shape)
+        )
+
+    def route(self, query: RouteQuery) -> list[int]:
+        """The flat plaza cells of one route (empty when the goal is unreachable).
+
+        The search runs inside the query's window with openings as sinks; with a waypoint the
+        route goes through it when both legs exist, else straight to the goal.
+        """
+        window = query.window
+        flat_pass = passable_mask(query.codes).ravel()
+        height = window.plaza_height
+        src = int(window.to_local(query.source[0] * height + query.source[1]))
+        flat_pass[src] = True
+        graph = self.graph.window(window)
+        sinks = window.crop(self.opening_mask).ravel()
+        weights = graph.weights_for(flat_pass, sinks, src)
+        _, pred = graph.shortest_paths(flat_pass, src, weights)
+        route: list[int] = []
+        goal = int(window.to_local(query.goal[0] * height + query.goal[1]))
+        if query.waypoint is not None:
+            wflat = int(window.to_local(query.waypoint[0] * height + query.waypoint[1]))
+            first = path_to(pred, src, wflat)
+            if first:
+                _, pred2 = graph.shortest_paths(
+                    flat_pass, wflat, graph.weights_for(flat_pass, sinks, wflat)
+                )
+                second = path_to(pred2, wflat, goal)
+                route = first + second if second or wflat == goal else []
+        if not route:
+            route = path_to(pred, src, goal)
+        return window.to_plaza(route).tolist()
+
+    def answer(
+        self, queries: list[OptionsQuery | RouteQuery]
+    ) -> list[OptionsAnswer | list[int]]:
+        """The answers of a list of queries, in order."""
+        return [
+            self.options(q) if isinstance(q, OptionsQuery) else self.route(q)
+            for q in queries
+        ]
+
+
+_WORKER: dict[str, RouteSolver] = {}
+"""A worker process's solver (built once by its initializer)."""
+
+
+def _start_worker(
+    raw_codes: np.ndarray, opening_mask: np.ndarray, cell_size_m: float
+) -> None:
+    _WORKER["solver"] = RouteSolver(GridGraph(raw_codes), opening_mask, cell_size_m)
+
+
+def _answer_in_worker(
+    queries: list[OptionsQuery | RouteQuery],
+) -> list[OptionsAnswer | list[int]]:
+    return _WORKER["solver"].answer(queries)
+
+
+class RoutePlanner:
+    """Answers a step's route queries, in this process or split over worker processes.
+
+    Args:
+        raw_codes: The plaza's raw terrain codes (the graph's candidates).
+        graph: The plaza's grid graph (this process's copy).
+        opening_mask: ``[x, y]`` opening cells (routes may end in them but not cross them).
+        cell_size_m: Cell size, for clearances.
+        workers: Processes that share the work, this one included (1: no worker process).
+    """
+
+    def __init__(
+        self,
+        raw_codes: np.ndarray,
+        graph: GridGraph,
+        opening_mask: np.ndarray,
+        cell_size_m: float,
+        workers: int = 1,
+    ) -> None:
+        if int(workers) != workers or workers < 1:
+            raise ValueError(f"route_workers must be an integer >= 1, got {workers!r}")
+        self.workers = int(workers)
+        self.solver = RouteSolver(graph, opening_mask, cell_size_m)
+        self._raw_codes = raw_codes
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self.failures = 0
+        """Worker failures met (their queries were answered in this process)."""
+        self.remote_queries = 0
+        """Queries answered by worker processes so far."""
+
+    def answer(
+        self, queries: list[OptionsQuery | RouteQuery]
+    ) -> list[OptionsAnswer | list[int]]:
+        """The answers of ``queries``, in order, whichever process computed them."""
+        helpers = min(self.workers - 1, len(queries) // MIN_QUERIES_PER_WORKER - 1)
+        if helpers < 1:
+            return self.solver.answer(queries)
+        chunks = _balanced_chunks(queries, helpers + 1)
+        pool = self._ensure_pool()
+        futures = []
+        if pool is not None:
+            try:
+                futures = [pool.submit(_answer_in_worker, list(c)) for c in chunks[1:]]
+            except (RuntimeError, concurrent.futures.BrokenExecutor) as error:
+                self._give_up(error)
+        answers = {0: self.solver.answer(chunks[0])}
+        for k, chunk in enumerate(chunks[1:], start=1):
+            try:
+                answers[k] = futures[k - 1].result() if futures else None
+            except Exception as error:  # a dead or failing worker: answer here
+                self._give_up(error)
+                answers[k] = None
+            if answers[k] is None:
+                answers[k] = self.solver.answer(chunk)
+            else:
+                self.remote_queries += len(chunk)
+        ordered: list[OptionsAnswer | list[int] | None] = [None] * len(queries)
+        for k, chunk in enumerate(chunks):
+            for position, answer in zip(chunk.positions, answers[k], strict=True):
+                ordered[position] = answer
+        return ordered  # type: ignore[return-value]
+
+    def _ensure_pool(self) -> concurrent.futures.ProcessPoolExecutor | None:
+        if self._pool is None and self.failures == 0:
+            self._pool = concurrent.futures.ProcessPoolExecutor(
+                max_workers=self.workers - 1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker,
+                initargs=(
+                    self._raw_codes,
+                    self.solver.opening_mask,
+                    self.solver.cell_size_m,
+                ),
+            )
+        return self._pool
+
+    def _give_up(self, error: BaseException) -> None:
+        """Note a worker failure and work in this process from now on."""
+        if self._pool is not None:
+            logger.warning(
+                "a route worker failed (%s: %s); routing in this process from now on "
+                "(the routes are the same)",
+                type(error).__name__,
+                error,
+            )
+            self.failures += 1
+            self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes (a later step starts none again after a failure)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class _Chunk(list):
+    """Queries for one process, with their positions in the step's list."""
+
+    positions: list[int]
+
+
+def _balanced_chunks(
+    queries: list[OptionsQuery | RouteQuery], parts: int
+) -> list[_Chunk]:
+    """Split queries into ``parts`` chunks of about equal work (window cells as the cost).
+
+    Queries go, largest first, to the chunk with the least work so far; each chunk keeps its
+    queries in their original order.
+    """
+    costs = np.array([q.window.n_cells for q in queries], dtype=np.int64)
+    load = np.zeros(parts, dtype=np.int64)
+    owner = np.empty(len(queries), dtype=np.int64)
+    for position in np.argsort(-costs, kind="stable").tolist():
+        k = int(np.argmin(load))
+        owner[position] = k
+        load[k] += costs[position]
+    chunks = []
+    for k in range(parts):
+        positions = np.flatnonzero(owner == k).tolist()
+        chunk = _Chunk(queries[p] for p in positions)
+        chunk.positions = positions
+        chunks.append(chunk)
+    return chunks

@@ -1,0 +1,157 @@
+"""Route planning on worker processes: the same run as in one process, and a dead worker is not fatal."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+
+import pandas as pd
+import pytest
+
+from mesa_llm_mobility.cognition.testing import (
+    FakeLLMServer,
+    provider_faults,
+    with_faults,
+)
+from mesa_llm_mobility.evacuation import route_planner, scripted_llm
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.route_planner import RoutePlanner, _balanced_chunks
+
+FRAMES = ("decisions_frame", "positions_frame", "pedestrians_frame", "events_frame")
+
+
+@pytest.fixture
+def every_step_shared(monkeypatch):
+    """Share out even a step with two queries (the default keeps small batches here)."""
+    monkeypatch.setattr(route_planner, "MIN_QUERIES_PER_WORKER", 1)
+
+
+def _frames(model):
+    return {name: getattr(model, name)() for name in FRAMES}
+
+
+def _assert_same_run(a, b):
+    for name in FRAMES:
+        pd.testing.assert_frame_equal(a[name], b[name], obj=name)
+
+
+def _rule_run(workers, kill_after=None, steps=None):
+    model = EvacuationModel(
+        composition="A", rng=3, time_limit_s=25, route_workers=workers
+    )
+    try:
+        while model.running:
+            model.step()
+            if kill_after is not None and model.tick == kill_after:
+                pool = model.route_planner._pool
+                assert pool is not None, "the workers should be up by now"
+                for pid in list(pool._processes):
+                    os.kill(pid, signal.SIGKILL)
+        return _frames(model), model.route_planner
+    finally:
+        model.close()
+
+
+def test_route_workers_give_exactly_the_run_of_one_process(every_step_shared):
+    alone, _ = _rule_run(1)
+    shared, planner = _rule_run(2)
+    _assert_same_run(alone, shared)
+    assert planner.remote_queries > 0 and planner.failures == 0
+    assert planner._pool is None  # closed with the model
+
+
+def test_a_killed_route_worker_is_answered_here_and_the_run_is_unchanged(
+    every_step_shared, caplog
+):
+    alone, _ = _rule_run(1)
+    with caplog.at_level(logging.WARNING, logger=route_planner.__name__):
+        shared, planner = _rule_run(2, kill_after=6)
+    _assert_same_run(alone, shared)
+    assert planner.failures == 1
+    assert planner.remote_queries > 0  # before the kill
+    assert any("route worker failed" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5])
+def test_route_workers_must_be_a_positive_integer(workers):
+    with pytest.raises(ValueError, match="route_workers must be an integer >= 1"):
+        EvacuationModel(composition={"average": 2}, rng=0, route_workers=workers)
+
+
+def test_chunks_keep_order_and_balance_the_window_cells():
+    class Query:
+        def __init__(self, cells):
+            self.window = type("W", (), {"n_cells": cells})()
+
+    queries = [Query(c) for c in (900, 100, 500, 400, 50, 450)]
+    chunks = _balanced_chunks(queries, 2)
+    assert sorted(p for c in chunks for p in c.positions) == list(range(6))
+    for chunk in chunks:
+        assert chunk.positions == sorted(chunk.positions)
+        assert [queries[p] for p in chunk.positions] == list(chunk)
+    # largest first to the least loaded: 900 | 500 450 | 400 -> A, 100 50 -> B
+    loads = [sum(q.window.n_cells for q in c) for c in chunks]
+    assert loads == [1300, 1100]
+    assert [len(c) for c in _balanced_chunks(queries[:1], 3)] == [1, 0, 0]
+
+
+def test_a_planner_of_one_process_starts_no_worker():
+    model = EvacuationModel(composition="A", rng=1, time_limit_s=3)
+    try:
+        model.run()
+        planner: RoutePlanner = model.route_planner
+        assert planner._pool is None and planner.remote_queries == 0
+    finally:
+        model.close()
+
+
+def _llm_run(workers, ledger=None):
+    """Scripted LLM answers with provider faults, answers 0-0.3 s late and idle gaps."""
+    responder = with_faults(
+        scripted_llm.with_unoffered_routes(scripted_llm.respond, every=4),
+        provider_faults(),
+        every=7,
+    )
+
+    def slow_sometimes(body):
+        return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.05
+
+    with FakeLLMServer(responder, latency_s=slow_sometimes) as server:
+        model = EvacuationModel(
+            composition={"rule_following": 4, "anxious_conformist": 4},
+            rng=5,
+            brain="llm:openai/fake-model",
+            brain_options={
+                "api_base": server.api_base,
+                "api_key": "sk-route-workers",
+                "timeout_s": 1.0,
+                "max_attempts": 3,
+                "max_total_s": 8.0,
+                "ledger": ledger,
+            },
+            time_limit_s=6,
+            route_workers=workers,
+        )
+        try:
+            while model.running:
+                model.step()
+                if model.tick % 5 == 0:
+                    time.sleep(0.1)  # pooled connections and the route worker sit idle
+            return _frames(model), model.route_planner, server.request_count
+        finally:
+            model.close()
+
+
+def test_the_llm_path_with_route_workers_sees_the_same_options(
+    every_step_shared, tmp_path
+):
+    alone, _, _ = _llm_run(1)
+    shared, planner, requests = _llm_run(2, ledger=tmp_path / "ledger.jsonl")
+    _assert_same_run(alone, shared)
+    assert planner.remote_queries > 0 and requests > 0
+    decisions = shared["decisions_frame"]
+    assert requests > len(decisions)  # the faults cost retries
+    assert (decisions["outcome"] == "rejected").any()  # unoffered routes, validated
+    assert "sk-route-workers" not in (tmp_path / "ledger.jsonl").read_text()
