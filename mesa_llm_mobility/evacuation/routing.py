@@ -235,14 +235,14 @@ class GridGraph:
                     | padded[1:-1, 1 + dy : 1 + dy + height]
                 )
             allowed[:, :, k] = enter
-        allowed = allowed.reshape(width * height, len(MOORE_STEPS))
-        if sinks is not None:
-            through = sinks.copy()
-            if source is not None:
-                through[source] = False
-            allowed &= ~through[:, None]
         # slots of missing edges hold inf weights (and step off the frame: never allowed)
-        return np.where(allowed.ravel(), self.weight, np.inf)
+        weights = np.where(allowed.ravel(), self.weight, np.inf)
+        if sinks is not None:
+            through = np.flatnonzero(sinks)  # a few cells: their out-edge slots
+            if source is not None:
+                through = through[through != source]
+            weights.reshape(width * height, len(MOORE_STEPS))[through] = np.inf
+        return weights
 
     def close_edges_into(self, weights: np.ndarray, closed: np.ndarray) -> np.ndarray:
         """``weights`` with every edge into a ``closed`` cell (flat mask) made infinite."""
@@ -448,9 +448,10 @@ def route_options(
     source = (source[0] - window.x0, source[1] - window.y0)
     people = people - origin
     threats = threats - origin
+    local_cells = window.to_local([a.cell for a in openings]).tolist()
     openings = [
-        OpeningAnchor(a.opening_id, a.kind, int(window.to_local(a.cell)))
-        for a in openings
+        OpeningAnchor(a.opening_id, a.kind, cell)
+        for a, cell in zip(openings, local_cells, strict=True)
     ]
     height = graph.height
     flat_pass = passable.ravel().copy()
@@ -484,14 +485,15 @@ def route_options(
                 int
             )
         ) % 8
-        best: list[tuple[float, int]] = []
-        for s in range(8):
-            in_sector = frontier[sector == s]
-            if in_sector.size:
-                # the frontier cell closest to the 20-cell commitment horizon
-                k = in_sector[np.argmin(np.abs(dist[in_sector] - COMMIT_CELLS))]
-                best.append((float(dist[k]), int(k)))
-        best.sort()
+        # per sector, the frontier cell closest to the 20-cell commitment horizon (the first
+        # of equals: a stable sort by sector, then closeness)
+        order = np.lexsort((np.abs(dist[frontier] - COMMIT_CELLS), sector))
+        by_sector = sector[order]
+        firsts = order[np.flatnonzero(np.diff(by_sector, prepend=-1))]
+        nearest_horizon = frontier[firsts]
+        best = sorted(
+            zip(dist[nearest_horizon].tolist(), nearest_horizon.tolist(), strict=True)
+        )
         angles = [
             math.atan2(c[3] % height - source[1], c[3] // height - source[0])
             for c in chosen
