@@ -489,7 +489,9 @@ def route_options(
         # of equals: a stable sort by sector, then closeness)
         order = np.lexsort((np.abs(dist[frontier] - COMMIT_CELLS), sector))
         by_sector = sector[order]
-        firsts = order[np.flatnonzero(np.diff(by_sector, prepend=-1))]
+        starts = np.ones(by_sector.size, dtype=bool)
+        starts[1:] = by_sector[1:] != by_sector[:-1]
+        firsts = order[starts]
         nearest_horizon = frontier[firsts]
         best = sorted(
             zip(dist[nearest_horizon].tolist(), nearest_horizon.tolist(), strict=True)
