@@ -161,8 +161,9 @@ class GridGraph:
         """A graph for searches inside ``window``, in the window's local cell numbers.
 
         It is the full 8-neighbour graph of a ``window.width x window.height`` grid (cached by
-        shape): the edges of this graph inside the window plus edges into cells that are never
-        passable (walls, trees), in the same order. A mask makes those edges infinite, and a
+        shape, in the edge slots of :meth:`open_grid`): the edges of this graph inside the
+        window plus edges into cells that are never passable (walls, trees), in the same
+        order. A mask makes those edges infinite, and a
         search skips infinite edges, so a search whose reachable cells all lie inside the
         window gives the same distances and predecessors as one over the plaza, at the cost
         of the window instead of the plaza.
