@@ -1,6 +1,6 @@
 """The fast route-option internals against plain references on random plazas and beliefs.
 
-The window graphs' edge slots and reused matrix, the frontier by a separable dilation, the
+The window graphs' edge slots, the frontier by a separable dilation, the
 alternative's first, tighter search and the options' attributes computed for all routes at
 once must give exactly what the plain rules give.
 """
@@ -157,7 +157,7 @@ def test_route_options_equal_the_plain_rules_on_random_plazas(seed, monkeypatch)
 
 
 def test_window_searches_equal_fresh_matrices_search_after_search():
-    """The reused matrix of a window graph holds each search's own weights."""
+    """A window graph's slots search like the raster graph's edges, search after search."""
     rng = np.random.default_rng(3)
     graph = GridGraph.open_grid(21, 17)
     reference = GridGraph(np.full((21, 17), Terrain.FLOOR, dtype=np.uint8))
