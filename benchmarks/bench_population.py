@@ -88,6 +88,19 @@ def generated_plaza_text(n: int) -> str:
     return "\n".join(header + ["".join(row) for row in rows]) + "\n"
 
 
+def evacuation_model(n: int, steps: int) -> EvacuationModel:
+    """The benchmark's evacuation run: ``n`` pedestrians on the generated plaza, ``rng=0``."""
+    plaza = parse_plaza(generated_plaza_text(n), source=f"generated_{n}")
+    return EvacuationModel(
+        plaza,
+        composition=mixed_composition(n),
+        random_spawn=True,
+        rng=0,
+        time_limit_s=steps / 3,
+        record_positions=False,
+    )
+
+
 def _child(model_name: str, n: int, steps: int) -> dict[str, float]:
     started = time.perf_counter()
     cpu_started = time.process_time()
@@ -98,15 +111,7 @@ def _child(model_name: str, n: int, steps: int) -> dict[str, float]:
         extra = {"trips": model.arrived, "in_progress": model.trips_in_progress}
         model.memory_store.close()
     else:
-        plaza = parse_plaza(generated_plaza_text(n), source=f"generated_{n}")
-        model = EvacuationModel(
-            plaza,
-            composition=mixed_composition(n),
-            random_spawn=True,
-            rng=0,
-            time_limit_s=steps / 3,
-            record_positions=False,
-        )
+        model = evacuation_model(n, steps)
         setup = time.perf_counter() - started
         model.step()  # the initial decisions of everyone, and the first step
         first_cpu = time.process_time()

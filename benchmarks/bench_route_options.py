@@ -21,26 +21,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_population import generated_plaza_text
+from bench_population import evacuation_model
 
 from mesa_llm_mobility.evacuation import contexts
-from mesa_llm_mobility.evacuation.model import EvacuationModel
-from mesa_llm_mobility.evacuation.personality import mixed_composition
-from mesa_llm_mobility.evacuation.plaza import parse_plaza
 from mesa_llm_mobility.evacuation.routing import GridGraph, route_options
 
 
 def record(path: Path, n: int, steps: set[int]) -> None:
     """Run ``n`` pedestrians to the last of ``steps``, pickling the calls of those steps."""
-    plaza = parse_plaza(generated_plaza_text(n), source=f"generated_{n}")
-    model = EvacuationModel(
-        plaza,
-        composition=mixed_composition(n),
-        random_spawn=True,
-        rng=0,
-        time_limit_s=max(steps) / 3,
-        record_positions=False,
-    )
+    model = evacuation_model(n, max(steps))
     calls: list[bytes] = []
     real = contexts.route_options
 
@@ -57,7 +46,7 @@ def record(path: Path, n: int, steps: set[int]) -> None:
         contexts.route_options = real
         model.close()
     with path.open("wb") as handle:
-        pickle.dump({"raw": plaza.raw, "calls": calls}, handle)
+        pickle.dump({"raw": model.plaza.raw, "calls": calls}, handle)
     print(f"{len(calls)} calls of steps {sorted(steps)} -> {path}")
 
 
