@@ -94,6 +94,20 @@ def generated_plaza_text(n: int) -> str:
     return "\n".join(header + ["".join(row) for row in rows]) + "\n"
 
 
+def evacuation_model(n: int, steps: int, route_workers: int = 1) -> EvacuationModel:
+    """The benchmark's evacuation run: ``n`` pedestrians on the generated plaza, ``rng=0``."""
+    plaza = parse_plaza(generated_plaza_text(n), source=f"generated_{n}")
+    return EvacuationModel(
+        plaza,
+        composition=mixed_composition(n),
+        random_spawn=True,
+        rng=0,
+        time_limit_s=steps / 3,
+        record_positions=False,
+        route_workers=route_workers,
+    )
+
+
 def _child(
     model_name: str, n: int, steps: int, route_workers: int = 1
 ) -> dict[str, float]:
@@ -106,16 +120,7 @@ def _child(
         extra = {"trips": model.arrived, "in_progress": model.trips_in_progress}
         model.memory_store.close()
     else:
-        plaza = parse_plaza(generated_plaza_text(n), source=f"generated_{n}")
-        model = EvacuationModel(
-            plaza,
-            composition=mixed_composition(n),
-            random_spawn=True,
-            rng=0,
-            time_limit_s=steps / 3,
-            record_positions=False,
-            route_workers=route_workers,
-        )
+        model = evacuation_model(n, steps, route_workers)
         setup = time.perf_counter() - started
         model.step()  # the initial decisions of everyone, and the first step
         first_cpu = time.process_time()

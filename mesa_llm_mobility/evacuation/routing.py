@@ -29,6 +29,9 @@ COMMIT_CELLS = 20
 WINDOW_CACHE = 96
 """Window graphs kept for reuse, one per window shape (:meth:`GridGraph.window`)."""
 
+ALTERNATIVE_FIRST_LIMIT = (1.1, 3.0)
+"""The alternative route's first search stops at ``a * distance + b`` of the first route."""
+
 COMPASS = ("E", "NE", "N", "NW", "W", "SW", "S", "SE")
 
 
@@ -90,10 +93,15 @@ class GridGraph:
 
     @classmethod
     def open_grid(cls, width: int, height: int) -> GridGraph:
-        """The graph of a ``width x height`` grid with every cell a candidate.
+        """The graph of a ``width x height`` grid with every cell a candidate, in slots.
 
-        The same as ``GridGraph`` of an all-floor raster, built in edge order without a sort
-        (window graphs are made often).
+        Every cell has eight edge slots, one per step of ``MOORE_STEPS`` in that order (edge
+        ``cell * 8 + k``); a slot whose step leaves the grid is a loop to the cell itself with
+        weight ``inf``. A search never relaxes an infinite edge, so its distances and
+        predecessors are those over the edges of ``GridGraph`` of an all-floor raster, which
+        are the slots marked in ``_grid_edges`` (same order). Fixed slots let weights and
+        closed corridors be computed per cell and step without gathering edges (window graphs
+        are searched often).
         """
         graph = cls.__new__(cls)
         graph.width, graph.height = width, height
@@ -104,15 +112,15 @@ class GridGraph:
         ny = ys[:, None] + steps[None, :, 1]
         ok = (nx >= 0) & (nx < width) & (ny >= 0) & (ny < height)
         diagonal = (steps[:, 0] != 0) & (steps[:, 1] != 0)
-        dst = nx * height + ny
-        # (cell, step) -> whether that edge exists, in edge order
+        dst = np.where(ok, nx * height + ny, cells[:, None])
+        # (cell, step) -> whether that edge exists
         graph._grid_edges = ok
         graph._store(
-            np.broadcast_to(cells[:, None], ok.shape)[ok],
-            dst[ok],
-            np.where(diagonal, SQRT2, 1.0)[None, :].repeat(cells.size, axis=0)[ok],
-            np.where(diagonal[None, :], nx * height + ys[:, None], dst)[ok],
-            np.where(diagonal[None, :], xs[:, None] * height + ny, dst)[ok],
+            np.repeat(cells, len(MOORE_STEPS)),
+            dst.ravel(),
+            np.where(ok, np.where(diagonal, SQRT2, 1.0)[None, :], np.inf).ravel(),
+            np.where(ok & diagonal[None, :], nx * height + ys[:, None], dst).ravel(),
+            np.where(ok & diagonal[None, :], xs[:, None] * height + ny, dst).ravel(),
         )
         return graph
 
@@ -146,8 +154,9 @@ class GridGraph:
         """A graph for searches inside ``window``, in the window's local cell numbers.
 
         It is the full 8-neighbour graph of a ``window.width x window.height`` grid (cached by
-        shape): the edges of this graph inside the window plus edges into cells that are never
-        passable (walls, trees), in the same order. A mask makes those edges infinite, and a
+        shape, in the edge slots of :meth:`open_grid`): the edges of this graph inside the
+        window plus edges into cells that are never passable (walls, trees), in the same
+        order. A mask makes those edges infinite, and a
         search skips infinite edges, so a search whose reachable cells all lie inside the
         window gives the same distances and predecessors as one over the plaza, at the cost
         of the window instead of the plaza.
@@ -220,13 +229,14 @@ class GridGraph:
                     | padded[1:-1, 1 + dy : 1 + dy + height]
                 )
             allowed[:, :, k] = enter
-        allowed = allowed.reshape(width * height, len(MOORE_STEPS))
+        # slots of missing edges hold inf weights (and step off the frame: never allowed)
+        weights = np.where(allowed.ravel(), self.weight, np.inf)
         if sinks is not None:
-            through = sinks.copy()
+            through = np.flatnonzero(sinks)  # a few cells: their out-edge slots
             if source is not None:
-                through[source] = False
-            allowed &= ~through[:, None]
-        return np.where(allowed[self._grid_edges], self.weight, np.inf)
+                through = through[through != source]
+            weights.reshape(width * height, len(MOORE_STEPS))[through] = np.inf
+        return weights
 
     def close_edges_into(self, weights: np.ndarray, closed: np.ndarray) -> np.ndarray:
         """``weights`` with every edge into a ``closed`` cell (flat mask) made infinite."""
@@ -238,8 +248,29 @@ class GridGraph:
         into = np.empty((width, height, len(MOORE_STEPS)), dtype=bool)
         for k, (dx, dy) in enumerate(MOORE_STEPS):
             into[:, :, k] = padded[1 + dx : 1 + dx + width, 1 + dy : 1 + dy + height]
-        into = into.reshape(width * height, len(MOORE_STEPS))[self._grid_edges]
-        return np.where(into, np.inf, weights)
+        return np.where(into.ravel(), np.inf, weights)
+
+    def close_edges_into_cells(
+        self, weights: np.ndarray, xs: np.ndarray, ys: np.ndarray
+    ) -> np.ndarray:
+        """:meth:`close_edges_into` of the cells ``(xs, ys)`` (inside the grid; repeats allowed).
+
+        An :meth:`open_grid` graph closes only the slots of the cells' in-edges (a few per
+        closed cell) instead of passing over every edge.
+        """
+        if self._grid_edges is None:
+            closed = np.zeros(self.n_cells, dtype=bool)
+            closed[xs * self.height + ys] = True
+            return self.close_edges_into(weights, closed)
+        steps = np.asarray(MOORE_STEPS)
+        # the edge of step k into (x, y) leaves (x - dx_k, y - dy_k), slot cell * 8 + k
+        ux = xs[:, None] - steps[None, :, 0]
+        uy = ys[:, None] - steps[None, :, 1]
+        inside = (ux >= 0) & (ux < self.width) & (uy >= 0) & (uy < self.height)
+        slots = (ux * self.height + uy) * len(MOORE_STEPS) + np.arange(len(MOORE_STEPS))
+        closed = weights.copy()
+        closed[slots[inside]] = np.inf
+        return closed
 
     def shortest_paths(
         self,
@@ -259,6 +290,7 @@ class GridGraph:
         """
         if weights is None:
             weights = self.weights_for(passable_flat)
+        # a matrix per search (about 10 us), not one shared and refilled: safe across threads
         graph = csr_matrix(
             (weights, self.indices, self.indptr), shape=(self.n_cells, self.n_cells)
         )
@@ -289,11 +321,15 @@ def path_to(pred: np.ndarray, source: int, target: int) -> list[int]:
 
 def frontier_mask(known: np.ndarray, passable: np.ndarray) -> np.ndarray:
     """Known passable cells with at least one unknown Moore neighbour (``[x, y]`` masks)."""
-    unknown = np.pad(~known, 1, constant_values=False)
-    near_unknown = np.zeros_like(known)
-    width, height = known.shape
-    for dx, dy in MOORE_STEPS:
-        near_unknown |= unknown[1 + dx : 1 + dx + width, 1 + dy : 1 + dy + height]
+    # the unknown cells dilated by one cell (3 x 3, a separable maximum; cells off the grid are
+    # not unknown); the cell itself counts too, which changes nothing for a known cell
+    unknown = ~known
+    rows = unknown.copy()
+    rows[1:] |= unknown[:-1]
+    rows[:-1] |= unknown[1:]
+    near_unknown = rows.copy()
+    near_unknown[:, 1:] |= rows[:, :-1]
+    near_unknown[:, :-1] |= rows[:, 1:]
     return known & passable & near_unknown
 
 
@@ -408,9 +444,10 @@ def route_options(
     source = (source[0] - window.x0, source[1] - window.y0)
     people = people - origin
     threats = threats - origin
+    local_cells = window.to_local([a.cell for a in openings]).tolist()
     openings = [
-        OpeningAnchor(a.opening_id, a.kind, int(window.to_local(a.cell)))
-        for a in openings
+        OpeningAnchor(a.opening_id, a.kind, cell)
+        for a, cell in zip(openings, local_cells, strict=True)
     ]
     height = graph.height
     flat_pass = passable.ravel().copy()
@@ -444,14 +481,17 @@ def route_options(
                 int
             )
         ) % 8
-        best: list[tuple[float, int]] = []
-        for s in range(8):
-            in_sector = frontier[sector == s]
-            if in_sector.size:
-                # the frontier cell closest to the 20-cell commitment horizon
-                k = in_sector[np.argmin(np.abs(dist[in_sector] - COMMIT_CELLS))]
-                best.append((float(dist[k]), int(k)))
-        best.sort()
+        # per sector, the frontier cell closest to the 20-cell commitment horizon (the first
+        # of equals: a stable sort by sector, then closeness)
+        order = np.lexsort((np.abs(dist[frontier] - COMMIT_CELLS), sector))
+        by_sector = sector[order]
+        starts = np.ones(by_sector.size, dtype=bool)
+        starts[1:] = by_sector[1:] != by_sector[:-1]
+        firsts = order[starts]
+        nearest_horizon = frontier[firsts]
+        best = sorted(
+            zip(dist[nearest_horizon].tolist(), nearest_horizon.tolist(), strict=True)
+        )
         angles = [
             math.atan2(c[3] % height - source[1], c[3] // height - source[0])
             for c in chosen
@@ -467,48 +507,31 @@ def route_options(
                 continue
             chosen.append((d, "frontier", None, k))
             angles.append(angle)
-    options: list[RouteOption] = []
-    local_paths: list[list[int]] = []
+    routes: list[tuple[str, str | None, list[int]]] = []
     for _d, kind, opening_id, cell in chosen:
         path = path_to(pred, src, cell)
         if path:
-            local_paths.append(path)
-            options.append(
-                _option(
-                    f"R{len(options) + 1}",
-                    kind,
-                    opening_id,
-                    path,
-                    source,
-                    height,
-                    visited,
-                    people,
-                    threats,
-                    cell_size_m,
-                    window,
-                )
-            )
-    if options:
-        nearest_k = min(range(len(options)), key=lambda k: options[k].length_cells)
-        nearest = options[nearest_k]
-        alternative = _alternative(graph, weights, src, local_paths[nearest_k], height)
+            routes.append((kind, opening_id, path))
+    alternative: list[int] = []
+    if routes:
+        # the nearest (first of the shortest) route's corridor-distinct alternative
+        nearest_kind, nearest_id, nearest_path = min(routes, key=lambda r: len(r[2]))
+        alternative = _alternative(
+            graph, weights, src, nearest_path, height, float(dist[nearest_path[-1]])
+        )
         if alternative:
-            options.append(
-                _option(
-                    f"R{len(options) + 1}",
-                    nearest.anchor_kind,
-                    nearest.opening_id,
-                    alternative,
-                    source,
-                    height,
-                    visited,
-                    people,
-                    threats,
-                    cell_size_m,
-                    window,
-                    alternative=True,
-                )
-            )
+            routes.append((nearest_kind, nearest_id, alternative))
+    options = _options(
+        routes,
+        source,
+        height,
+        visited,
+        people,
+        threats,
+        cell_size_m,
+        window,
+        alternative=bool(alternative),
+    )
     return options, dist
 
 
@@ -518,37 +541,46 @@ def _alternative(
     src: int,
     path: list[int],
     height: int,
+    distance: float,
 ) -> list[int]:
     """A path to the same anchor avoiding the corridor (Chebyshev 1) around the first path's middle.
 
     The search reuses the main search's edge weights, closing every edge into the corridor, and
-    stops beyond three times the first path's length.
+    stops beyond three times the first path's length. ``distance`` is the first path's.
+
+    A search stopped at a smaller limit gives the same distance and predecessor to every cell
+    within that limit (Dijkstra settles them in the same order; only pushes beyond the limit
+    are skipped), so a first search stops just beyond the first path's distance
+    (:data:`ALTERNATIVE_FIRST_LIMIT`), which holds almost every alternative in fewer cells, and
+    only when the anchor is not within it the search runs again to the full limit.
     """
     if len(path) < 6:
         return []
     middle = np.asarray(path[2:-2])
     mx, my = np.divmod(middle, height)
-    corridor = np.zeros(graph.n_cells, dtype=bool)
-    for dx in (-1, 0, 1):
-        for dy in (-1, 0, 1):
-            cx, cy = mx + dx, my + dy
-            ok = (cx >= 0) & (cx < graph.width) & (cy >= 0) & (cy < height)
-            corridor[cx[ok] * height + cy[ok]] = True
-    corridor[src] = False
-    corridor[path[-1]] = False
-    closed = graph.close_edges_into(weights, corridor)
-    _, pred = graph.shortest_paths(None, src, closed, limit=3.0 * len(path) + 10.0)
-    alternative = path_to(pred, src, path[-1])
+    steps = np.array(((0, 0), *MOORE_STEPS))
+    cx = (mx[:, None] + steps[None, :, 0]).ravel()
+    cy = (my[:, None] + steps[None, :, 1]).ravel()
+    ok = (cx >= 0) & (cx < graph.width) & (cy >= 0) & (cy < height)
+    cells = cx * height + cy
+    ok &= (cells != src) & (cells != path[-1])
+    closed = graph.close_edges_into_cells(weights, cx[ok], cy[ok])
+    limit = 3.0 * len(path) + 10.0
+    first = ALTERNATIVE_FIRST_LIMIT[0] * distance + ALTERNATIVE_FIRST_LIMIT[1]
+    alternative = []
+    if first < limit:
+        _, pred = graph.shortest_paths(None, src, closed, limit=first)
+        alternative = path_to(pred, src, path[-1])
+    if not alternative:
+        _, pred = graph.shortest_paths(None, src, closed, limit=limit)
+        alternative = path_to(pred, src, path[-1])
     if not alternative or len(set(alternative) & set(path)) > len(path) // 2:
         return []
     return alternative
 
 
-def _option(
-    route_id: str,
-    kind: str,
-    opening_id: str | None,
-    path: list[int],
+def _options(
+    routes: list[tuple[str, str | None, list[int]]],
     source: tuple[int, int],
     height: int,
     visited: set[int],
@@ -557,37 +589,61 @@ def _option(
     cell_size_m: float,
     window: BeliefWindow,
     *,
-    alternative: bool = False,
-) -> RouteOption:
-    cells = np.asarray(path)
+    alternative: bool,
+) -> list[RouteOption]:
+    """The options of ``routes`` (kind, opening, local path), ``R1``, ``R2``... in order.
+
+    The attributes of all routes come from one pass over their cells together: people within
+    one cell (Chebyshev) of a route, the closest visible A or D, the cells already walked.
+    ``alternative`` marks the last route as the corridor-distinct alternative.
+    """
+    if not routes:
+        return []
+    lengths = [len(path) for _kind, _id, path in routes]
+    cells = np.concatenate([path for _kind, _id, path in routes])
+    starts = np.cumsum([0, *lengths[:-1]])
     px, py = np.divmod(cells, height)
-    ax, ay = int(px[-1]), int(py[-1])
-    dx, dy = ax - source[0], ay - source[1]
-    along = 0
+    along = [0] * len(routes)
     if len(people):
-        cheb = np.maximum(
-            np.abs(people[:, 0, None] - px[None, :]),
-            np.abs(people[:, 1, None] - py[None, :]),
+        near = (np.abs(people[:, 0, None] - px[None, :]) <= 1) & (
+            np.abs(people[:, 1, None] - py[None, :]) <= 1
         )
-        along = int(np.count_nonzero(cheb.min(axis=1) <= 1))
-    plaza_path = tuple(window.to_plaza(cells).tolist())
-    clearance = None
+        along = np.count_nonzero(
+            np.logical_or.reduceat(near, starts, axis=1), axis=0
+        ).tolist()
+    clearances: list[float | None] = [None] * len(routes)
     if len(threats):
         d2 = (threats[:, 0, None] - px[None, :]) ** 2 + (
             threats[:, 1, None] - py[None, :]
         ) ** 2
-        clearance = round(float(np.sqrt(d2.min())) * cell_size_m, 2)
-    return RouteOption(
-        route_id=route_id,
-        anchor_kind=kind,
-        opening_id=opening_id,
-        anchor_offset=(dx, dy),
-        direction=compass(dx, dy),
-        length_cells=len(path),
-        familiarity=round(sum(1 for c in plaza_path if c in visited) / len(path), 3),
-        visible_people=along,
-        threat_clearance_m=clearance,
-        reaches_anchor=len(path) <= COMMIT_CELLS,
-        alternative=alternative,
-        path=plaza_path,
-    )
+        closest = np.minimum.reduceat(d2.min(axis=0), starts)
+        clearances = [
+            round(float(np.sqrt(c)) * cell_size_m, 2) for c in closest.tolist()
+        ]
+    plaza_cells = window.to_plaza(cells).tolist()
+    options = []
+    for k, ((kind, opening_id, path), start) in enumerate(
+        zip(routes, starts.tolist(), strict=True)
+    ):
+        plaza_path = tuple(plaza_cells[start : start + lengths[k]])
+        ax, ay = divmod(path[-1], height)
+        dx, dy = ax - source[0], ay - source[1]
+        options.append(
+            RouteOption(
+                route_id=f"R{k + 1}",
+                anchor_kind=kind,
+                opening_id=opening_id,
+                anchor_offset=(dx, dy),
+                direction=compass(dx, dy),
+                length_cells=len(path),
+                familiarity=round(
+                    sum(1 for c in plaza_path if c in visited) / len(path), 3
+                ),
+                visible_people=along[k],
+                threat_clearance_m=clearances[k],
+                reaches_anchor=len(path) <= COMMIT_CELLS,
+                alternative=alternative and k == len(routes) - 1,
+                path=plaza_path,
+            )
+        )
+    return options

@@ -184,12 +184,21 @@ def test_routes_in_the_belief_window_are_the_routes_over_the_whole_plaza():
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5), (16, 8), (23, 40)])
 def test_open_grid_is_the_graph_of_an_all_floor_raster(shape):
+    """The slots marked as edges are the raster graph's edges; the others are infinite loops."""
     built = GridGraph.open_grid(*shape)
     reference = GridGraph(np.full(shape, Terrain.FLOOR, dtype=np.uint8))
-    for name in ("src", "dst", "weight", "orth_a", "orth_b", "diagonal", "indptr"):
-        assert np.array_equal(getattr(built, name), getattr(reference, name)), name
+    edges = built._grid_edges.ravel()
+    assert edges.size == 8 * shape[0] * shape[1]
+    for name in ("src", "dst", "weight", "orth_a", "orth_b"):
+        assert np.array_equal(getattr(built, name)[edges], getattr(reference, name)), (
+            name
+        )
+    assert np.array_equal(built.dst[~edges], built.src[~edges])  # loops
+    assert np.isinf(built.weight[~edges]).all()
+    assert np.array_equal(np.flatnonzero(edges)[reference.diagonal], built.diagonal)
     assert np.array_equal(built.diag_orth_a, reference.diag_orth_a)
     assert np.array_equal(built.diag_orth_b, reference.diag_orth_b)
+    assert np.array_equal(built.indptr, 8 * np.arange(shape[0] * shape[1] + 1))
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5), (16, 8), (23, 40)])
@@ -199,6 +208,7 @@ def test_open_grid_weights_equal_the_per_edge_rule(shape):
     built = GridGraph.open_grid(*shape)
     reference = GridGraph(np.full(shape, Terrain.FLOOR, dtype=np.uint8))
     assert reference._grid_edges is None  # the reference takes the per-edge path
+    edges = built._grid_edges.ravel()
     cells = shape[0] * shape[1]
     for density in (0.2, 0.6, 0.9, 1.0):
         passable = rng.random(cells) < density
@@ -207,7 +217,8 @@ def test_open_grid_weights_equal_the_per_edge_rule(shape):
         for args in ((), (sinks,), (sinks, source)):
             mine = built.weights_for(passable, *args)
             theirs = reference.weights_for(passable, *args)
-            assert np.array_equal(mine, theirs)
+            assert np.array_equal(mine[edges], theirs)
+            assert np.isinf(mine[~edges]).all()
     assert np.isinf(mine).any() or cells == 1
 
 
@@ -216,10 +227,19 @@ def test_open_grid_closes_the_same_edges_as_the_per_edge_rule(shape):
     rng = np.random.default_rng(7 + sum(shape))
     built = GridGraph.open_grid(*shape)
     reference = GridGraph(np.full(shape, Terrain.FLOOR, dtype=np.uint8))
+    edges = built._grid_edges.ravel()
     cells = shape[0] * shape[1]
     weights = built.weights_for(rng.random(cells) < 0.8)
     for density in (0.0, 0.1, 0.5):
         closed = rng.random(cells) < density
         mine = built.close_edges_into(weights, closed)
-        assert np.array_equal(mine, reference.close_edges_into(weights, closed))
+        assert np.array_equal(
+            mine[edges], reference.close_edges_into(weights[edges], closed)
+        )
         assert np.array_equal(mine, np.where(closed[built.dst], np.inf, weights))
+        # by cells (with repeats) instead of a mask: the same, on both kinds of graph
+        xs, ys = np.divmod(np.flatnonzero(closed).repeat(2), shape[1])
+        assert np.array_equal(built.close_edges_into_cells(weights, xs, ys), mine)
+        assert np.array_equal(
+            reference.close_edges_into_cells(weights[edges], xs, ys), mine[edges]
+        )
