@@ -106,14 +106,24 @@ def sightings(
     casualty when ``e`` has status ``REACHED``, a fleeing neighbour when ``e`` is active and
     shouting.
     """
-    n = model.n_pedestrians
     shouting = np.array([a.shouting for a in model.pedestrians], dtype=bool)
     is_notable = np.zeros(model.occupancy.size, dtype=bool)
     is_notable[_notable_cells(model, shouting)] = True
     pairs = np.flatnonzero(is_notable[perc.cell])
     viewers = active[perc.viewer_of(pairs)]
     seen = model.occupancy.ravel()[perc.cell[pairs]]
-    other = seen != viewers
+    return sightings_of_pairs(model, viewers, seen, shouting)
+
+
+def sightings_of_pairs(
+    model: EvacuationModel,
+    viewers: np.ndarray,
+    seen: np.ndarray,
+    shouting: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`sightings` from (viewer row, occupant of the perceived cell) pairs, ``-1`` empty."""
+    n = model.n_pedestrians
+    other = (seen >= 0) & (seen != viewers)
     viewers, seen = viewers[other], seen[other]
     sees_a = np.zeros(n, dtype=bool)
     sees_a[viewers[seen == n]] = True

@@ -12,7 +12,7 @@ import pytest
 
 from mesa_llm_mobility.evacuation import layers
 from mesa_llm_mobility.evacuation.agents import ACTIVE, EVACUATED, REACHED
-from mesa_llm_mobility.evacuation.evidence import sightings
+from mesa_llm_mobility.evacuation.evidence import sightings, sightings_of_pairs
 from mesa_llm_mobility.evacuation.layers import BeliefStore
 from mesa_llm_mobility.evacuation.perception import ViewGeometry, perceive
 from mesa_llm_mobility.evacuation.plaza import Terrain, load_plaza
@@ -100,21 +100,10 @@ def test_viewer_of_pairs_is_the_viewer_array():
 
 
 def pairwise_sightings(model, active, perc):
-    """The rule on every (viewer, cell) pair, as evidence.observe computed it before."""
-    n = model.n_pedestrians
-    viewers = active[perc.viewer]
-    seen = model.occupancy.ravel()[perc.cell]
-    other = (seen >= 0) & (seen != viewers)
-    viewers, seen = viewers[other], seen[other]
-    sees_a = np.zeros(n, dtype=bool)
-    sees_a[viewers[seen == n]] = True
-    is_ped = seen < n
-    ped_viewers, ped_seen = viewers[is_ped], seen[is_ped]
-    sees_d = np.zeros(n, dtype=bool)
-    sees_d[ped_viewers[model.status[ped_seen] == REACHED]] = True
+    """The rule on every (viewer, cell) pair, as evidence.observe applied it before."""
     shouting = np.array([a.shouting for a in model.pedestrians], dtype=bool)
-    fleeing = (model.status[ped_seen] == ACTIVE) & shouting[ped_seen]
-    return sees_a, sees_d, np.bincount(ped_viewers[fleeing], minlength=n)
+    seen = model.occupancy.ravel()[perc.cell]
+    return sightings_of_pairs(model, active[perc.viewer], seen, shouting)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
