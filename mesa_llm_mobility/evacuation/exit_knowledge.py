@@ -75,6 +75,8 @@ class ExitKnowledgeRecorder:
     def __init__(self, plaza: Plaza) -> None:
         self.plaza = plaza
         self._opening_of_cell = plaza.opening_index.ravel().astype(np.int64)
+        self.is_opening = self._opening_of_cell >= 0
+        """Per flat cell: whether it belongs to an opening (to pick the pairs worth passing)."""
         height = plaza.height
         self._first_cell = [
             int(o.cells[0][0]) * height + int(o.cells[0][1]) for o in plaza.openings
@@ -104,11 +106,11 @@ class ExitKnowledgeRecorder:
             cells: Flat cells perceived.
             step: The step of the perception.
         """
-        opening = self._opening_of_cell[cells]
-        hit = opening >= 0
-        if not hit.any():
+        hit = np.flatnonzero(self.is_opening[cells])
+        if hit.size == 0:
             return
-        pairs = np.unique(np.stack([viewers[hit], opening[hit]], axis=1), axis=0)
+        opening = self._opening_of_cell[cells[hit]]
+        pairs = np.unique(np.stack([viewers[hit], opening], axis=1), axis=0)
         for i, k in pairs.tolist():
             state = self.state_now(model, k)
             if self._state_seen.get((i, k)) == state:

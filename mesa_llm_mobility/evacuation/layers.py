@@ -92,6 +92,10 @@ class EffectiveLayer:
         return state
 
 
+VIEWER_BLOCK = 1024
+"""Viewers written per block (about 900,000 pairs and int64 temporaries of 7 MB at 12 m)."""
+
+
 class BeliefStore:
     """Private belief maps of ``n`` pedestrians, without an ``n x cells`` array of steps.
 
@@ -143,7 +147,7 @@ class BeliefStore:
         self,
         rows: np.ndarray,
         viewpoints: np.ndarray,
-        pair_viewer: np.ndarray,
+        starts: np.ndarray,
         flat_cells: np.ndarray,
         opaque: np.ndarray,
         step: int,
@@ -154,8 +158,8 @@ class BeliefStore:
         Args:
             rows: Agent row of each viewer (distinct).
             viewpoints: ``(x, y, heading)`` of each viewer.
-            pair_viewer: Viewer index (into ``rows``) of each perceived pair, grouped in
-                ascending order, every viewer at least once (a perception's ``viewer``).
+            starts: Where each viewer's pairs start in ``flat_cells``, and their end
+                (``len(rows) + 1`` offsets, a perception's ``start``).
             flat_cells: Flat cell of each pair.
             opaque: The line-of-sight grid the perception used.
             step: The step of the perception.
@@ -173,16 +177,21 @@ class BeliefStore:
         ):
             self._viewpoint[:] = -1  # a new line-of-sight grid: every view is new
             self._viewpoint_opaque = opaque.copy()
-        agents = rows[pair_viewer]
         new_view = np.any(self._viewpoint[rows] != viewpoints, axis=1)
         self._viewpoint[rows] = viewpoints
-        if new_view.all():
-            counts = np.bincount(pair_viewer, minlength=rows.size)
-            self._observe_cells(agents, flat_cells, np.cumsum(counts) - counts)
-        elif new_view.any():
-            fresh = new_view[pair_viewer]
-            self._observe_cells(agents[fresh], flat_cells[fresh])
-        self._observe_openings(agents, flat_cells, step, effective_codes)
+        # in blocks of viewers: temporaries of a few MB are reused by the allocator, while
+        # arrays as long as all 8 million pairs of 10,000 viewers cost a page fault per page
+        for v0 in range(0, rows.size, VIEWER_BLOCK):
+            v1 = min(v0 + VIEWER_BLOCK, rows.size)
+            counts = np.diff(starts[v0 : v1 + 1])
+            agents = np.repeat(rows[v0:v1], counts)
+            cells = flat_cells[starts[v0] : starts[v1]]
+            if new_view[v0:v1].all():
+                self._observe_cells(agents, cells)
+            elif new_view[v0:v1].any():
+                fresh = np.repeat(new_view[v0:v1], counts)
+                self._observe_cells(agents[fresh], cells[fresh])
+            self._observe_openings(agents, cells, step, effective_codes)
 
     def _observe_cells(
         self,
@@ -190,12 +199,26 @@ class BeliefStore:
         flat_cells: np.ndarray,
         starts: np.ndarray | None = None,
     ) -> None:
+        # Only pairs whose bit is not yet set are written: a cell already known lies inside the
+        # box already (bits and box are only ever set together, here), so the box can grow only
+        # from the newly known cells, and OR-ing a set bit again changes nothing.
+        if agents.size == 0:
+            return
+        known_bytes = self._known_bits.reshape(-1)
+        at = agents * self._row_bytes + (flat_cells >> 3)
         bit = np.left_shift(np.uint8(1), (flat_cells & 7).astype(np.uint8))
-        np.bitwise_or.at(
-            self._known_bits.reshape(-1),
-            agents * self._row_bytes + (flat_cells >> 3),
-            bit,
-        )
+        new = np.flatnonzero((known_bytes[at] & bit) == 0)
+        if new.size == 0:
+            return
+        if new.size < at.size:
+            at, bit, agents, flat_cells = (
+                at[new],
+                bit[new],
+                agents[new],
+                flat_cells[new],
+            )
+            starts = None
+        np.bitwise_or.at(known_bytes, at, bit)
         self._grow_boxes(agents, flat_cells, starts)
 
     def _observe_openings(

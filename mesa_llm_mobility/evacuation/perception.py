@@ -19,7 +19,7 @@ propagation per Chebyshev ring, done for all viewers of one heading at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -156,17 +156,31 @@ def _square_geometry(radius: int) -> ViewGeometry:
 class Perception:
     """Perceived cells of a batch of viewers, as ``(viewer, flat cell)`` pairs sorted by viewer.
 
-    ``flat = x * height + y``. Each viewer's own cell is included.
+    ``flat = x * height + y``. Each viewer's own cell is included. Viewer ``v``'s cells are
+    ``cell[start[v]:start[v + 1]]``; :attr:`viewer` (the viewer of every pair) is built on
+    first use only.
     """
 
-    viewer: np.ndarray
     cell: np.ndarray
-    n_viewers: int
+    start: np.ndarray
+
+    @property
+    def n_viewers(self) -> int:
+        """Viewers in the batch."""
+        return self.start.size - 1
+
+    @cached_property
+    def viewer(self) -> np.ndarray:
+        """Viewer index (in the batch) of every pair, ascending."""
+        return np.repeat(np.arange(self.n_viewers), np.diff(self.start))
+
+    def viewer_of(self, pairs: np.ndarray) -> np.ndarray:
+        """Viewer index of the pairs at positions ``pairs`` (without building :attr:`viewer`)."""
+        return np.searchsorted(self.start, pairs, side="right") - 1
 
     def cells_of(self, viewer: int) -> np.ndarray:
         """Flat cells perceived by one viewer (index in the batch)."""
-        lo, hi = np.searchsorted(self.viewer, [viewer, viewer + 1])
-        return self.cell[lo:hi]
+        return self.cell[self.start[viewer] : self.start[viewer + 1]]
 
 
 def perceive(
@@ -232,8 +246,7 @@ def perceive(
         cell[np.repeat(first[sel] + 1 - row_start, counts) + np.arange(cells.size)] = (
             cells
         )
-    viewer = np.repeat(np.arange(n), per_viewer)
-    return Perception(viewer, cell, int(n))
+    return Perception(cell, np.append(first, cell.size))
 
 
 _UNIT_HEADINGS = HEADING_VECTORS / np.linalg.norm(

@@ -128,7 +128,7 @@ def test_skipped_repeat_views_leave_the_store_as_writing_every_pair(plaza):
             skipping.observe_views(
                 rows,
                 np.column_stack([xs, ys, headings]),
-                perc.viewer,
+                perc.start,
                 perc.cell,
                 opaque,
                 step,
@@ -152,10 +152,10 @@ def test_a_walked_crowd_believes_the_same_with_repeat_views_skipped(monkeypatch)
     pairs = {"written": 0, "perceived": 0}
     real_views, real_cells = BeliefStore.observe_views, BeliefStore._observe_cells
 
-    def counting_views(self, rows, viewpoints, pair_viewer, flat_cells, *rest):
+    def counting_views(self, rows, viewpoints, starts, flat_cells, *rest):
         pairs["perceived"] += flat_cells.size
         pairs["in_views"] = True
-        real_views(self, rows, viewpoints, pair_viewer, flat_cells, *rest)
+        real_views(self, rows, viewpoints, starts, flat_cells, *rest)
         pairs["in_views"] = False
 
     def counting_cells(self, agents, flat_cells, starts=None):
@@ -171,7 +171,8 @@ def test_a_walked_crowd_believes_the_same_with_repeat_views_skipped(monkeypatch)
         0 < pairs["written"] < pairs["perceived"]
     )  # pedestrians that stood still: skipped
 
-    def write_every_pair(self, rows, viewpoints, pair_viewer, flat_cells, *rest):
+    def write_every_pair(self, rows, viewpoints, starts, flat_cells, *rest):
+        pair_viewer = np.repeat(np.arange(rows.size), np.diff(starts))
         self.observe(rows[pair_viewer], flat_cells, rest[1], rest[2])
 
     monkeypatch.setattr(BeliefStore, "observe_views", write_every_pair)
