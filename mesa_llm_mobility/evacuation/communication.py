@@ -16,7 +16,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from mesa_llm_mobility.evacuation.routing import compass
-from mesa_llm_mobility.evacuation.timing import STEPS_PER_SECOND
+from mesa_llm_mobility.evacuation.timing import SHOUT_MEMORY_S, STEPS_PER_SECOND
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.evacuation.model import EvacuationModel
@@ -105,6 +105,24 @@ def heard_shout(
     )
 
 
+FORGET_SHOUTS_EVERY = 30
+"""Steps between passes that drop heard shouts too old for any decision context."""
+
+
+def forget_old_shouts(model: EvacuationModel) -> None:
+    """Drop the heard shouts older than ``SHOUT_MEMORY_S``: no context reads them again.
+
+    A context lists the shouts heard since ``tick - SHOUT_MEMORY_S`` seconds, a bound that only
+    grows, so an older entry is never read again; who was ever heard (for the ``shout_heard``
+    events) is kept apart, in ``model.heard_from``.
+    """
+    cutoff = model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND
+    for heard in model.heard:
+        old = [s for s, (step, _x, _y) in heard.items() if step < cutoff]
+        for s in old:
+            del heard[s]
+
+
 def communicate(model: EvacuationModel) -> None:
     """Shouts heard within 15 m and exit information within 5 m (at 1 s boundaries).
 
@@ -137,10 +155,11 @@ def communicate(model: EvacuationModel) -> None:
         for li, si, (sx, sy) in zip(
             listeners.tolist(), speakers.tolist(), speaker_pos, strict=True
         ):
-            heard = model.heard[li]
-            if si not in heard:
+            ever = model.heard_from[li]
+            if si not in ever:
+                ever.add(si)
                 new.append((li, si))
-            heard[si] = (model.tick, sx, sy)
+            model.heard[li][si] = (model.tick, sx, sy)
         for li, si in new:
             heard = heard_shout(
                 tuple(model.pos[li]), tuple(model.pos[si]), model.cell_size_m
@@ -151,6 +170,8 @@ def communicate(model: EvacuationModel) -> None:
                 si,
                 f"{heard.direction} ~{heard.approx_distance_m} m",
             )
+    if model.tick % FORGET_SHOUTS_EVERY == 0:
+        forget_old_shouts(model)
     senders = [
         i
         for i in active
