@@ -13,7 +13,8 @@ Worker processes are started with ``spawn`` (like the process executor of sweeps
 the first step that has work for them; scripts that use them need the usual
 ``if __name__ == "__main__":`` guard. A worker that dies or fails is not fatal: its queries are
 answered here, a warning is logged, and the planner works in this process from then on
-(:attr:`RoutePlanner.failures` counts such events).
+(:attr:`RoutePlanner.failures` counts such events). A worker whose model's process was killed
+ends by itself within about a second.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import multiprocessing
+import os
+import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +40,9 @@ from mesa_llm_mobility.evacuation.routing import (
 )
 
 logger = logging.getLogger(__name__)
+
+PARENT_CHECK_S = 1.0
+"""How often a worker checks that the model's process is still there."""
 
 MIN_QUERIES_PER_WORKER = 8
 """Below this many queries per process a step's queries are answered here (no round trip)."""
@@ -158,6 +165,19 @@ def _start_worker(
     raw_codes: np.ndarray, opening_mask: np.ndarray, cell_size_m: float
 ) -> None:
     _WORKER["solver"] = RouteSolver(GridGraph(raw_codes), opening_mask, cell_size_m)
+    threading.Thread(
+        target=_exit_with_parent, args=(os.getppid(),), daemon=True
+    ).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker when the model's process is gone (killed before it could close us).
+
+    A pool's worker holds both ends of its task queue, so it would wait for tasks forever.
+    """
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(0)
 
 
 def _answer_in_worker(

@@ -155,3 +155,51 @@ def test_the_llm_path_with_route_workers_sees_the_same_options(
     assert requests > len(decisions)  # the faults cost retries
     assert (decisions["outcome"] == "rejected").any()  # unoffered routes, validated
     assert "sk-route-workers" not in (tmp_path / "ledger.jsonl").read_text()
+
+
+_ORPHAN_SCRIPT = """
+import sys, time
+from mesa_llm_mobility.evacuation import route_planner
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+if __name__ == "__main__":
+    route_planner.MIN_QUERIES_PER_WORKER = 1
+    model = EvacuationModel(composition="A", rng=3, time_limit_s=25, route_workers=2)
+    model.step()
+    print(*model.route_planner._pool._processes, flush=True)
+    time.sleep(60)
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (an ended process not yet reaped, a zombie, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_worker_ends_when_the_models_process_is_killed(tmp_path):
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    script = tmp_path / "orphan.py"
+    script.write_text(_ORPHAN_SCRIPT)
+    parent = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        workers = [int(p) for p in parent.stdout.readline().split()]
+        assert workers, "the model should have started its route worker"
+    finally:
+        parent.kill()  # no close(), no atexit: the worker is orphaned
+        parent.wait()
+    deadline = time.monotonic() + 15
+    alive = set(workers)
+    while alive and time.monotonic() < deadline:
+        for pid in list(alive):
+            if not _running(pid):
+                alive.discard(pid)
+        time.sleep(0.2)
+    assert not alive, f"route workers {sorted(alive)} outlived their model's process"
