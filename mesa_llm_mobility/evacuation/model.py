@@ -21,8 +21,6 @@ import mesa
 import numpy as np
 import pandas as pd
 from mesa.discrete_space import OrthogonalMooreGrid
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import dijkstra
 
 from mesa_llm_mobility.cognition.brain import Brain
 from mesa_llm_mobility.cognition.kinds import (
@@ -89,10 +87,15 @@ from mesa_llm_mobility.evacuation.perception import (
     heading_index,
 )
 from mesa_llm_mobility.evacuation.personality import composition_profiles
+from mesa_llm_mobility.evacuation.placement import (
+    inner_cell,
+    pocket_cells,
+    shortest_exit_distances,
+    start_cells,
+)
 from mesa_llm_mobility.evacuation.plaza import (
     MOORE_STEPS,
     Plaza,
-    Terrain,
     load_plaza,
     passable_mask,
 )
@@ -100,8 +103,6 @@ from mesa_llm_mobility.evacuation.route_planner import RoutePlanner
 from mesa_llm_mobility.evacuation.routing import GridGraph, bearing_deg
 from mesa_llm_mobility.evacuation.timing import (
     DT_S,
-    MAX_BLOCK,
-    MIN_BLOCK,
     STEPS_PER_SECOND,
     due_step,
     step_time_s,
@@ -291,7 +292,7 @@ class EvacuationModel(MobilityModel):
         profiles = composition_profiles(composition)
         n = len(profiles)
         self.n_pedestrians = n
-        starts = self._start_cells(n, block, random_spawn)
+        starts = start_cells(plaza_, n, block, random_spawn, self.rng)
         self.pos = np.zeros((n + 1, 2), dtype=np.int64)
         self.heading = np.zeros(n + 1, dtype=np.int64)
         self.status = np.zeros(n, dtype=np.int8)
@@ -325,11 +326,13 @@ class EvacuationModel(MobilityModel):
         self.adversary_forbidden = {n: self.opening_mask}
         self.adversary_fields: dict[tuple[int, int], np.ndarray] = {}
         self.waypoints = tuple(
-            self._inner_cell(o.center) for o in (*plaza_.exits, *plaza_.gates)
+            inner_cell(plaza_, o.center) for o in (*plaza_.exits, *plaza_.gates)
         )
         raw_pass = passable_mask(plaza_.raw)
-        self.pocket = self._pocket_cells(raw_pass)
-        self.shortest_exit_m = self._shortest_exit_distances(starts)
+        self.pocket = pocket_cells(raw_pass)
+        self.shortest_exit_m = shortest_exit_distances(
+            plaza_, self.graph, self.opening_cells, starts
+        )
         self.heard: list[dict[int, tuple[int, int, int]]] = [{} for _ in range(n)]
         """Per listener: shouter index -> (step last heard, shouter's x, y then), for the
         shouts of the last ``SHOUT_MEMORY_S`` (older ones are dropped now and then)."""
@@ -403,80 +406,6 @@ class EvacuationModel(MobilityModel):
         self.by_uid[result.agent_id].pending = PendingDecision(self.tick, due, result)
 
     # ------------------------------------------------------------------ setup helpers
-    def _start_cells(
-        self, n: int, block: int | None, random_spawn: bool | None
-    ) -> list[tuple[int, int]]:
-        spawns = list(self.plaza.spawn_cells)
-        if random_spawn is None:
-            random_spawn = n > len(spawns)
-        if random_spawn:
-            cells = [
-                tuple(c)
-                for c in self.plaza.walkable_coords()
-                if tuple(c) != self.plaza.threat_cell
-            ]
-            if n > len(cells):
-                raise ValueError(
-                    f"{n} pedestrians do not fit on {len(cells)} walkable cells"
-                )
-            chosen = self.rng.choice(len(cells), size=n, replace=False)
-            return [(int(cells[k][0]), int(cells[k][1])) for k in chosen]
-        if n > len(spawns):
-            raise ValueError(
-                f"{n} pedestrians but the plaza has {len(spawns)} start cells; use random_spawn=True"
-            )
-        if block is not None:
-            if not MIN_BLOCK <= block <= MAX_BLOCK:
-                raise ValueError(
-                    f"block must be {MIN_BLOCK}-{MAX_BLOCK} (a matched block of the "
-                    f"8 x 8 design), got {block}"
-                )
-            order = np.random.default_rng(block).permutation(len(spawns))
-            spawns = [spawns[k] for k in order]
-        return spawns[:n]
-
-    def _inner_cell(self, cell: tuple[int, int]) -> tuple[int, int]:
-        x, y = cell
-        for dx, dy in MOORE_STEPS:
-            nx, ny = x + dx, y + dy
-            if (
-                0 <= nx < self.plaza.width
-                and 0 <= ny < self.plaza.height
-                and self.plaza.raw[nx, ny] == Terrain.FLOOR
-            ):
-                return nx, ny
-        raise ValueError(f"opening cell {cell} has no walkable neighbour")
-
-    def _pocket_cells(self, passable: np.ndarray) -> np.ndarray:
-        padded = np.pad(passable, 1, constant_values=False)
-        count = (
-            padded[2:, 1:-1].astype(int)
-            + padded[:-2, 1:-1]
-            + padded[1:-1, 2:]
-            + padded[1:-1, :-2]
-        )
-        return passable & (count <= 2)
-
-    def _shortest_exit_distances(self, starts: list[tuple[int, int]]) -> np.ndarray:
-        height = self.plaza.height
-        flat_pass = passable_mask(self.plaza.raw).ravel()
-        weights = self.graph.weights_for(flat_pass)
-        graph = csr_matrix(
-            (weights, self.graph.indices, self.graph.indptr),
-            shape=(self.graph.n_cells,) * 2,
-        )
-        kinds = {o.kind for o in self.plaza.openings}
-        wanted = "exit" if "exit" in kinds else "gate"  # a plaza without exits: gates
-        exit_cells = np.concatenate(
-            [
-                self.opening_cells[k]
-                for k, o in enumerate(self.plaza.openings)
-                if o.kind == wanted
-            ]
-        )
-        dist = dijkstra(graph, indices=exit_cells, min_only=True)
-        return np.array([dist[x * height + y] * self.cell_size_m for x, y in starts])
-
     # ------------------------------------------------------------------ bookkeeping
     @property
     def time_s(self) -> float:
