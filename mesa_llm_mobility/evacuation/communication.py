@@ -105,22 +105,22 @@ def heard_shout(
     )
 
 
-FORGET_SHOUTS_EVERY = 30
-"""Steps between passes that drop heard shouts too old for any decision context."""
+def shout_details(offsets: np.ndarray, cell_size_m: float) -> list[str]:
+    """The ``shout_heard`` event details of shouters at ``offsets`` (``(k, 2)``, from the listener).
 
-
-def forget_old_shouts(model: EvacuationModel) -> None:
-    """Drop the heard shouts older than ``SHOUT_MEMORY_S``: no context reads them again.
-
-    A context lists the shouts heard since ``tick - SHOUT_MEMORY_S`` seconds, a bound that only
-    grows, so an older entry is never read again; who was ever heard (for the ``shout_heard``
-    events) is kept apart, in ``model.heard_from``.
+    Each is the direction and rough distance a listener hears (:func:`heard_shout`), computed
+    once for each distinct offset (a crowd has millions of pairs but a few thousand offsets).
     """
-    cutoff = model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND
-    for heard in model.heard:
-        old = [s for s, (step, _x, _y) in heard.items() if step < cutoff]
-        for s in old:
-            del heard[s]
+    if not len(offsets):
+        return []
+    unique, at = np.unique(
+        np.asarray(offsets).reshape(-1, 2), axis=0, return_inverse=True
+    )
+    texts = []
+    for dx, dy in unique.tolist():
+        heard = heard_shout((0, 0), (dx, dy), cell_size_m)
+        texts.append(f"{heard.direction} ~{heard.approx_distance_m} m")
+    return [texts[k] for k in at.ravel().tolist()]
 
 
 def communicate(model: EvacuationModel) -> None:
@@ -150,28 +150,19 @@ def communicate(model: EvacuationModel) -> None:
         keep = active[r] != shouters[s]
         listeners, speakers = active[r[keep]], shouters[s[keep]]
         model.hears_until[listeners] = model.tick + STEPS_PER_SECOND
-        new = []
-        speaker_pos = model.pos[speakers].tolist()
-        for li, si, (sx, sy) in zip(
-            listeners.tolist(), speakers.tolist(), speaker_pos, strict=True
-        ):
-            ever = model.heard_from[li]
-            if si not in ever:
-                ever.add(si)
-                new.append((li, si))
-            model.heard[li][si] = (model.tick, sx, sy)
-        for li, si in new:
-            heard = heard_shout(
-                tuple(model.pos[li]), tuple(model.pos[si]), model.cell_size_m
-            )
-            model.record_event(
+        first = model.shouts.hear(model.tick, listeners, speakers, model.pos[speakers])
+        if first.any():
+            new_listeners, new_speakers = listeners[first], speakers[first]
+            model.record_events(
                 "shout_heard",
-                li,
-                si,
-                f"{heard.direction} ~{heard.approx_distance_m} m",
+                new_listeners,
+                new_speakers,
+                shout_details(
+                    model.pos[new_speakers] - model.pos[new_listeners],
+                    model.cell_size_m,
+                ),
             )
-    if model.tick % FORGET_SHOUTS_EVERY == 0:
-        forget_old_shouts(model)
+    model.shouts.forget_before(model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND)
     senders = [
         i
         for i in active

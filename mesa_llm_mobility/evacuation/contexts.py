@@ -224,21 +224,15 @@ def _draft(
     )
     memory = agent.memory
     cutoff = model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND
-    recent = sorted(  # latest first, ties by shouter index
-        (
-            (-step, s, sx, sy)
-            for s, (step, sx, sy) in model.heard[i].items()
-            if step >= cutoff
-        )
-    )[:5]
+    recent = model.shouts.recent(i, cutoff, 5)  # latest first, ties by shouter index
     shouts = tuple(
         heard_shout(
             (x, y),
             (sx, sy),
             model.cell_size_m,
-            round(float(model.tick + neg_step) * DT_S, 2),
+            round(float(model.tick - step) * DT_S, 2),
         )
-        for neg_step, _s, sx, sy in recent
+        for step, _s, sx, sy in recent
     )
     hints = tuple(
         ExitHint(

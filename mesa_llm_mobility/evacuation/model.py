@@ -11,7 +11,6 @@ recorded. The run ends when every pedestrian evacuated or was reached, or at the
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from time import perf_counter
@@ -53,12 +52,14 @@ from mesa_llm_mobility.evacuation.decisions import (
     EvacuationContext,
     EvacuationDecision,
 )
+from mesa_llm_mobility.evacuation.event_log import EventLog
 from mesa_llm_mobility.evacuation.evidence import (
     observe,
     observe_initial,
     update_crowd_fear,
 )
 from mesa_llm_mobility.evacuation.exit_knowledge import ExitKnowledgeRecorder
+from mesa_llm_mobility.evacuation.hearing import ShoutLog
 from mesa_llm_mobility.evacuation.layers import (
     BeliefStore,
     EffectiveLayer,
@@ -105,7 +106,6 @@ from mesa_llm_mobility.evacuation.timing import (
     DT_S,
     STEPS_PER_SECOND,
     due_step,
-    step_time_s,
 )
 from mesa_llm_mobility.experiment.base_model import MobilityModel
 from mesa_llm_mobility.memory.store import MemoryStore
@@ -130,10 +130,6 @@ PAPER_TEMPERATURE = 0.2
 SIGHT_RADIUS_M = 12.0
 CONE_DEG = 120.0
 INITIAL_CHEBYSHEV = 3
-
-
-EVENT_COLUMNS = ("step", "time_s", "event", "agent_id", "other_id", "detail")
-"""Columns of the events table."""
 
 
 class EvacuationModel(MobilityModel):
@@ -310,6 +306,10 @@ class EvacuationModel(MobilityModel):
             self.occupancy[start] = i
         self.heading[:n] = self.rng.integers(0, 8, size=n)
         self.by_uid = {a.unique_id: a for a in self.pedestrians}
+        self.pedestrian_ids = np.array(
+            [a.unique_id for a in self.pedestrians], dtype=np.int64
+        )
+        """Agent id of every pedestrian row."""
         self.adversary = Adversary(self, n)
         self.adversary.cell = self.grid[plaza_.threat_cell]
         self.pos[n] = plaza_.threat_cell
@@ -333,11 +333,8 @@ class EvacuationModel(MobilityModel):
         self.shortest_exit_m = shortest_exit_distances(
             plaza_, self.graph, self.opening_cells, starts
         )
-        self.heard: list[dict[int, tuple[int, int, int]]] = [{} for _ in range(n)]
-        """Per listener: shouter index -> (step last heard, shouter's x, y then), for the
-        shouts of the last ``SHOUT_MEMORY_S`` (older ones are dropped now and then)."""
-        self.heard_from: list[set[int]] = [set() for _ in range(n)]
-        """Per listener: every shouter index it ever heard."""
+        self.shouts = ShoutLog(n)
+        """The shouts heard in the last ``SHOUT_MEMORY_S``, and who ever heard whom."""
         self.info_sent: set[tuple[int, int, int]] = set()
         """Exit information already passed on: (sender, receiver, opening number)."""
         self.opening_number = {o.opening_id: k for k, o in enumerate(plaza_.openings)}
@@ -350,8 +347,7 @@ class EvacuationModel(MobilityModel):
         """This step's perception of the active pedestrians (for the decision contexts)."""
         self.batch_index = np.full(n, -1, dtype=np.int64)
         self._frames: list[dict[str, np.ndarray]] = []
-        self._events: list[tuple[object, ...]] = []
-        self._event_time: tuple[int, float] = (-1, 0.0)
+        self.events = EventLog()
         self.exit_used: dict[int, str] = {}
         self.resolved_step = np.full(n, -1, dtype=np.int64)
         self.tick = 0
@@ -415,23 +411,29 @@ class EvacuationModel(MobilityModel):
     def record_event(
         self, event: str, agent: int | None, other: int | None, detail: str = ""
     ) -> None:
-        """Add one row to the events table (``agent`` and ``other`` are array rows).
+        """Add one row to the events table (``agent`` and ``other`` are array rows)."""
+        self.events.add(
+            self.tick,
+            event,
+            None if agent is None else self.uid(agent),
+            None if other is None else self.uid(other),
+            detail,
+        )
 
-        Rows are kept as tuples in :data:`EVENT_COLUMNS` order, their time shared by the step's
-        rows and their detail text interned (a crowd of 10,000 records millions of shouts heard,
-        with a few dozen distinct details).
-        """
-        if self._event_time[0] != self.tick:
-            self._event_time = (self.tick, step_time_s(self.tick))
-        self._events.append(
-            (
-                self.tick,
-                self._event_time[1],
-                event,
-                None if agent is None else self.uid(agent),
-                None if other is None else self.uid(other),
-                sys.intern(detail),
-            )
+    def record_events(
+        self,
+        event: str,
+        agents: np.ndarray,
+        others: np.ndarray,
+        details: list[str],
+    ) -> None:
+        """Add rows of one event at this step (``agents`` and ``others``: pedestrian rows)."""
+        self.events.add_many(
+            self.tick,
+            event,
+            self.pedestrian_ids[agents],
+            self.pedestrian_ids[others],
+            details,
         )
 
     def uid(self, index: int) -> int:
@@ -651,7 +653,7 @@ class EvacuationModel(MobilityModel):
 
     def events_frame(self) -> pd.DataFrame:
         """Events: sightings, shouts heard, exit info sent/received, gate states, evacuations, attacks."""
-        return pd.DataFrame(self._events, columns=list(EVENT_COLUMNS))
+        return self.events.frame()
 
     def opening_observations_frame(self) -> pd.DataFrame:
         """Openings seen: one row per first sight and per changed state (:mod:`.exit_knowledge`)."""
