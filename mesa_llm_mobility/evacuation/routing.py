@@ -32,6 +32,22 @@ WINDOW_CACHE = 96
 ALTERNATIVE_FIRST_LIMIT = (1.1, 3.0)
 """The alternative route's first search stops at ``a * distance + b`` of the first route."""
 
+STEP_WEIGHTS = np.array([SQRT2 if dx and dy else 1.0 for dx, dy in MOORE_STEPS])
+"""Length of each step of ``MOORE_STEPS`` (cells)."""
+
+_PER_EDGE_ARRAYS = frozenset(
+    (
+        "src",
+        "dst",
+        "weight",
+        "orth_a",
+        "orth_b",
+        "diagonal",
+        "diag_orth_a",
+        "diag_orth_b",
+    )
+)
+
 COMPASS = ("E", "NE", "N", "NW", "W", "SW", "S", "SE")
 
 
@@ -111,18 +127,49 @@ class GridGraph:
         nx = xs[:, None] + steps[None, :, 0]
         ny = ys[:, None] + steps[None, :, 1]
         ok = (nx >= 0) & (nx < width) & (ny >= 0) & (ny < height)
-        diagonal = (steps[:, 0] != 0) & (steps[:, 1] != 0)
-        dst = np.where(ok, nx * height + ny, cells[:, None])
         # (cell, step) -> whether that edge exists
         graph._grid_edges = ok
-        graph._store(
-            np.repeat(cells, len(MOORE_STEPS)),
-            dst.ravel(),
-            np.where(ok, np.where(diagonal, SQRT2, 1.0)[None, :], np.inf).ravel(),
-            np.where(ok & diagonal[None, :], nx * height + ys[:, None], dst).ravel(),
-            np.where(ok & diagonal[None, :], xs[:, None] * height + ny, dst).ravel(),
+        # a search needs only the slots' targets: weights come from the steps (and the
+        # per-edge arrays of a raster graph are built only if asked for, see __getattr__)
+        graph.indices = np.where(ok, nx * height + ny, cells[:, None]).ravel()
+        graph.indices = graph.indices.astype(np.int32)
+        graph.indptr = (len(MOORE_STEPS) * np.arange(width * height + 1)).astype(
+            np.int32
         )
+        graph._windows = {}
         return graph
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        """The per-edge arrays of an :meth:`open_grid` graph, built when first asked for.
+
+        Searches of an open grid use only its slots' targets (``indices``); a window graph
+        holds about 44 bytes a cell instead of about 280, which matters with dozens of cached
+        window shapes of up to the whole plaza. Only attributes missing from an open grid
+        come here.
+        """
+        if name in _PER_EDGE_ARRAYS and "_grid_edges" in self.__dict__:
+            width, height = self.width, self.height
+            cells = np.arange(width * height)
+            xs, ys = np.divmod(cells, height)
+            steps = np.array(MOORE_STEPS)
+            nx = xs[:, None] + steps[None, :, 0]
+            ny = ys[:, None] + steps[None, :, 1]
+            ok = self._grid_edges
+            diagonal = (steps[:, 0] != 0) & (steps[:, 1] != 0)
+            dst = self.indices.reshape(ok.shape).astype(np.int64)
+            self._store(
+                np.repeat(cells, len(MOORE_STEPS)),
+                dst.ravel(),
+                np.where(ok, STEP_WEIGHTS[None, :], np.inf).ravel(),
+                np.where(
+                    ok & diagonal[None, :], nx * height + ys[:, None], dst
+                ).ravel(),
+                np.where(
+                    ok & diagonal[None, :], xs[:, None] * height + ny, dst
+                ).ravel(),
+            )
+            return getattr(self, name)
+        raise AttributeError(name)
 
     def _store(
         self,
@@ -230,7 +277,7 @@ class GridGraph:
                 )
             allowed[:, :, k] = enter
         # slots of missing edges hold inf weights (and step off the frame: never allowed)
-        weights = np.where(allowed.ravel(), self.weight, np.inf)
+        weights = np.where(allowed, STEP_WEIGHTS, np.inf).ravel()
         if sinks is not None:
             through = np.flatnonzero(sinks)  # a few cells: their out-edge slots
             if source is not None:
