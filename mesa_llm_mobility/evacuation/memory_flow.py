@@ -136,16 +136,16 @@ def apply_due_revisions(model: EvacuationModel) -> None:
             continue
         agent.memory_text = out.memory
         agent.memory_version += 1
-        row = {
-            "agent_id": agent.unique_id,
-            "version": agent.memory_version,
-            "request_step": request_step,
-            "applied_step": model.tick,
-            "time_s": step_time_s(model.tick),
-            "outcome": str(result.outcome),
-            "chars": len(out.memory),
-            "memory": out.memory,
-        }
+        row = (  # in MEMORY_VERSION_COLUMNS order
+            agent.unique_id,
+            agent.memory_version,
+            request_step,
+            model.tick,
+            step_time_s(model.tick),
+            str(result.outcome),
+            len(out.memory),
+            out.memory,
+        )
         model.memory_rows.append(row)
         if model.memory_store is not None:
             model.memory_store.stream(agent.unique_id).remember(

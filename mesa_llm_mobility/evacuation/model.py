@@ -234,7 +234,7 @@ class EvacuationModel(MobilityModel):
         """Memory revisions stated this step, sent with the step's decision requests."""
         self.memory_due: list[tuple[int, int, MemoryResult]] = []
         """Memory answers waiting for their boundary: (due step, request step, result)."""
-        self.memory_rows: list[dict[str, object]] = []
+        self.memory_rows: list[tuple[object, ...]] = []
         try:
             self._build(
                 plaza,

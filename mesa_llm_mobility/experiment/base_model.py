@@ -69,7 +69,8 @@ class MobilityModel(mesa.Model):
         )
         self.brain_options: BrainOptions = BrainOptions(**(brain_options or {}))
         self.brain = make_brain(brain, rng=self.rng, **self.brain_options)
-        self._decision_rows: list[dict[str, Any]] = []
+        self._decision_rows: list[tuple[Any, ...]] = []
+        """Rows in :meth:`decision_table_columns` order (tuples: a long run has millions)."""
 
     # ------------------------------------------------------------------ brain
     @property
@@ -120,7 +121,15 @@ class MobilityModel(mesa.Model):
             reason=result.reason,
         )
         row.update(columns)
-        self._decision_rows.append(row)
+        # a missing column is NaN, as a table built from the row dicts has it
+        self._decision_rows.append(
+            tuple(row.get(name, np.nan) for name in self.decision_table_columns())
+        )
+
+    @classmethod
+    def decision_table_columns(cls) -> list[str]:
+        """The decisions table's columns: time columns, shared columns, the model's own."""
+        return [*cls.time_columns, *DECISION_COLUMNS, *cls.decision_columns]
 
     def decisions_frame(self) -> pd.DataFrame:
         """One row per decision, in the order the decisions were applied.
@@ -131,8 +140,7 @@ class MobilityModel(mesa.Model):
         Returns:
             The table (empty, with its columns, before any decision).
         """
-        columns = [*self.time_columns, *DECISION_COLUMNS, *self.decision_columns]
-        return pd.DataFrame(self._decision_rows, columns=columns)
+        return pd.DataFrame(self._decision_rows, columns=self.decision_table_columns())
 
     # ------------------------------------------------------------------ pickling
     def __getstate__(self) -> dict[str, Any]:
@@ -146,6 +154,17 @@ class MobilityModel(mesa.Model):
         state["brain"] = None
         state["brain_options"] = {}
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled model (decision rows of older checkpoints were dicts)."""
+        columns = self.decision_table_columns()
+        state["_decision_rows"] = [
+            tuple(row.get(name, np.nan) for name in columns)
+            if isinstance(row, dict)
+            else row
+            for row in state.get("_decision_rows", [])
+        ]
+        self.__dict__.update(state)
 
     # ------------------------------------------------------------------ run contract
     def run(self, *args: Any, **kwargs: Any) -> Self:

@@ -390,7 +390,7 @@ class UrbanMobilityModel(MobilityModel):
         """Restore a checkpoint; one pickled before reaction times existed decides as ``d = 0``."""
         state.setdefault("reactions", ReactionSchedule(0))
         state.setdefault("trip_importance", "reflection")  # what it did then
-        self.__dict__.update(state)
+        super().__setstate__(state)
 
     def attach(
         self,
