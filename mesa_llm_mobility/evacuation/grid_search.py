@@ -1,0 +1,127 @@
+"""Dijkstra on the eight edge slots of an open grid, compiled (Numba).
+
+Route options search each pedestrian's belief window two or three times a decision, and a crowd
+of 10,000 decides about 750 times a step late in a run, over windows of 10,000 cells and more:
+the searches are most of a step. :func:`grid_shortest_paths` searches the slot weights of
+:meth:`.routing.GridGraph.open_grid` (cell ``c``'s step ``k`` of ``MOORE_STEPS`` is slot
+``8 c + k``, ``inf`` for no edge) without building a sparse matrix, and settles cells in the
+order of scipy's ``dijkstra`` on that graph: a lazy binary heap of ``(distance, cell)``, the
+smallest distance first and of equal distances the largest cell first, a cell's distance and
+predecessor set by the first strictly shorter relaxation, in slot order, and no relaxation
+beyond ``limit``. The distances and predecessors are therefore scipy's, cell for cell
+(``tests/evacuation/test_grid_search.py`` compares them on random grids, limits and closed
+corridors).
+
+The function compiles on first use (about a second; cached in ``__pycache__`` where writable),
+never at import.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS
+
+NO_PREDECESSOR = -9999
+"""Predecessor of the source and of unreached cells (scipy's value)."""
+
+
+def grid_shortest_paths(
+    weights: np.ndarray, width: int, height: int, source: int, limit: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distances (float) and predecessors (int32) from ``source`` over open-grid slot weights.
+
+    Args:
+        weights: ``8 * width * height`` slot weights (``inf``: no edge).
+        width: Grid width.
+        height: Grid height.
+        source: Flat start cell.
+        limit: No cell farther than this is reached (``inf``: none).
+    """
+    offsets = np.array([dx * height + dy for dx, dy in MOORE_STEPS], dtype=np.int64)
+    return _compiled()(
+        np.ascontiguousarray(weights, dtype=np.float64),
+        width * height,
+        offsets,
+        int(source),
+        float(limit),
+    )
+
+
+@functools.cache
+def _compiled():
+    """:func:`_search` compiled, once a process (Numba imported only then)."""
+    import numba  # noqa: PLC0415  (no import-time cost for models that never search)
+
+    return numba.njit(cache=True, nogil=True)(_search)
+
+
+def _search(weights, n, offsets, source, limit):  # pragma: no cover - runs compiled
+    """The search (plain Python that Numba compiles; see the module docstring)."""
+    dist = np.full(n, np.inf)
+    pred = np.full(n, NO_PREDECESSOR, dtype=np.int32)
+    done = np.zeros(n, dtype=np.bool_)
+    # a push per strict improvement: at most one per edge, plus the source
+    capacity = 8 * n + 1
+    keys = np.empty(capacity, dtype=np.float64)
+    cells = np.empty(capacity, dtype=np.int64)
+    size = 0
+    dist[source] = 0.0
+    keys[0] = 0.0
+    cells[0] = source
+    size = 1
+    while size > 0:
+        d = keys[0]
+        u = cells[0]
+        # pop: move the last entry to the root and sift it down
+        size -= 1
+        if size > 0:
+            kd = keys[size]
+            kc = cells[size]
+            i = 0
+            while True:
+                child = 2 * i + 1
+                if child >= size:
+                    break
+                right = child + 1
+                if right < size and (
+                    keys[right] < keys[child]
+                    or (keys[right] == keys[child] and cells[right] > cells[child])
+                ):
+                    child = right
+                if keys[child] < kd or (keys[child] == kd and cells[child] > kc):
+                    keys[i] = keys[child]
+                    cells[i] = cells[child]
+                    i = child
+                else:
+                    break
+            keys[i] = kd
+            cells[i] = kc
+        if done[u]:
+            continue
+        done[u] = True
+        base = 8 * u
+        for k in range(8):
+            w = weights[base + k]
+            if w == np.inf:
+                continue
+            v = u + offsets[k]
+            nd = d + w
+            if nd <= limit and nd < dist[v]:
+                dist[v] = nd
+                pred[v] = u
+                # push: sift up
+                i = size
+                size += 1
+                while i > 0:
+                    parent = (i - 1) // 2
+                    if keys[parent] < nd or (keys[parent] == nd and cells[parent] > v):
+                        break
+                    keys[i] = keys[parent]
+                    cells[i] = cells[parent]
+                    i = parent
+                keys[i] = nd
+                cells[i] = v
+    return dist, pred

@@ -1,0 +1,55 @@
+"""The compiled grid search gives scipy's distances and predecessors, cell for cell."""
+
+import numpy as np
+import pytest
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
+
+from mesa_llm_mobility.evacuation.grid_search import grid_shortest_paths
+from mesa_llm_mobility.evacuation.routing import GridGraph
+
+
+def scipy_search(graph, weights, source, limit):
+    n = graph.n_cells
+    matrix = csr_matrix((weights, graph.indices, graph.indptr), shape=(n, n))
+    return dijkstra(
+        matrix, directed=True, indices=source, return_predecessors=True, limit=limit
+    )
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_distances_and_predecessors_are_scipys(seed):
+    """Random open grids, passable cells, sinks, closed corridors and limits."""
+    rng = np.random.default_rng(seed)
+    width, height = (int(v) for v in rng.integers(1, 60, size=2))
+    graph = GridGraph.open_grid(width, height)
+    n = graph.n_cells
+    for _ in range(6):
+        passable = rng.random(n) < rng.choice([0.4, 0.7, 0.95, 1.0])
+        sinks = rng.random(n) < rng.choice([0.0, 0.02, 0.2])
+        source = int(rng.integers(n))
+        passable[source] = True
+        weights = graph.weights_for(passable, sinks, source)
+        if (
+            rng.random() < 0.5
+        ):  # a closed corridor, as the alternative route's search has
+            xs = rng.integers(0, width, size=int(rng.integers(1, 30)))
+            ys = rng.integers(0, height, size=xs.size)
+            weights = graph.close_edges_into_cells(weights, xs, ys)
+        limit = float(rng.choice([np.inf, 3.0, 10.0, 17.5, 40.0]))
+        dist, pred = grid_shortest_paths(weights, width, height, source, limit)
+        ref_dist, ref_pred = scipy_search(graph, weights, source, limit)
+        assert np.array_equal(dist, ref_dist)  # exact floats, inf where unreached
+        assert np.array_equal(pred, ref_pred)
+        assert pred.dtype == ref_pred.dtype
+
+
+def test_ties_take_scipys_predecessors_on_an_open_floor():
+    """An all-floor grid has many equal-length paths: the predecessors must still agree."""
+    graph = GridGraph.open_grid(45, 38)
+    passable = np.ones(graph.n_cells, dtype=bool)
+    for source in (0, 17, 45 * 38 // 2 + 3, 45 * 38 - 1):
+        weights = graph.weights_for(passable, None, source)
+        dist, pred = grid_shortest_paths(weights, 45, 38, source, np.inf)
+        ref_dist, ref_pred = scipy_search(graph, weights, source, np.inf)
+        assert np.array_equal(dist, ref_dist) and np.array_equal(pred, ref_pred)
