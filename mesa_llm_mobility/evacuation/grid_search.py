@@ -19,10 +19,15 @@ never at import.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
 from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS
+
+SQRT2 = math.sqrt(2.0)
+_STEP_X = np.array([dx for dx, _dy in MOORE_STEPS], dtype=np.int64)
+_STEP_Y = np.array([dy for _dx, dy in MOORE_STEPS], dtype=np.int64)
 
 NO_PREDECESSOR = -9999
 """Predecessor of the source and of unreached cells (scipy's value)."""
@@ -40,11 +45,54 @@ def grid_shortest_paths(
         source: Flat start cell.
         limit: No cell farther than this is reached (``inf``: none).
     """
-    offsets = np.array([dx * height + dy for dx, dy in MOORE_STEPS], dtype=np.int64)
+    empty = np.zeros(0, dtype=np.bool_)
     return _compiled()(
         np.ascontiguousarray(weights, dtype=np.float64),
-        width * height,
-        offsets,
+        empty,
+        empty,
+        empty,
+        width,
+        height,
+        int(source),
+        float(limit),
+    )
+
+
+def grid_search(
+    passable: np.ndarray,
+    sinks: np.ndarray | None,
+    closed: np.ndarray | None,
+    width: int,
+    height: int,
+    source: int,
+    limit: float = np.inf,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`grid_shortest_paths` over the weights the rule gives, computed step by step.
+
+    The weights are those of :meth:`.routing.GridGraph.weights_for` ``(passable, sinks,
+    source)`` with the edges into ``closed`` cells made infinite
+    (:meth:`~.routing.GridGraph.close_edges_into_cells`): a step enters a passable cell that is
+    not closed, a diagonal step needs one of its two orthogonal cells passable, and a sink other
+    than ``source`` is not left. Without the weight array (eight floats a cell) a search costs
+    what its cells do.
+
+    Args:
+        passable: Flat cells that may be entered (``source`` should be among them).
+        sinks: Flat cells that may be entered but not left, or ``None``.
+        closed: Flat cells never entered, or ``None``.
+        width: Grid width.
+        height: Grid height.
+        source: Flat start cell.
+        limit: No cell farther than this is reached.
+    """
+    empty = np.zeros(0, dtype=np.bool_)
+    return _compiled()(
+        np.zeros(0),
+        np.ascontiguousarray(passable, dtype=np.bool_),
+        empty if sinks is None else np.ascontiguousarray(sinks, dtype=np.bool_),
+        empty if closed is None else np.ascontiguousarray(closed, dtype=np.bool_),
+        width,
+        height,
         int(source),
         float(limit),
     )
@@ -58,8 +106,20 @@ def _compiled():
     return numba.njit(cache=True, nogil=True)(_search)
 
 
-def _search(weights, n, offsets, source, limit):  # pragma: no cover - runs compiled
-    """The search (plain Python that Numba compiles; see the module docstring)."""
+def _search(
+    weights, passable, sinks, closed, width, height, source, limit
+):  # pragma: no cover
+    """The search (plain Python that Numba compiles; see the module docstring).
+
+    With ``weights`` (slot weights) it searches them; with an empty ``weights`` it computes
+    each step's weight from ``passable``, ``sinks`` and ``closed`` (see :func:`grid_search`).
+    """
+    n = width * height
+    by_weights = weights.size > 0
+    has_sinks = sinks.size > 0
+    has_closed = closed.size > 0
+    step_x = _STEP_X
+    step_y = _STEP_Y
     dist = np.full(n, np.inf)
     pred = np.full(n, NO_PREDECESSOR, dtype=np.int32)
     done = np.zeros(n, dtype=np.bool_)
@@ -102,12 +162,30 @@ def _search(weights, n, offsets, source, limit):  # pragma: no cover - runs comp
         if done[u]:
             continue
         done[u] = True
-        base = 8 * u
+        if not by_weights and has_sinks and sinks[u] and u != source:
+            continue  # a sink is not left
+        ux = u // height
+        uy = u - ux * height
         for k in range(8):
-            w = weights[base + k]
-            if w == np.inf:
-                continue
-            v = u + offsets[k]
+            if by_weights:
+                w = weights[8 * u + k]
+                if w == np.inf:
+                    continue
+                v = u + step_x[k] * height + step_y[k]
+            else:
+                vx = ux + step_x[k]
+                vy = uy + step_y[k]
+                if vx < 0 or vx >= width or vy < 0 or vy >= height:
+                    continue
+                v = vx * height + vy
+                if not passable[v] or (has_closed and closed[v]):
+                    continue
+                if step_x[k] != 0 and step_y[k] != 0:
+                    if not (passable[vx * height + uy] or passable[ux * height + vy]):
+                        continue
+                    w = SQRT2
+                else:
+                    w = 1.0
             nd = d + w
             if nd <= limit and nd < dist[v]:
                 dist[v] = nd

@@ -130,17 +130,14 @@ class RouteSolver:
         flat_pass[src] = True
         graph = self.graph.window(window)
         sinks = window.crop(self.opening_mask).ravel()
-        weights = graph.weights_for(flat_pass, sinks, src)
-        _, pred = graph.shortest_paths(flat_pass, src, weights)
+        _, pred = graph.search(flat_pass, sinks, src)
         route: list[int] = []
         goal = int(window.to_local(query.goal[0] * height + query.goal[1]))
         if query.waypoint is not None:
             wflat = int(window.to_local(query.waypoint[0] * height + query.waypoint[1]))
             first = path_to(pred, src, wflat)
             if first:
-                _, pred2 = graph.shortest_paths(
-                    flat_pass, wflat, graph.weights_for(flat_pass, sinks, wflat)
-                )
+                _, pred2 = graph.search(flat_pass, sinks, wflat)
                 second = path_to(pred2, wflat, goal)
                 route = first + second if second or wflat == goal else []
         if not route:

@@ -19,7 +19,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from mesa_llm_mobility.evacuation.grid_search import grid_shortest_paths
+from mesa_llm_mobility.evacuation.grid_search import grid_search, grid_shortest_paths
 from mesa_llm_mobility.evacuation.layers import BeliefWindow
 from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, PASSABLE_CODES, Terrain
 
@@ -320,6 +320,29 @@ class GridGraph:
         closed[slots[inside]] = np.inf
         return closed
 
+    def search(
+        self,
+        passable_flat: np.ndarray,
+        sinks: np.ndarray | None,
+        source: int,
+        closed: np.ndarray | None = None,
+        limit: float = np.inf,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`shortest_paths` over :meth:`weights_for` ``(passable_flat, sinks, source)``.
+
+        ``closed`` (flat mask) cells are never entered (:meth:`close_edges_into`). An open grid
+        searches without a weight array (:func:`~.grid_search.grid_search`), with the same
+        distances and predecessors.
+        """
+        if self._grid_edges is not None:
+            return grid_search(
+                passable_flat, sinks, closed, self.width, self.height, source, limit
+            )
+        weights = self.weights_for(passable_flat, sinks, source)
+        if closed is not None:
+            weights = self.close_edges_into(weights, closed)
+        return self.shortest_paths(None, source, weights, limit=limit)
+
     def shortest_paths(
         self,
         passable_flat: np.ndarray | None,
@@ -504,8 +527,7 @@ def route_options(
     src = source[0] * height + source[1]
     flat_pass[src] = True
     flat_sinks = None if sinks is None else sinks.ravel()
-    weights = graph.weights_for(flat_pass, flat_sinks, src)
-    dist, pred = graph.shortest_paths(flat_pass, src, weights)
+    dist, pred = graph.search(flat_pass, flat_sinks, src)
     candidates: list[tuple[float, str, str | None, int]] = []
     for anchor in openings:
         if np.isfinite(dist[anchor.cell]):
@@ -567,7 +589,13 @@ def route_options(
         # the nearest (first of the shortest) route's corridor-distinct alternative
         nearest_kind, nearest_id, nearest_path = min(routes, key=lambda r: len(r[2]))
         alternative = _alternative(
-            graph, weights, src, nearest_path, height, float(dist[nearest_path[-1]])
+            graph,
+            flat_pass,
+            flat_sinks,
+            src,
+            nearest_path,
+            height,
+            float(dist[nearest_path[-1]]),
         )
         if alternative:
             routes.append((nearest_kind, nearest_id, alternative))
@@ -587,7 +615,8 @@ def route_options(
 
 def _alternative(
     graph: GridGraph,
-    weights: np.ndarray,
+    passable_flat: np.ndarray,
+    sinks: np.ndarray | None,
     src: int,
     path: list[int],
     height: int,
@@ -595,8 +624,9 @@ def _alternative(
 ) -> list[int]:
     """A path to the same anchor avoiding the corridor (Chebyshev 1) around the first path's middle.
 
-    The search reuses the main search's edge weights, closing every edge into the corridor, and
-    stops beyond three times the first path's length. ``distance`` is the first path's.
+    The search is the main search's (``passable_flat``, ``sinks``) with the corridor's cells
+    closed, and stops beyond three times the first path's length. ``distance`` is the first
+    path's.
 
     A search stopped at a smaller limit gives the same distance and predecessor to every cell
     within that limit (Dijkstra settles them in the same order; only pushes beyond the limit
@@ -614,15 +644,16 @@ def _alternative(
     ok = (cx >= 0) & (cx < graph.width) & (cy >= 0) & (cy < height)
     cells = cx * height + cy
     ok &= (cells != src) & (cells != path[-1])
-    closed = graph.close_edges_into_cells(weights, cx[ok], cy[ok])
+    closed = np.zeros(graph.n_cells, dtype=bool)
+    closed[cells[ok]] = True
     limit = 3.0 * len(path) + 10.0
     first = ALTERNATIVE_FIRST_LIMIT[0] * distance + ALTERNATIVE_FIRST_LIMIT[1]
     alternative = []
     if first < limit:
-        _, pred = graph.shortest_paths(None, src, closed, limit=first)
+        _, pred = graph.search(passable_flat, sinks, src, closed, limit=first)
         alternative = path_to(pred, src, path[-1])
     if not alternative:
-        _, pred = graph.shortest_paths(None, src, closed, limit=limit)
+        _, pred = graph.search(passable_flat, sinks, src, closed, limit=limit)
         alternative = path_to(pred, src, path[-1])
     if not alternative or len(set(alternative) & set(path)) > len(path) // 2:
         return []
