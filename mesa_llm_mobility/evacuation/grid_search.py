@@ -1,19 +1,21 @@
-"""Dijkstra on the eight edge slots of an open grid, compiled (Numba).
+"""Dijkstra on an open grid's eight steps a cell, compiled (Numba).
 
 Route options search each pedestrian's belief window two or three times a decision, and a crowd
 of 10,000 decides about 750 times a step late in a run, over windows of 10,000 cells and more:
-the searches are most of a step. :func:`grid_shortest_paths` searches the slot weights of
-:meth:`.routing.GridGraph.open_grid` (cell ``c``'s step ``k`` of ``MOORE_STEPS`` is slot
-``8 c + k``, ``inf`` for no edge) without building a sparse matrix, and settles cells in the
-order of scipy's ``dijkstra`` on that graph: a lazy binary heap of ``(distance, cell)``, the
-smallest distance first and of equal distances the largest cell first, a cell's distance and
-predecessor set by the first strictly shorter relaxation, in slot order, and no relaxation
-beyond ``limit``. The distances and predecessors are therefore scipy's, cell for cell
-(``tests/evacuation/test_grid_search.py`` compares them on random grids, limits and closed
-corridors).
+the searches are most of a step. :func:`grid_search` searches a window graph
+(:meth:`.routing.GridGraph.open_grid`) by the rule of :meth:`.routing.GridGraph.weights_for`,
+stepping from the passable, sink and closed cells, and :func:`grid_shortest_paths` searches
+given slot weights (cell ``c``'s step ``k`` of ``MOORE_STEPS`` is slot ``8 c + k``, ``inf`` for
+no edge); neither builds a sparse matrix. Both settle cells in the order of scipy's
+``dijkstra`` on that graph: a lazy binary heap of ``(distance, cell)``, the smallest distance
+first and of equal distances the largest cell first, a cell's distance and predecessor set by
+the first strictly shorter relaxation, in step order, and no relaxation beyond ``limit``. The
+distances and predecessors are therefore scipy's, cell for cell
+(``tests/evacuation/test_grid_search.py`` compares them on random grids, sinks, limits and
+closed corridors).
 
-The function compiles on first use (about a second; cached in ``__pycache__`` where writable),
-never at import.
+The search compiles on first use in a process (about a second; cached in ``__pycache__`` where
+writable), never at import.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import numpy as np
 from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS
 
 SQRT2 = math.sqrt(2.0)
+"""Length of a diagonal step (cells)."""
+
 _STEP_X = np.array([dx for dx, _dy in MOORE_STEPS], dtype=np.int64)
 _STEP_Y = np.array([dy for _dx, dy in MOORE_STEPS], dtype=np.int64)
 

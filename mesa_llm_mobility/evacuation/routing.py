@@ -19,11 +19,14 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from mesa_llm_mobility.evacuation.grid_search import grid_search, grid_shortest_paths
+from mesa_llm_mobility.evacuation.grid_search import (
+    SQRT2,
+    grid_search,
+    grid_shortest_paths,
+)
 from mesa_llm_mobility.evacuation.layers import BeliefWindow
 from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, PASSABLE_CODES, Terrain
 
-SQRT2 = math.sqrt(2.0)
 COMMIT_CELLS = 20
 """At most this many cells of a route are committed per decision (spec)."""
 

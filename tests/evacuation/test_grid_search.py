@@ -17,9 +17,12 @@ def scipy_search(graph, weights, source, limit):
     )
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_distances_and_predecessors_are_scipys(seed):
-    """Random open grids, passable cells, sinks, closed corridors and limits."""
+def random_searches(seed):
+    """Random open grids with passable cells, sinks, closed corridors and limits.
+
+    Yields ``(graph, passable, sinks, source, closed, weights, limit)``: ``closed`` is a cell
+    mask or ``None``, ``weights`` the rule's slot weights with the corridor closed.
+    """
     rng = np.random.default_rng(seed)
     width, height = (int(v) for v in rng.integers(1, 60, size=2))
     graph = GridGraph.open_grid(width, height)
@@ -29,15 +32,30 @@ def test_distances_and_predecessors_are_scipys(seed):
         sinks = rng.random(n) < rng.choice([0.0, 0.02, 0.2])
         source = int(rng.integers(n))
         passable[source] = True
+        sinks[source] |= rng.random() < 0.3  # a source on a sink is left all the same
         weights = graph.weights_for(passable, sinks, source)
+        closed = None
         if (
             rng.random() < 0.5
         ):  # a closed corridor, as the alternative route's search has
             xs = rng.integers(0, width, size=int(rng.integers(1, 30)))
             ys = rng.integers(0, height, size=xs.size)
             weights = graph.close_edges_into_cells(weights, xs, ys)
+            closed = np.zeros(n, dtype=bool)
+            closed[xs * height + ys] = True
         limit = float(rng.choice([np.inf, 3.0, 10.0, 17.5, 40.0]))
-        dist, pred = grid_shortest_paths(weights, width, height, source, limit)
+        yield graph, passable, sinks, source, closed, weights, limit
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_distances_and_predecessors_are_scipys(seed):
+    """The search of given slot weights == scipy's on the same graph."""
+    for graph, _passable, _sinks, source, _closed, weights, limit in random_searches(
+        seed
+    ):
+        dist, pred = grid_shortest_paths(
+            weights, graph.width, graph.height, source, limit
+        )
         ref_dist, ref_pred = scipy_search(graph, weights, source, limit)
         assert np.array_equal(dist, ref_dist)  # exact floats, inf where unreached
         assert np.array_equal(pred, ref_pred)
@@ -58,29 +76,15 @@ def test_ties_take_scipys_predecessors_on_an_open_floor():
 @pytest.mark.parametrize("seed", range(30))
 def test_the_masked_search_is_the_search_of_the_rules_weights(seed):
     """Passable cells, sinks and closed cells give the weights_for / close_edges search."""
-    rng = np.random.default_rng(100 + seed)
-    width, height = (int(v) for v in rng.integers(1, 60, size=2))
-    graph = GridGraph.open_grid(width, height)
-    n = graph.n_cells
-    for _ in range(6):
-        passable = rng.random(n) < rng.choice([0.4, 0.7, 0.95, 1.0])
-        sinks = rng.random(n) < rng.choice([0.0, 0.02, 0.2])
-        source = int(rng.integers(n))
-        passable[source] = True
-        sinks[source] |= rng.random() < 0.3  # a source on a sink is left all the same
-        weights = graph.weights_for(passable, sinks, source)
-        closed = None
-        if rng.random() < 0.5:
-            xs = rng.integers(0, width, size=int(rng.integers(1, 30)))
-            ys = rng.integers(0, height, size=xs.size)
-            weights = graph.close_edges_into_cells(weights, xs, ys)
-            closed = np.zeros(n, dtype=bool)
-            closed[xs * height + ys] = True
-        limit = float(rng.choice([np.inf, 3.0, 10.0, 17.5, 40.0]))
+    for graph, passable, sinks, source, closed, weights, limit in random_searches(
+        100 + seed
+    ):
         ref_dist, ref_pred = scipy_search(graph, weights, source, limit)
-        for masks in ((sinks, closed), (None if not sinks.any() else sinks, closed)):
-            dist, pred = grid_search(passable, *masks, width, height, source, limit)
-            assert np.array_equal(dist, ref_dist) and np.array_equal(pred, ref_pred)
-        if not sinks.any() and closed is None:
-            dist, pred = grid_search(passable, None, None, width, height, source, limit)
+        no_sinks = (
+            None if not sinks.any() else sinks
+        )  # no sinks: the mask may be left out
+        for masks in ((sinks, closed), (no_sinks, closed)):
+            dist, pred = grid_search(
+                passable, *masks, graph.width, graph.height, source, limit
+            )
             assert np.array_equal(dist, ref_dist) and np.array_equal(pred, ref_pred)
