@@ -103,7 +103,10 @@ def test_an_llm_day_with_a_reaction_time_resolves_every_decision(
     records = Ledger.read(result.run.ledger_path)
     assert len(records) == len(decisions)
     llm = result.summary["llm"].loc["all"]
-    assert llm["http_calls"] == received
+    # every request the server read was counted by the client; on a loaded machine a request
+    # the client gave up on (1 s timeout) can still be unread in the server's backlog, so the
+    # client may count a few more than the server received (equal on a quiet machine)
+    assert received <= llm["http_calls"] <= received * 1.05
     assert llm["repairs"] > 0 and llm["fallback"] > 0
     assert (decisions["kind"] == "PlanRevision").any()
     assert KEY.encode() not in result.run.ledger_path.read_bytes()
