@@ -19,7 +19,7 @@ propagation per Chebyshev ring, done for all viewers of one heading at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 
 import numpy as np
 
@@ -78,6 +78,30 @@ class ViewGeometry:
     def square(cls, chebyshev_radius: int) -> ViewGeometry:
         """All cells within a Chebyshev radius, any heading (the initial observation)."""
         return _square_geometry(int(chebyshev_radius))
+
+    def flat_groups(
+        self, padded_height: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The eight groups end to end, for the compiled :func:`perceive`.
+
+        Returns:
+            ``group_start`` (9 offsets: heading ``h`` is ``[group_start[h], group_start[h+1])``),
+            each offset's flat step on a grid of ``padded_height`` rows, its parent (local to
+            its group, -1 for the Moore ring) and whether it belongs to the view.
+        """
+        group_start, dx, dy, parent, in_view = self._concatenated
+        return group_start, dx * padded_height + dy, parent, in_view
+
+    @cached_property
+    def _concatenated(self) -> tuple[np.ndarray, ...]:
+        sizes = [g.dx.size for g in self.groups]
+        return (
+            np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            np.concatenate([g.dx for g in self.groups]).astype(np.int64),
+            np.concatenate([g.dy for g in self.groups]).astype(np.int64),
+            np.concatenate([g.parent for g in self.groups]).astype(np.int64),
+            np.concatenate([g.in_view for g in self.groups]).astype(np.bool_),
+        )
 
 
 def _build(offsets: np.ndarray, in_view_per_heading: np.ndarray) -> ViewGeometry:
@@ -192,6 +216,12 @@ def perceive(
 ) -> Perception:
     """Perception maps of all viewers at ``(xs[i], ys[i])`` facing ``headings[i]`` (0..7).
 
+    Each viewer's cells are its own, then the visible cells of its heading group in offset
+    order (rings outward). The line of sight is propagated offset by offset: an offset sees
+    through its parent when the parent is in sight and not opaque, the Moore ring always. The
+    loop is compiled (:func:`_compiled_perceive`, Numba) and runs once to count each viewer's
+    cells and once to write them.
+
     Args:
         geometry: The perception rule.
         opaque: ``[x, y]`` line-of-sight blockers of the effective grid.
@@ -205,48 +235,86 @@ def perceive(
     # the plaza padded by the radius: opaque outside, and each padded cell's plaza cell (-1 off)
     padded = np.ones((width + 2 * r, padded_height), dtype=bool)
     padded[r : r + width, r : r + height] = opaque
-    blocked_at = padded.ravel()
     plaza_cell = np.full(padded.shape, -1, dtype=np.int64)
     plaza_cell[r : r + width, r : r + height] = np.arange(width * height).reshape(
         width, height
     )
-    plaza_at = plaza_cell.ravel()
-    xs = np.asarray(xs, dtype=np.int64)
-    ys = np.asarray(ys, dtype=np.int64)
-    headings = np.asarray(headings, dtype=np.int64)
-    n = xs.size
-    per_viewer = np.ones(n, dtype=np.int64)  # its own cell, then what it sees
-    seen_by_group = []
-    for h in range(8):
-        sel = np.flatnonzero(headings == h)
-        if sel.size == 0:
-            continue
-        group = geometry.groups[h]
-        here = (xs[sel] + r) * padded_height + ys[sel] + r
-        at = here[:, None] + (group.dx * padded_height + group.dy)[None, :]
-        blocked = blocked_at[at]
-        los = np.empty(blocked.shape, dtype=bool)
-        for start, stop in group.rings:
-            parents = group.parent[start:stop]
-            if parents[0] < 0:
-                los[:, start:stop] = True
-            else:
-                los[:, start:stop] = los[:, parents] & ~blocked[:, parents]
-        cells = plaza_at[at]
-        visible = los & group.in_view[None, :] & (cells >= 0)
-        counts = np.count_nonzero(visible, axis=1)
-        per_viewer[sel] += counts
-        seen_by_group.append((sel, counts, cells[visible]))
-    # sorted by viewer without a sort: each viewer's own cell, then its cells in offset order
-    first = np.cumsum(per_viewer) - per_viewer
-    cell = np.empty(int(per_viewer.sum()), dtype=np.int64)
-    cell[first] = xs * height + ys
-    for sel, counts, cells in seen_by_group:
-        row_start = np.cumsum(counts) - counts
-        cell[np.repeat(first[sel] + 1 - row_start, counts) + np.arange(cells.size)] = (
-            cells
-        )
-    return Perception(cell, np.append(first, cell.size))
+    xs = np.ascontiguousarray(xs, dtype=np.int64)
+    ys = np.ascontiguousarray(ys, dtype=np.int64)
+    headings = np.ascontiguousarray(headings, dtype=np.int64)
+    flat = geometry.flat_groups(padded_height)
+    here = (xs + r) * padded_height + ys + r
+    count, fill = _compiled_perceive()
+    per_viewer = count(padded.ravel(), plaza_cell.ravel(), here, headings, *flat)
+    start = np.zeros(xs.size + 1, dtype=np.int64)
+    np.cumsum(per_viewer, out=start[1:])
+    cell = np.empty(int(start[-1]), dtype=np.int64)
+    fill(padded.ravel(), plaza_cell.ravel(), here, headings, *flat, start, cell)
+    return Perception(cell, start)
+
+
+@cache
+def _compiled_perceive():
+    """:func:`_count_cells` and :func:`_fill_cells` compiled, once a process."""
+    import numba  # noqa: PLC0415  (no import-time cost)
+
+    compile_ = numba.njit(cache=True, nogil=True)
+    return compile_(_count_cells), compile_(_fill_cells)
+
+
+def _count_cells(
+    blocked_at, plaza_at, here, headings, group_start, delta, parent, in_view
+):  # pragma: no cover
+    """Cells each viewer perceives (its own included): the first pass of :func:`perceive`."""
+    counts = np.ones(here.size, dtype=np.int64)
+    los = np.empty(delta.size, dtype=np.bool_)
+    for v in range(here.size):
+        h = headings[v]
+        base = here[v]
+        k0 = group_start[h]
+        for k in range(k0, group_start[h + 1]):
+            p = parent[k]
+            seen = (
+                True if p < 0 else los[k0 + p] and not blocked_at[base + delta[k0 + p]]
+            )
+            los[k] = seen
+            if seen and in_view[k] and plaza_at[base + delta[k]] >= 0:
+                counts[v] += 1
+    return counts
+
+
+def _fill_cells(
+    blocked_at,
+    plaza_at,
+    here,
+    headings,
+    group_start,
+    delta,
+    parent,
+    in_view,
+    start,
+    out,
+):  # pragma: no cover
+    """Each viewer's own cell, then its visible cells in offset order: the second pass."""
+    los = np.empty(delta.size, dtype=np.bool_)
+    for v in range(here.size):
+        h = headings[v]
+        base = here[v]
+        k0 = group_start[h]
+        at = start[v]
+        out[at] = plaza_at[base]
+        at += 1
+        for k in range(k0, group_start[h + 1]):
+            p = parent[k]
+            seen = (
+                True if p < 0 else los[k0 + p] and not blocked_at[base + delta[k0 + p]]
+            )
+            los[k] = seen
+            if seen and in_view[k]:
+                cell = plaza_at[base + delta[k]]
+                if cell >= 0:
+                    out[at] = cell
+                    at += 1
 
 
 _UNIT_HEADINGS = HEADING_VECTORS / np.linalg.norm(
