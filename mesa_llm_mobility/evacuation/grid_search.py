@@ -25,13 +25,11 @@ import math
 
 import numpy as np
 
-from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS
+from mesa_llm_mobility.evacuation.plaza import MOORE_STEP_X, MOORE_STEP_Y
 
 SQRT2 = math.sqrt(2.0)
 """Length of a diagonal step (cells)."""
 
-_STEP_X = np.array([dx for dx, _dy in MOORE_STEPS], dtype=np.int64)
-_STEP_Y = np.array([dy for _dx, dy in MOORE_STEPS], dtype=np.int64)
 
 NO_PREDECESSOR = -9999
 """Predecessor of the source and of unreached cells (scipy's value)."""
@@ -122,8 +120,8 @@ def _search(
     by_weights = weights.size > 0
     has_sinks = sinks.size > 0
     has_closed = closed.size > 0
-    step_x = _STEP_X
-    step_y = _STEP_Y
+    step_x = MOORE_STEP_X
+    step_y = MOORE_STEP_Y
     dist = np.full(n, np.inf)
     pred = np.full(n, NO_PREDECESSOR, dtype=np.int32)
     done = np.zeros(n, dtype=np.bool_)

@@ -12,10 +12,11 @@ cells.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
-from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS
+from mesa_llm_mobility.evacuation.plaza import MOORE_STEP_X, MOORE_STEP_Y
 
 STAY, MOVED, SIDESTEP, BLOCKED = 0, 1, 2, 3
 
@@ -54,87 +55,161 @@ def resolve_moves(
         rng: Source of the random order and sidestep choices.
         forbidden: Extra ``[x, y]`` masks of cells some entities may not enter, by entity id
             (the adversary does not leave through openings).
+
+    The movers (active entities proposing another cell) go in a random order. In one pass over
+    the pending movers, a mover whose move is illegal is blocked, one whose target is free
+    moves, one whose target holds an entity still to move waits for the next pass, and one
+    whose target holds a settled entity takes a random legal free cell next to both its own
+    cell and the target (or is blocked). Passes repeat over the waiting movers until none is
+    left, or until a pass moves none of them (all blocked). The passes are compiled
+    (:func:`_compiled_pass`, Numba); they stop for each sidestep choice, which is drawn here,
+    so ``rng`` gives the same draws in the same order as a plain loop.
     """
     n = positions.shape[0]
-    pos = positions.copy()
+    pos = np.array(positions, dtype=np.int64)
     status = np.full(n, STAY, dtype=np.int8)
-    width, height = passable.shape
-    movers = [
-        int(i)
-        for i in np.flatnonzero(active)
-        if proposals[i, 0] != positions[i, 0] or proposals[i, 1] != positions[i, 1]
-    ]
-    order = [movers[k] for k in rng.permutation(len(movers))]
-    diagonal_moves: set[tuple[int, int, int, int]] = set()
+    movers = np.flatnonzero(
+        np.asarray(active, dtype=bool) & np.any(proposals != positions, axis=1)
+    )
+    pending = movers[rng.permutation(movers.size)].astype(np.int64)
     settled = np.ones(n, dtype=bool)
-    settled[order] = False
-
-    def legal(i: int, x: int, y: int, tx: int, ty: int) -> bool:
-        if not (0 <= tx < width and 0 <= ty < height) or not passable[tx, ty]:
-            return False
-        if forbidden and i in forbidden and forbidden[i][tx, ty]:
-            return False
-        dx, dy = tx - x, ty - y
-        if max(abs(dx), abs(dy)) != 1:
-            return False
-        if dx and dy:
-            if not (passable[x + dx, y] or passable[x, y + dy]):
-                return False
-            if (x + dx, y, x, y + dy) in diagonal_moves or (
-                x,
-                y + dy,
-                x + dx,
-                y,
-            ) in diagonal_moves:
-                return False
-        return True
-
-    def move(i: int, x: int, y: int, tx: int, ty: int, kind: int) -> None:
-        occupancy[x, y] = -1
-        occupancy[tx, ty] = i
-        pos[i] = (tx, ty)
-        if tx != x and ty != y:
-            diagonal_moves.add((x, y, tx, ty))
-        status[i] = kind
-        settled[i] = True
-
-    pending = order
-    while pending:
-        deferred = []
-        for i in pending:
-            x, y = int(pos[i, 0]), int(pos[i, 1])
-            tx, ty = int(proposals[i, 0]), int(proposals[i, 1])
-            if not legal(i, x, y, tx, ty):
-                status[i] = BLOCKED
-                settled[i] = True
-                continue
-            occupant = occupancy[tx, ty]
-            if occupant < 0:
-                move(i, x, y, tx, ty, MOVED)
-            elif not settled[occupant]:
-                deferred.append(i)
-            else:
-                _sidestep(i, x, y, tx, ty, occupancy, legal, move, rng, status, settled)
-        if len(deferred) == len(pending):
-            for i in deferred:
-                status[i] = BLOCKED
-                settled[i] = True
-            break
-        pending = deferred
+    settled[pending] = False
+    forbidden = forbidden or {}
+    forbidden_ids = np.array(list(forbidden), dtype=np.int64)
+    forbidden_masks = (
+        np.stack([np.asarray(m, dtype=bool) for m in forbidden.values()])
+        if forbidden
+        else np.zeros((0, 1, 1), dtype=bool)
+    )
+    # counters: pending movers, the pass's cursor, movers waiting for the next pass, and the
+    # mover that stopped for a sidestep choice
+    counters = np.array([pending.size, 0, 0, -1], dtype=np.int64)
+    candidates = np.zeros((8, 2), dtype=np.int64)
+    diagonal_to = np.full(passable.size, -1, dtype=np.int64)
+    run_pass = _compiled_pass()
+    arguments = (
+        pos,
+        np.ascontiguousarray(proposals, dtype=np.int64),
+        np.ascontiguousarray(passable, dtype=bool),
+        occupancy,
+        forbidden_ids,
+        forbidden_masks,
+        pending,
+        counters,
+        settled,
+        status,
+        diagonal_to,
+        candidates,
+    )
+    choices = run_pass(*arguments, -1)
+    while choices > 0:
+        choices = run_pass(*arguments, int(rng.integers(choices)))
     return MoveResult(pos, status)
 
 
-def _sidestep(i, x, y, tx, ty, occupancy, legal, move, rng, status, settled) -> None:
-    options = []
-    for dx, dy in MOORE_STEPS:
-        sx, sy = x + dx, y + dy
-        if (sx, sy) == (tx, ty) or max(abs(sx - tx), abs(sy - ty)) > 1:
-            continue
-        if legal(i, x, y, sx, sy) and occupancy[sx, sy] < 0:
-            options.append((sx, sy))
-    if options:
-        sx, sy = options[int(rng.integers(len(options)))]
-        move(i, x, y, sx, sy, SIDESTEP)
-    else:
-        status[i] = BLOCKED
+@cache
+def _compiled_pass():
+    """:func:`_passes` compiled, once a process (Numba imported only then)."""
+    import numba  # noqa: PLC0415  (no import-time cost)
+
+    return numba.njit(cache=True, nogil=True)(_passes)
+
+
+def _passes(
+    pos,
+    proposals,
+    passable,
+    occupancy,
+    forbidden_ids,
+    forbidden_masks,
+    pending,
+    counters,
+    settled,
+    status,
+    diagonal_to,
+    candidates,
+    choice,
+):  # pragma: no cover
+    """The passes of :func:`resolve_moves`, from where they stopped.
+
+    With ``choice >= 0`` the mover that stopped takes its ``choice``-th candidate cell first.
+    Returns the number of candidate cells when a mover needs a sidestep choice (its candidates
+    in ``candidates``), else 0 once every mover has settled. A diagonal move from a cell is
+    kept in ``diagonal_to``: at most one mover leaves a cell during the passes, since a mover
+    that entered it has settled.
+    """
+    width, height = passable.shape
+
+    def legal(i, x, y, tx, ty):
+        if not (0 <= tx < width and 0 <= ty < height) or not passable[tx, ty]:
+            return False
+        for j in range(forbidden_ids.size):
+            if forbidden_ids[j] == i and forbidden_masks[j, tx, ty]:
+                return False
+        dx, dy = tx - x, ty - y
+        if max(abs(dx), abs(dy)) != 1:
+            return False
+        if dx != 0 and dy != 0:
+            if not (passable[x + dx, y] or passable[x, y + dy]):
+                return False
+            # no crossing of a diagonal move made across the same 2 x 2 block, either way
+            a = (x + dx) * height + y
+            b = x * height + y + dy
+            if diagonal_to[a] == b or diagonal_to[b] == a:
+                return False
+        return True
+
+    def move(i, tx, ty, kind):
+        x, y = pos[i, 0], pos[i, 1]
+        occupancy[x, y] = -1
+        occupancy[tx, ty] = i
+        pos[i, 0] = tx
+        pos[i, 1] = ty
+        if tx != x and ty != y:
+            diagonal_to[x * height + y] = tx * height + ty
+        status[i] = kind
         settled[i] = True
+
+    if choice >= 0:
+        move(counters[3], candidates[choice, 0], candidates[choice, 1], SIDESTEP)
+        counters[1] += 1
+    while True:
+        while counters[1] < counters[0]:
+            i = pending[counters[1]]
+            x, y = pos[i, 0], pos[i, 1]
+            tx, ty = proposals[i, 0], proposals[i, 1]
+            if not legal(i, x, y, tx, ty):
+                status[i] = BLOCKED
+                settled[i] = True
+            elif occupancy[tx, ty] < 0:
+                move(i, tx, ty, MOVED)
+            elif not settled[occupancy[tx, ty]]:
+                pending[counters[2]] = i  # waits (its slot was already passed)
+                counters[2] += 1
+            else:
+                k = 0
+                for step in range(8):
+                    sx, sy = x + MOORE_STEP_X[step], y + MOORE_STEP_Y[step]
+                    if (sx == tx and sy == ty) or max(abs(sx - tx), abs(sy - ty)) > 1:
+                        continue
+                    if legal(i, x, y, sx, sy) and occupancy[sx, sy] < 0:
+                        candidates[k, 0] = sx
+                        candidates[k, 1] = sy
+                        k += 1
+                if k > 0:
+                    counters[3] = i
+                    return k
+                status[i] = BLOCKED
+                settled[i] = True
+            counters[1] += 1
+        waiting = counters[2]
+        if waiting == counters[0]:
+            for j in range(waiting):
+                status[pending[j]] = BLOCKED
+                settled[pending[j]] = True
+            return 0
+        if waiting == 0:
+            return 0
+        counters[0] = waiting
+        counters[1] = 0
+        counters[2] = 0

@@ -472,6 +472,11 @@ MOORE_STEPS: tuple[tuple[int, int], ...] = (
 )
 """The eight Moore steps, counter-clockwise from east; index = heading index (45 degree units)."""
 
+MOORE_STEP_X = np.array([dx for dx, _dy in MOORE_STEPS], dtype=np.int64)
+"""The x of each of :data:`MOORE_STEPS` (for compiled loops)."""
+MOORE_STEP_Y = np.array([dy for _dx, dy in MOORE_STEPS], dtype=np.int64)
+"""The y of each of :data:`MOORE_STEPS` (for compiled loops)."""
+
 
 def diagonal_allowed(passable: np.ndarray, x: int, y: int, dx: int, dy: int) -> bool:
     """Corner rule: a diagonal step may not cut between two blocked orthogonal cells.
