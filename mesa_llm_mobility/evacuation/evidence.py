@@ -42,9 +42,9 @@ def observe(model: EvacuationModel) -> None:
     """
     n = model.n_pedestrians
     active = model.active_indices()
-    perc = perceive(
-        model.view,
+    perc = model.views.perceive(
         model.effective.opaque,
+        active,
         model.pos[active, 0],
         model.pos[active, 1],
         model.heading[active],

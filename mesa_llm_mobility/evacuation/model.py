@@ -84,6 +84,7 @@ from mesa_llm_mobility.evacuation.movement import (
 from mesa_llm_mobility.evacuation.outputs import outcome_measures
 from mesa_llm_mobility.evacuation.perception import (
     Perception,
+    RepeatedViews,
     ViewGeometry,
     heading_index,
 )
@@ -288,6 +289,8 @@ class EvacuationModel(MobilityModel):
         profiles = composition_profiles(composition)
         n = len(profiles)
         self.n_pedestrians = n
+        self.views = RepeatedViews(self.view, n)
+        """The pedestrians' perception, copying the cells of viewpoints that held."""
         starts = start_cells(plaza_, n, block, random_spawn, self.rng)
         self.pos = np.zeros((n + 1, 2), dtype=np.int64)
         self.heading = np.zeros(n + 1, dtype=np.int64)

@@ -4,7 +4,11 @@ import numpy as np
 import pytest
 
 from mesa_llm_mobility.evacuation.ascii_view import render_view
-from mesa_llm_mobility.evacuation.perception import ViewGeometry, perceive
+from mesa_llm_mobility.evacuation.perception import (
+    RepeatedViews,
+    ViewGeometry,
+    perceive,
+)
 from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, Terrain
 
 
@@ -160,3 +164,36 @@ def test_compiled_perception_keeps_every_cell_and_its_order(seed):
         cell, start = vectorised_reference(geometry, opaque, xs, ys, headings)
         np.testing.assert_array_equal(perception.cell, cell)
         np.testing.assert_array_equal(perception.start, start)
+
+
+def test_repeated_views_equal_a_fresh_perception_every_step():
+    """Rows that keep their viewpoint get copied cells; rows come and go; the grid changes."""
+    rng = np.random.default_rng(7)
+    width, height = 40, 30
+    opaque = rng.random((width, height)) < 0.15
+    geometry = ViewGeometry.cone(8.0, 120.0)
+    rows = 60
+    views = RepeatedViews(geometry, rows)
+    xs = rng.integers(0, width, size=rows)
+    ys = rng.integers(0, height, size=rows)
+    headings = rng.integers(0, 8, size=rows)
+    copied = 0
+    for step in range(30):
+        moving = rng.random(rows) < 0.3
+        xs = np.where(moving, np.clip(xs + rng.integers(-1, 2, rows), 0, width - 1), xs)
+        ys = np.where(
+            moving, np.clip(ys + rng.integers(-1, 2, rows), 0, height - 1), ys
+        )
+        headings = np.where(rng.random(rows) < 0.1, rng.integers(0, 8, rows), headings)
+        if step == 15:
+            opaque = opaque.copy()
+            opaque[10:20, 5] = ~opaque[
+                10:20, 5
+            ]  # a gate changes: nothing may be copied
+        active = np.flatnonzero(rng.random(rows) < 0.8)
+        got = views.perceive(opaque, active, xs[active], ys[active], headings[active])
+        fresh = perceive(geometry, opaque, xs[active], ys[active], headings[active])
+        np.testing.assert_array_equal(got.cell, fresh.cell)
+        np.testing.assert_array_equal(got.start, fresh.start)
+        copied += views.copied
+    assert copied > 0
