@@ -188,7 +188,9 @@ def _draft(
     x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
     perc = model.perception
     assert perc is not None
-    cells = perc.cells_of(int(model.batch_index[i]))
+    cells = perc.cells_of(
+        int(model.batch_index[i])
+    ).copy()  # the view outlives the step
     occ = model.occupancy.ravel()[cells]
     entities: dict[int, str] = {}
     people, threats, threat_offsets = [], [], []

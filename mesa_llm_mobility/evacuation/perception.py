@@ -18,6 +18,7 @@ propagation per Chebyshev ring, done for all viewers of one heading at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, cached_property, lru_cache
 
@@ -86,8 +87,8 @@ class ViewGeometry:
 
         Returns:
             ``group_start`` (9 offsets: heading ``h`` is ``[group_start[h], group_start[h+1])``),
-            each offset's flat step on a grid of ``padded_height`` rows, its parent (local to
-            its group, -1 for the Moore ring) and whether it belongs to the view.
+            each offset's flat step on a grid of ``padded_height`` rows, its parent's index in
+            these arrays (-1 for the Moore ring) and whether it belongs to the view.
         """
         group_start, dx, dy, parent, in_view = self._concatenated
         return group_start, dx * padded_height + dy, parent, in_view
@@ -95,11 +96,18 @@ class ViewGeometry:
     @cached_property
     def _concatenated(self) -> tuple[np.ndarray, ...]:
         sizes = [g.dx.size for g in self.groups]
+        group_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        parent = np.concatenate(
+            [
+                np.where(g.parent >= 0, g.parent + group_start[h], -1)
+                for h, g in enumerate(self.groups)
+            ]
+        ).astype(np.int64)
         return (
-            np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            group_start,
             np.concatenate([g.dx for g in self.groups]).astype(np.int64),
             np.concatenate([g.dy for g in self.groups]).astype(np.int64),
-            np.concatenate([g.parent for g in self.groups]).astype(np.int64),
+            parent,
             np.concatenate([g.in_view for g in self.groups]).astype(np.bool_),
         )
 
@@ -215,6 +223,8 @@ def perceive(
     headings: np.ndarray,
     previous: Perception | None = None,
     reuse: np.ndarray | None = None,
+    scratch: np.ndarray | None = None,
+    allocate: Callable[[int], np.ndarray] | None = None,
 ) -> Perception:
     """Perception maps of all viewers at ``(xs[i], ys[i])`` facing ``headings[i]`` (0..7).
 
@@ -233,6 +243,10 @@ def perceive(
         previous: An earlier perception by the same rule on the same ``opaque`` grid.
         reuse: Per viewer, its viewer index in ``previous`` when it looked from the same cell
             with the same heading there (its cells are copied), else ``-1``.
+        scratch: A working int64 array to use when it is large enough (a fresh one costs
+            page faults every call).
+        allocate: Gives the int64 array of a given size for the perception's cells (default:
+            a new one).
     """
     width, height = opaque.shape
     r = geometry.radius_cells
@@ -250,16 +264,38 @@ def perceive(
     if previous is None or reuse is None:
         previous = Perception(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
         reuse = np.full(xs.size, -1, dtype=np.int64)
-    copied = (previous.cell, previous.start, np.ascontiguousarray(reuse, np.int64))
-    flat = geometry.flat_groups(padded_height)
+    reuse = np.ascontiguousarray(reuse, dtype=np.int64)
+    group_start, delta, parent, in_view = geometry.flat_groups(padded_height)
     here = (xs + r) * padded_height + ys + r
-    grids = (padded.ravel(), plaza_cell.ravel())
-    count, fill = _compiled_perceive()
-    per_viewer = count(*grids, here, headings, *flat, *copied)
+    # fresh viewers look (in parallel), each into its own row of a scratch array
+    fresh = np.flatnonzero(reuse < 0)
+    stride = int(np.diff(group_start).max()) + 1
+    if scratch is None or scratch.size < fresh.size * stride:
+        scratch = np.empty(fresh.size * stride, dtype=np.int64)
+    scratch = scratch[: fresh.size * stride].reshape(fresh.size, stride)
+    look, copy = _compiled_perceive()
+    seen = look(
+        padded.ravel(),
+        plaza_cell.ravel(),
+        here[fresh],
+        headings[fresh],
+        group_start,
+        delta,
+        parent,
+        in_view,
+        scratch,
+    )
+    per_viewer = np.empty(xs.size, dtype=np.int64)
+    per_viewer[fresh] = seen
+    copied = np.flatnonzero(reuse >= 0)
+    per_viewer[copied] = np.diff(previous.start)[reuse[copied]]
     start = np.zeros(xs.size + 1, dtype=np.int64)
     np.cumsum(per_viewer, out=start[1:])
-    cell = np.empty(int(start[-1]), dtype=np.int64)
-    fill(*grids, here, headings, *flat, *copied, start, cell)
+    size = int(start[-1])
+    cell = np.empty(size, dtype=np.int64) if allocate is None else allocate(size)
+    slot = np.full(xs.size, -1, dtype=np.int64)
+    slot[fresh] = np.arange(fresh.size)
+    copy(scratch, slot, previous.cell, previous.start, reuse, start, cell)
     return Perception(cell, start)
 
 
@@ -268,6 +304,10 @@ class RepeatedViews:
 
     A viewer that looks from the same cell with the same heading as at the last call, on the
     same line-of-sight grid, perceives the same cells in the same order; in a jam most do.
+
+    The cells of a perception live in one of two buffers used in turn (a fresh array of tens of
+    MB a step costs more in page faults than the copying): a perception is valid until the
+    next-but-one call, so what must last longer copies its cells.
 
     Args:
         geometry: The perception rule.
@@ -283,6 +323,9 @@ class RepeatedViews:
         self._opaque: np.ndarray | None = None
         self.copied = 0
         """Viewers whose cells the last call copied."""
+        self._scratch = np.empty(0, dtype=np.int64)
+        self._buffers = [np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)]
+        self._turn = 0
 
     def perceive(
         self,
@@ -300,8 +343,21 @@ class RepeatedViews:
         held = np.all(self._viewpoint[rows] == viewpoint, axis=1)
         reuse = np.where(held, self._index[rows], -1)
         self.copied = int(np.count_nonzero(reuse >= 0))
+        fresh = rows.size - self.copied
+        stride = int(np.diff(self.geometry.flat_groups(0)[0]).max()) + 1
+        if self._scratch.size < fresh * stride:
+            self._scratch = np.empty(rows.size * stride, dtype=np.int64)
+        self._turn = 1 - self._turn
         perception = perceive(
-            self.geometry, opaque, xs, ys, headings, self._last, reuse
+            self.geometry,
+            opaque,
+            xs,
+            ys,
+            headings,
+            self._last,
+            reuse,
+            self._scratch,
+            self._buffer,
         )
         self._viewpoint[rows] = viewpoint
         self._index[:] = -1
@@ -309,89 +365,71 @@ class RepeatedViews:
         self._last = perception
         return perception
 
+    def _buffer(self, size: int) -> np.ndarray:
+        """``size`` cells of this turn's buffer (grown by a quarter when too small)."""
+        if self._buffers[self._turn].size < size:
+            self._buffers[self._turn] = np.empty(size + size // 4, dtype=np.int64)
+        return self._buffers[self._turn][:size]
+
+
+prange = range
+"""The loop over viewers of :func:`_look`: ``numba.prange`` once compiled."""
+
 
 @cache
 def _compiled_perceive():
-    """:func:`_count_cells` and :func:`_fill_cells` compiled, once a process."""
+    """:func:`_look` (over viewers in parallel) and :func:`_copy` compiled, once a process."""
     import numba  # noqa: PLC0415  (no import-time cost)
 
-    compile_ = numba.njit(cache=True, nogil=True)
-    return compile_(_count_cells), compile_(_fill_cells)
+    global prange  # noqa: PLW0603  (Numba runs the loop over viewers on its threads)
+    prange = numba.prange
+    return (
+        numba.njit(cache=True, nogil=True, parallel=True)(_look),
+        numba.njit(cache=True, nogil=True)(_copy),
+    )
 
 
-def _count_cells(
-    blocked_at,
-    plaza_at,
-    here,
-    headings,
-    group_start,
-    delta,
-    parent,
-    in_view,
-    previous_cell,
-    previous_start,
-    reuse,
+def _look(
+    blocked_at, plaza_at, here, headings, group_start, delta, parent, in_view, scratch
 ):  # pragma: no cover
-    """Cells each viewer perceives (its own included): the first pass of :func:`perceive`."""
-    counts = np.ones(here.size, dtype=np.int64)
-    los = np.empty(delta.size, dtype=np.bool_)
-    for v in range(here.size):
-        if reuse[v] >= 0:
-            counts[v] = previous_start[reuse[v] + 1] - previous_start[reuse[v]]
-            continue
-        h = headings[v]
+    """Each viewer's own cell, then its visible cells in offset order, into its scratch row.
+
+    Returns the number of cells of each viewer. An offset is in sight when its parent is in
+    sight and not opaque (the Moore ring always); offsets come ring by ring, parents first.
+    """
+    counts = np.empty(here.size, dtype=np.int64)
+    for v in prange(here.size):
+        k0 = group_start[headings[v]]
+        k1 = group_start[headings[v] + 1]
         base = here[v]
-        k0 = group_start[h]
-        for k in range(k0, group_start[h + 1]):
+        los = np.empty(k1 - k0, dtype=np.bool_)
+        scratch[v, 0] = plaza_at[base]
+        m = 1
+        for k in range(k0, k1):
             p = parent[k]
-            seen = (
-                True if p < 0 else los[k0 + p] and not blocked_at[base + delta[k0 + p]]
-            )
-            los[k] = seen
-            if seen and in_view[k] and plaza_at[base + delta[k]] >= 0:
-                counts[v] += 1
+            sight = p < 0 or (los[p - k0] and not blocked_at[base + delta[p]])
+            los[k - k0] = sight
+            if sight and in_view[k]:
+                cell = plaza_at[base + delta[k]]
+                if cell >= 0:
+                    scratch[v, m] = cell
+                    m += 1
+        counts[v] = m
     return counts
 
 
-def _fill_cells(
-    blocked_at,
-    plaza_at,
-    here,
-    headings,
-    group_start,
-    delta,
-    parent,
-    in_view,
-    previous_cell,
-    previous_start,
-    reuse,
-    start,
-    out,
+def _copy(
+    scratch, slot, previous_cell, previous_start, reuse, start, out
 ):  # pragma: no cover
-    """Each viewer's own cell, then its visible cells in offset order: the second pass."""
-    los = np.empty(delta.size, dtype=np.bool_)
-    for v in range(here.size):
+    """Each viewer's cells into ``out``: from its scratch row, or from ``previous``."""
+    for v in range(slot.size):
         at = start[v]
-        if reuse[v] >= 0:
+        m = start[v + 1] - at
+        if slot[v] >= 0:
+            out[at : at + m] = scratch[slot[v], :m]
+        else:
             first = previous_start[reuse[v]]
-            out[at : start[v + 1]] = previous_cell[first : first + start[v + 1] - at]
-            continue
-        h = headings[v]
-        base = here[v]
-        k0 = group_start[h]
-        out[at] = plaza_at[base]
-        at += 1
-        for k in range(k0, group_start[h + 1]):
-            p = parent[k]
-            seen = (
-                True if p < 0 else los[k0 + p] and not blocked_at[base + delta[k0 + p]]
-            )
-            los[k] = seen
-            if seen and in_view[k]:
-                cell = plaza_at[base + delta[k]]
-                if cell >= 0:
-                    out[at] = cell
-                    at += 1
+            out[at : at + m] = previous_cell[first : first + m]
 
 
 _UNIT_HEADINGS = HEADING_VECTORS / np.linalg.norm(
