@@ -153,16 +153,22 @@ def decision_requests(
 ) -> list[DecisionRequest[EvacuationContext, EvacuationDecision]]:
     """:func:`decision_request` for several pedestrians, their route options planned together.
 
-    The contexts are gathered first, then the route options of all of them are asked of the
-    model's :class:`~.route_planner.RoutePlanner` at once (which may share them out among
-    worker processes), then the requests are completed in the order of ``due``.
+    Each context's route-options query goes to the model's
+    :class:`~.route_planner.RoutePlanner` as soon as it is drafted (worker processes, if any,
+    start on the first ones while the rest are drafted); once all are answered the requests
+    are completed in the order of ``due``.
     """
-    drafts = [_draft(model, agent, trigger) for agent, trigger in due]
+    stream = model.route_planner.stream(len(due))
+    drafts = []
+    for agent, trigger in due:
+        query, fields = _draft(model, agent, trigger)
+        stream.add(query)
+        drafts.append(fields)
     start = perf_counter()
-    answers = model.route_planner.answer([query for query, _ in drafts])
+    answers = stream.answers()
     model.timing["routing"] += perf_counter() - start
     requests = []
-    for (_query, fields), answer in zip(drafts, answers, strict=True):
+    for fields, answer in zip(drafts, answers, strict=True):
         assert isinstance(answer, OptionsAnswer)
         context = EvacuationContext(
             **fields, options=answer.options, reachable=answer.reachable

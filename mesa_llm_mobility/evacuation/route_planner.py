@@ -47,6 +47,12 @@ PARENT_CHECK_S = 1.0
 MIN_QUERIES_PER_WORKER = 8
 """Below this many queries per process a step's queries are answered here (no round trip)."""
 
+MIN_SHARE_HERE = 0.1
+"""This process answers at least this share of a streamed step's queries (and so keeps timing)."""
+
+STREAM_CHUNK = 32
+"""Queries sent to a worker at a time while a step's queries are still being drafted."""
+
 
 @dataclass(frozen=True)
 class OptionsQuery:
@@ -212,6 +218,9 @@ class RoutePlanner:
         """Worker failures met (their queries were answered in this process)."""
         self.remote_queries = 0
         """Queries answered by worker processes so far."""
+        self.seconds_per_query: dict[str, float] = {}
+        """Measured and smoothed: ``draft`` (a query's drafting), ``here`` (answering one in
+        this process) and ``workers`` (a worker's pace, from sending to its answer)."""
 
     def answer(
         self, queries: list[OptionsQuery | RouteQuery]
@@ -245,6 +254,18 @@ class RoutePlanner:
                 ordered[position] = answer
         return ordered  # type: ignore[return-value]
 
+    def stream(self, expected: int) -> QueryStream:
+        """A step's options queries, taken one by one as they are drafted.
+
+        With worker processes, the first queries go to the workers in chunks while the rest are
+        drafted, and this process answers the last ones: the workers get the share that lets
+        both finish together (from the measured drafting and answering times).
+
+        Args:
+            expected: How many queries the step will add.
+        """
+        return QueryStream(self, expected)
+
     def _ensure_pool(self) -> concurrent.futures.ProcessPoolExecutor | None:
         if self._pool is None and self.failures == 0:
             self._pool = concurrent.futures.ProcessPoolExecutor(
@@ -276,6 +297,100 @@ class RoutePlanner:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+class QueryStream:
+    """A step's queries, added as they are drafted; :meth:`answers` gives them in order.
+
+    Made by :meth:`RoutePlanner.stream`. With ``h`` worker processes, this process drafts every
+    query and then answers its share ``m`` of the ``n`` queries, while the workers answer the
+    rest from the first chunk on; both finish together when
+
+        d n + m n a = (1 - m) n w / h,   so   m = (w / h - d) / (a + w / h),
+
+    with ``d``, ``a`` and ``w`` the seconds a query takes to draft, to answer here and at a
+    worker's pace (:attr:`RoutePlanner.seconds_per_query`, measured at every step). Until
+    they are measured the shares are equal. Which process answers a query never changes its
+    answer.
+    """
+
+    def __init__(self, planner: RoutePlanner, expected: int) -> None:
+        self.planner = planner
+        self.queries: list[OptionsQuery] = []
+        self._started = time.perf_counter()
+        helpers = max(
+            min(planner.workers - 1, expected // MIN_QUERIES_PER_WORKER - 1), 0
+        )
+        rates = planner.seconds_per_query
+        if helpers and len(rates) == 3:
+            pace = rates["workers"] / helpers
+            here = (pace - rates["draft"]) / (rates["here"] + pace)
+        else:
+            here = 1.0 / (helpers + 1)
+        here = min(max(here, MIN_SHARE_HERE), 1.0)
+        self._quota = round(expected * (1.0 - here)) if helpers else 0
+        self._sent = 0
+        self._futures: list[tuple[int, int, concurrent.futures.Future]] = []
+        self._first_sent: float | None = None
+        self._last_done = 0.0
+
+    def add(self, query: OptionsQuery) -> None:
+        """Take the next query (a full chunk within the workers' share is sent at once)."""
+        self.queries.append(query)
+        if len(self.queries) - self._sent >= STREAM_CHUNK:
+            self._send(min(len(self.queries), self._quota))
+
+    def answers(self) -> list[OptionsAnswer]:
+        """Every query's answer, in the order they were added."""
+        drafted = time.perf_counter() - self._started
+        self._send(min(len(self.queries), self._quota))
+        started = time.perf_counter()
+        local = self.queries[self._sent :]
+        answers: list[OptionsAnswer | None] = [None] * self._sent
+        answers += self.planner.solver.answer(local)  # type: ignore[arg-type]
+        answered = time.perf_counter() - started
+        remote = 0
+        for first, last, future in self._futures:
+            try:
+                part = future.result()
+                remote += last - first
+            except Exception as error:  # a dead or failing worker: answer here
+                self.planner._give_up(error)
+                part = self.planner.solver.answer(self.queries[first:last])
+            answers[first:last] = part
+        self.planner.remote_queries += remote
+        measured = {"draft": drafted / max(len(self.queries), 1)}
+        if local:
+            measured["here"] = answered / len(local)
+        if remote == self._sent and self._first_sent is not None and remote:
+            measured["workers"] = (self._last_done - self._first_sent) / remote
+        rates = self.planner.seconds_per_query
+        for name, value in measured.items():
+            rates[name] = (
+                value if name not in rates else 0.7 * rates[name] + 0.3 * value
+            )
+        return answers  # type: ignore[return-value]
+
+    def _send(self, until: int) -> None:
+        """Send the queries up to ``until`` to a worker, or keep them here (no workers)."""
+        if until <= self._sent:
+            return
+        pool = self.planner._ensure_pool() if self._quota else None
+        if pool is None:
+            return  # no workers (or they failed): this process answers them
+        try:
+            future = pool.submit(_answer_in_worker, self.queries[self._sent : until])
+        except (RuntimeError, concurrent.futures.BrokenExecutor) as error:
+            self.planner._give_up(error)
+            return
+        if self._first_sent is None:
+            self._first_sent = time.perf_counter()
+        future.add_done_callback(self._done)
+        self._futures.append((self._sent, until, future))
+        self._sent = until
+
+    def _done(self, _future: concurrent.futures.Future) -> None:
+        self._last_done = max(self._last_done, time.perf_counter())
 
 
 class _Chunk(list):

@@ -7,6 +7,7 @@ import os
 import signal
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -15,7 +16,7 @@ from mesa_llm_mobility.cognition.testing import (
     provider_faults,
     with_faults,
 )
-from mesa_llm_mobility.evacuation import route_planner, scripted_llm
+from mesa_llm_mobility.evacuation import contexts, route_planner, scripted_llm
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.route_planner import RoutePlanner, _balanced_chunks
 
@@ -95,6 +96,42 @@ def test_chunks_keep_order_and_balance_the_window_cells():
     loads = [sum(q.window.n_cells for q in c) for c in chunks]
     assert loads == [1300, 1100]
     assert [len(c) for c in _balanced_chunks(queries[:1], 3)] == [1, 0, 0]
+
+
+@pytest.mark.parametrize(
+    ("rates", "sent"),
+    [
+        ({}, 11),  # nothing measured yet: equal shares of 22 queries
+        ({"draft": 1.0, "here": 1.0, "workers": 3.0}, 11),  # m = (3 - 1) / (1 + 3)
+        ({"draft": 0.5, "here": 1.0, "workers": 1.0}, 16),  # m = (1 - 0.5) / 2
+        # m < 0: this process keeps its least share
+        ({"draft": 2.0, "here": 1.0, "workers": 1.0}, 20),
+    ],
+)
+def test_a_stream_sends_the_workers_their_share_and_answers_in_order(
+    monkeypatch, rates, sent
+):
+    monkeypatch.setattr(route_planner, "STREAM_CHUNK", 4)
+    model = EvacuationModel(composition="A", rng=3, time_limit_s=25, route_workers=2)
+    try:
+        model.step()
+        queries = [
+            contexts._draft(model, agent, "blocked")[0]
+            for agent in model.pedestrians * 2
+        ][:22]
+        planner = model.route_planner
+        planner.seconds_per_query = dict(rates)
+        stream = planner.stream(len(queries))
+        for query in queries:
+            stream.add(query)
+        answers = stream.answers()
+        assert planner.remote_queries == sent and planner.failures == 0
+        for mine, theirs in zip(answers, planner.solver.answer(queries), strict=True):
+            assert mine.options == theirs.options
+            assert np.array_equal(mine.reachable, theirs.reachable)
+        assert set(planner.seconds_per_query) == {"draft", "here", "workers"}
+    finally:
+        model.close()
 
 
 def test_a_planner_of_one_process_starts_no_worker():
