@@ -198,25 +198,27 @@ def _draft(
         int(model.batch_index[i])
     ).copy()  # the view outlives the step
     occ = model.occupancy.ravel()[cells]
-    entities: dict[int, str] = {}
-    people, threats, threat_offsets = [], [], []
-    adversary_ids, body_ids = [], []
     held = (occ >= 0) & (occ != i)  # in the view's order
-    for cell, e in zip(cells[held].tolist(), occ[held].tolist(), strict=True):
-        cx, cy = divmod(cell, height)
-        if e == model.n_pedestrians:
-            entities[cell] = "A"
-            adversary_ids.append(model.uid(e))
-            threats.append((cx, cy))
-            threat_offsets.append((cx - x, cy - y))
-        elif model.status[e] == REACHED:
-            entities[cell] = "D"
-            body_ids.append(model.uid(e))
-            threats.append((cx, cy))
-            threat_offsets.append((cx - x, cy - y))
-        else:
-            entities[cell] = "p"
-            people.append((cx, cy))
+    held_cells, held_by = cells[held], occ[held]
+    hx, hy = np.divmod(held_cells, height)
+    n = model.n_pedestrians
+    adversary = held_by == n
+    body = ~adversary & (model.status[np.minimum(held_by, n - 1)] == REACHED)
+    threat = adversary | body  # A and D, in the view's order
+    entities = dict(
+        zip(
+            held_cells.tolist(),
+            np.where(adversary, "A", np.where(body, "D", "p")).tolist(),
+            strict=True,
+        )
+    )
+    people = np.column_stack([hx[~threat], hy[~threat]])
+    threats = np.column_stack([hx[threat], hy[threat]])
+    threat_offsets = tuple(
+        zip((threats[:, 0] - x).tolist(), (threats[:, 1] - y).tolist(), strict=True)
+    )
+    adversary_ids = [model.uid(n)] * int(np.count_nonzero(adversary))
+    body_ids = [model.uid(e) for e in held_by[body].tolist()]
     view = SymbolicView(cells, height, view_codes(model), (x, y), entities)
     window = model.belief.window(i, (x, y))
     codes = model.belief.codes_in(i, window)
@@ -227,8 +229,8 @@ def _draft(
         (x, y),
         tuple(anchors),
         frozenset(agent.visited),
-        np.array(people).reshape(-1, 2),
-        np.array(threats).reshape(-1, 2),
+        people,
+        threats,
     )
     memory = agent.memory
     cutoff = model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND
@@ -298,7 +300,7 @@ def _draft(
         "capsule": agent.capsule,
         "memory": agent.memory_text,
         "previous": agent.previous,
-        "threat_offsets": tuple(threat_offsets),
+        "threat_offsets": threat_offsets,
         "adversary_ids": tuple(adversary_ids),
         "body_ids": tuple(body_ids),
         "grid_size": (width, height),

@@ -289,14 +289,22 @@ class BeliefStore:
 
     def codes_in(self, agent: int, window: BeliefWindow) -> np.ndarray:
         """Believed terrain codes of one agent inside ``window`` (``[x, y]``, ``UNKNOWN`` unseen)."""
-        flat = window.plaza_cells()
-        lo = int(flat[0, 0]) >> 3
-        hi = (int(flat[-1, -1]) >> 3) + 1
+        # the window's rows are runs of the flat cells, a plaza height apart: strided views
+        first = window.x0 * self.height + window.y0
+        last = first + (window.width - 1) * self.height + window.height - 1
+        lo, hi = first >> 3, (last >> 3) + 1
         bits = np.unpackbits(self._known_bits[agent, lo:hi], bitorder="little")
-        seen = bits[flat - lo * 8].astype(bool)
-        codes = np.where(seen, self.static_codes[flat], Terrain.UNKNOWN).astype(
-            np.uint8
-        )
+        seen = np.lib.stride_tricks.as_strided(
+            bits[first - lo * 8 :],
+            shape=(window.width, window.height),
+            strides=(self.height * bits.strides[0], bits.strides[0]),
+            writeable=False,
+        ).astype(bool)
+        codes = np.where(
+            seen,
+            window.crop(self.static_codes.reshape(-1, self.height)),
+            Terrain.UNKNOWN,
+        ).astype(np.uint8)
         gx, gy = np.divmod(self.gate_flat, self.height)
         inside = window.contains(gx, gy)
         if inside.any():
