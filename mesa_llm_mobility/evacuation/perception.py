@@ -267,7 +267,7 @@ def perceive(
     reuse = np.ascontiguousarray(reuse, dtype=np.int64)
     group_start, delta, parent, in_view = geometry.flat_groups(padded_height)
     here = (xs + r) * padded_height + ys + r
-    # fresh viewers look (in parallel), each into its own row of a scratch array
+    # fresh viewers look, each into its own row of a scratch array
     fresh = np.flatnonzero(reuse < 0)
     stride = int(np.diff(group_start).max()) + 1
     if scratch is None or scratch.size < fresh.size * stride:
@@ -372,21 +372,18 @@ class RepeatedViews:
         return self._buffers[self._turn][:size]
 
 
-prange = range
-"""The loop over viewers of :func:`_look`: ``numba.prange`` once compiled."""
-
-
 @cache
 def _compiled_perceive():
-    """:func:`_look` (over viewers in parallel) and :func:`_copy` compiled, once a process."""
+    """:func:`_look` and :func:`_copy` compiled, once a process.
+
+    Not ``parallel``: Numba's default threading layer must not be entered from two threads at
+    once, and an app may step two models on two threads.
+    """
     import numba  # noqa: PLC0415  (no import-time cost)
 
-    global prange  # noqa: PLW0603  (Numba runs the loop over viewers on its threads)
-    prange = numba.prange
-    return (
-        numba.njit(cache=True, nogil=True, parallel=True)(_look),
-        numba.njit(cache=True, nogil=True)(_copy),
-    )
+    return numba.njit(cache=True, nogil=True)(_look), numba.njit(
+        cache=True, nogil=True
+    )(_copy)
 
 
 def _look(
@@ -398,7 +395,7 @@ def _look(
     sight and not opaque (the Moore ring always); offsets come ring by ring, parents first.
     """
     counts = np.empty(here.size, dtype=np.int64)
-    for v in prange(here.size):
+    for v in range(here.size):
         k0 = group_start[headings[v]]
         k1 = group_start[headings[v] + 1]
         base = here[v]
