@@ -178,6 +178,7 @@ def test_repeated_views_equal_a_fresh_perception_every_step():
     ys = rng.integers(0, height, size=rows)
     headings = rng.integers(0, 8, size=rows)
     copied = 0
+    last = None
     for step in range(30):
         moving = rng.random(rows) < 0.3
         xs = np.where(moving, np.clip(xs + rng.integers(-1, 2, rows), 0, width - 1), xs)
@@ -195,7 +196,8 @@ def test_repeated_views_equal_a_fresh_perception_every_step():
         fresh = perceive(geometry, opaque, xs[active], ys[active], headings[active])
         np.testing.assert_array_equal(got.cell, fresh.cell)
         np.testing.assert_array_equal(got.start, fresh.start)
-        if step:  # the last call's perception is still intact (two buffers in turn)
+        # the last call's perception is still intact (two buffers used in turn)
+        if last is not None:
             np.testing.assert_array_equal(last[0].cell, last[1].cell)
         last = (got, fresh)
         copied += views.copied
