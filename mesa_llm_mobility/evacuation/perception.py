@@ -94,6 +94,11 @@ class ViewGeometry:
         return group_start, dx * padded_height + dy, parent, in_view
 
     @cached_property
+    def scratch_row(self) -> int:
+        """The most cells one viewer can perceive: its own and its largest group's."""
+        return max(g.dx.size for g in self.groups) + 1
+
+    @cached_property
     def _concatenated(self) -> tuple[np.ndarray, ...]:
         sizes = [g.dx.size for g in self.groups]
         group_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -231,8 +236,9 @@ def perceive(
     Each viewer's cells are its own, then the visible cells of its heading group in offset
     order (rings outward). The line of sight is propagated offset by offset: an offset sees
     through its parent when the parent is in sight and not opaque, the Moore ring always. The
-    loop is compiled (:func:`_compiled_perceive`, Numba) and runs once to count each viewer's
-    cells and once to write them.
+    loop is compiled (:func:`_compiled_perceive`, Numba): each viewer not copied from
+    ``previous`` looks into a row of ``scratch``, then every viewer's cells are copied into one
+    array, from its row or from ``previous``.
 
     Args:
         geometry: The perception rule.
@@ -269,7 +275,7 @@ def perceive(
     here = (xs + r) * padded_height + ys + r
     # fresh viewers look, each into its own row of a scratch array
     fresh = np.flatnonzero(reuse < 0)
-    stride = int(np.diff(group_start).max()) + 1
+    stride = geometry.scratch_row
     if scratch is None or scratch.size < fresh.size * stride:
         scratch = np.empty(fresh.size * stride, dtype=np.int64)
     scratch = scratch[: fresh.size * stride].reshape(fresh.size, stride)
@@ -344,9 +350,8 @@ class RepeatedViews:
         reuse = np.where(held, self._index[rows], -1)
         self.copied = int(np.count_nonzero(reuse >= 0))
         fresh = rows.size - self.copied
-        stride = int(np.diff(self.geometry.flat_groups(0)[0]).max()) + 1
-        if self._scratch.size < fresh * stride:
-            self._scratch = np.empty(rows.size * stride, dtype=np.int64)
+        if self._scratch.size < fresh * self.geometry.scratch_row:
+            self._scratch = np.empty(rows.size * self.geometry.scratch_row, np.int64)
         self._turn = 1 - self._turn
         perception = perceive(
             self.geometry,
@@ -381,9 +386,8 @@ def _compiled_perceive():
     """
     import numba  # noqa: PLC0415  (no import-time cost)
 
-    return numba.njit(cache=True, nogil=True)(_look), numba.njit(
-        cache=True, nogil=True
-    )(_copy)
+    compile_ = numba.njit(cache=True, nogil=True)
+    return compile_(_look), compile_(_copy)
 
 
 def _look(
