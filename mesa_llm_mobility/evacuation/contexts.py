@@ -162,7 +162,7 @@ def decision_requests(
     drafts = []
     for agent, trigger in due:
         query, fields = _draft(model, agent, trigger)
-        stream.add(query)
+        stream.add(query, agent.index)
         drafts.append(fields)
     start = perf_counter()
     answers = stream.answers()

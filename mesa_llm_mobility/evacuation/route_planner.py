@@ -25,7 +25,7 @@ import multiprocessing
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,8 +35,10 @@ from mesa_llm_mobility.evacuation.routing import (
     GridGraph,
     OpeningAnchor,
     RouteOption,
+    RoutePaths,
+    describe_routes,
     path_to,
-    route_options,
+    route_paths,
 )
 
 logger = logging.getLogger(__name__)
@@ -76,13 +78,31 @@ class OptionsQuery:
     people: np.ndarray
     threats: np.ndarray
 
+    def same_search(self, other: OptionsQuery) -> bool:
+        """Whether ``other`` has the same routes: the same believed map, window, cell and anchors.
+
+        The rest of a query (people, threats, cells walked) changes only the routes'
+        attributes (:func:`~.routing.describe_routes`).
+        """
+        return (
+            self.source == other.source
+            and self.window == other.window
+            and self.anchors == other.anchors
+            and np.array_equal(self.codes, other.codes)
+        )
+
 
 @dataclass(frozen=True)
 class OptionsAnswer:
-    """The route options of one query and the cells its search reached (``[x, y]`` in its window)."""
+    """The route options of one query and the cells its search reached (``[x, y]`` in its window).
+
+    ``reachable`` is read-only: the answer of a query with the same search shares it
+    (:meth:`RouteSolver.redescribe`).
+    """
 
     options: tuple[RouteOption, ...]
     reachable: np.ndarray
+    paths: RoutePaths = field(repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -106,21 +126,42 @@ class RouteSolver:
 
     def options(self, query: OptionsQuery) -> OptionsAnswer:
         """The route options of one query (:func:`~.routing.route_options`)."""
-        options, dist = route_options(
+        paths, dist = route_paths(
             self.graph,
             passable_mask(query.codes),
             query.codes != Terrain.UNKNOWN,
             query.source,
             list(query.anchors),
-            query.visited,
-            query.people,
-            query.threats,
-            self.cell_size_m,
+            query.window,
             sinks=query.window.crop(self.opening_mask),
-            window=query.window,
         )
+        reachable = np.isfinite(dist).reshape(query.codes.shape)
+        reachable.flags.writeable = False
+        return OptionsAnswer(self._describe(query, paths), reachable, paths)
+
+    def redescribe(self, query: OptionsQuery, earlier: OptionsAnswer) -> OptionsAnswer:
+        """The answer of ``query`` from the ``earlier`` answer of a query with the same search.
+
+        Equal to :meth:`options` of ``query`` (the searches are skipped; see
+        :meth:`OptionsQuery.same_search`).
+        """
         return OptionsAnswer(
-            tuple(options), np.isfinite(dist).reshape(query.codes.shape)
+            self._describe(query, earlier.paths), earlier.reachable, earlier.paths
+        )
+
+    def _describe(
+        self, query: OptionsQuery, paths: RoutePaths
+    ) -> tuple[RouteOption, ...]:
+        return tuple(
+            describe_routes(
+                paths,
+                query.source,
+                query.visited,
+                query.people,
+                query.threats,
+                self.cell_size_m,
+                query.window,
+            )
         )
 
     def route(self, query: RouteQuery) -> list[int]:
@@ -219,8 +260,12 @@ class RoutePlanner:
         self.remote_queries = 0
         """Queries answered by worker processes so far."""
         self.seconds_per_query: dict[str, float] = {}
-        """Measured and smoothed: ``draft`` (a query's drafting), ``here`` (answering one in
-        this process) and ``workers`` (a worker's pace, from sending to its answer)."""
+        """Measured and smoothed: ``draft`` (a searched query's drafting), ``here`` (answering
+        one in this process) and ``workers`` (a worker's pace, from sending to its answer)."""
+        self.reused_queries = 0
+        """Streamed queries answered from their owner's last answer (no search) so far."""
+        self.last_answers: dict[int, tuple[OptionsQuery, OptionsAnswer]] = {}
+        """Each owner's last streamed query and its answer (:meth:`QueryStream.add`)."""
 
     def answer(
         self, queries: list[OptionsQuery | RouteQuery]
@@ -302,52 +347,76 @@ class RoutePlanner:
 class QueryStream:
     """A step's queries, added as they are drafted; :meth:`answers` gives them in order.
 
-    Made by :meth:`RoutePlanner.stream`. With ``h`` worker processes, this process drafts every
-    query and then answers its share ``m`` of the ``n`` queries, while the workers answer the
-    rest from the first chunk on; both finish together when
+    Made by :meth:`RoutePlanner.stream`. A query whose owner's last answered query had the same
+    search (:meth:`OptionsQuery.same_search`: a pedestrian that stood still on an unchanged map)
+    is answered at once from that answer (:meth:`RouteSolver.redescribe`). The other queries
+    need their searches. With ``h`` worker processes, this process drafts every query and then
+    answers its share ``m`` of the ``n`` searched queries, while the workers answer the rest
+    from the first chunk on; both finish together when
 
         d n + m n a = (1 - m) n w / h,   so   m = (w / h - d) / (a + w / h),
 
-    with ``d``, ``a`` and ``w`` the seconds a query takes to draft, to answer here and at a
-    worker's pace (:attr:`RoutePlanner.seconds_per_query`, measured at every step). Until
-    they are measured the shares are equal. Which process answers a query never changes its
-    answer.
+    with ``d``, ``a`` and ``w`` the seconds a searched query takes to draft (the reused
+    queries' share included), to answer here and at a worker's pace
+    (:attr:`RoutePlanner.seconds_per_query`, measured at every step). Until they are
+    measured the shares are equal. Which process answers a query, and whether its search is
+    run or reused, never changes its answer.
     """
 
     def __init__(self, planner: RoutePlanner, expected: int) -> None:
         self.planner = planner
         self.queries: list[OptionsQuery] = []
+        """The queries that need their searches, in the order added."""
+        self._answers: list[OptionsAnswer | None] = []
+        self._searched: list[tuple[int, int | None]] = []  # (position, owner) per query
         self._started = time.perf_counter()
         helpers = max(
             min(planner.workers - 1, expected // MIN_QUERIES_PER_WORKER - 1), 0
         )
         rates = planner.seconds_per_query
-        if helpers and len(rates) == 3:
+        if helpers and {"draft", "here", "workers"} <= rates.keys():
             pace = rates["workers"] / helpers
             here = (pace - rates["draft"]) / (rates["here"] + pace)
         else:
             here = 1.0 / (helpers + 1)
         here = min(max(here, MIN_SHARE_HERE), 1.0)
-        self._quota = round(expected * (1.0 - here)) if helpers else 0
+        self._expected = expected
+        self._workers_share = 1.0 - here if helpers else 0.0
         self._sent = 0
         self._futures: list[tuple[int, int, concurrent.futures.Future]] = []
         self._first_sent: float | None = None
         self._last_done = 0.0
 
-    def add(self, query: OptionsQuery) -> None:
-        """Take the next query (a full chunk within the workers' share is sent at once)."""
+    def add(self, query: OptionsQuery, owner: int | None = None) -> None:
+        """Take the next query (a full chunk within the workers' share is sent at once).
+
+        Args:
+            query: The query.
+            owner: Who asks (a pedestrian's index): its last answered query's search is reused
+                when this one's is the same. ``None``: never reused.
+        """
+        earlier = self.planner.last_answers.get(owner) if owner is not None else None
+        if earlier is not None and earlier[0].same_search(query):
+            answer = self.planner.solver.redescribe(query, earlier[1])
+            self.planner.last_answers[owner] = (query, answer)
+            self.planner.reused_queries += 1
+            self._answers.append(answer)
+            return
+        self._searched.append((len(self._answers), owner))
+        self._answers.append(None)
         self.queries.append(query)
         if len(self.queries) - self._sent >= STREAM_CHUNK:
-            self._send(min(len(self.queries), self._quota))
+            self._send(min(len(self.queries), self._quota()))
 
     def answers(self) -> list[OptionsAnswer]:
         """Every query's answer, in the order they were added."""
         drafted = time.perf_counter() - self._started
-        self._send(min(len(self.queries), self._quota))
+        self._expected = len(self._answers)
+        self._send(min(len(self.queries), self._quota()))
         started = time.perf_counter()
         local = self.queries[self._sent :]
-        answers: list[OptionsAnswer | None] = [None] * self._sent
-        answers += self.planner.solver.answer(local)  # type: ignore[arg-type]
+        found: list[OptionsAnswer | None] = [None] * self._sent
+        found += self.planner.solver.answer(local)  # type: ignore[arg-type]
         answered = time.perf_counter() - started
         remote = 0
         for first, last, future in self._futures:
@@ -357,8 +426,14 @@ class QueryStream:
             except Exception as error:  # a dead or failing worker: answer here
                 self.planner._give_up(error)
                 part = self.planner.solver.answer(self.queries[first:last])
-            answers[first:last] = part
+            found[first:last] = part
         self.planner.remote_queries += remote
+        for (position, owner), query, answer in zip(
+            self._searched, self.queries, found, strict=True
+        ):
+            self._answers[position] = answer
+            if owner is not None:
+                self.planner.last_answers[owner] = (query, answer)  # type: ignore[assignment]
         measured = {"draft": drafted / max(len(self.queries), 1)}
         if local:
             measured["here"] = answered / len(local)
@@ -369,13 +444,25 @@ class QueryStream:
             rates[name] = (
                 value if name not in rates else 0.7 * rates[name] + 0.3 * value
             )
-        return answers  # type: ignore[return-value]
+        return self._answers  # type: ignore[return-value]
+
+    def _quota(self) -> int:
+        """The workers' share of the searched queries the step is expected to have.
+
+        The searched queries still to come are projected from the share so far (the repeated
+        share differs much between steps: pedestrians standing blocked redecide together).
+        """
+        added = len(self._answers)
+        searched = len(self.queries)
+        if added < self._expected:
+            searched += (self._expected - added) * searched / added
+        return round(searched * self._workers_share)
 
     def _send(self, until: int) -> None:
         """Send the queries up to ``until`` to a worker, or keep them here (no workers)."""
         if until <= self._sent:
             return
-        pool = self.planner._ensure_pool() if self._quota else None
+        pool = self.planner._ensure_pool() if self._workers_share else None
         if pool is None:
             return  # no workers (or they failed): this process answers them
         try:

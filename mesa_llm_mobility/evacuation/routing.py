@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -474,6 +475,20 @@ class OpeningAnchor:
     cell: int
 
 
+@dataclass(frozen=True)
+class RoutePaths:
+    """The routes of :func:`route_options` before their attributes (what the searches decide).
+
+    Attributes:
+        routes: ``(anchor kind, opening id, path)`` per route, the path in flat cells of the
+            search's window (the alternative last, when there is one).
+        alternative: Whether the last route is the corridor-distinct alternative.
+    """
+
+    routes: tuple[tuple[str, str | None, tuple[int, ...]], ...]
+    alternative: bool
+
+
 def route_options(
     graph: GridGraph,
     passable: np.ndarray,
@@ -489,6 +504,9 @@ def route_options(
     window: BeliefWindow | None = None,
 ) -> tuple[list[RouteOption], np.ndarray]:
     """Up to ``max_options`` routes to known openings and frontier cells, plus an alternative.
+
+    The routes come from :func:`route_paths` (the searches) and their attributes from
+    :func:`describe_routes` (the people, threats and cells walked along them).
 
     Args:
         graph: The static grid graph of the plaza.
@@ -512,14 +530,38 @@ def route_options(
         The options and the distance array from ``source`` (flat over ``window``, ``inf`` when
         unreachable), which the validator reuses for target offsets.
     """
+    paths, dist = route_paths(
+        graph, passable, known, source, openings, window, max_options, sinks
+    )
+    if window is None:
+        window = BeliefWindow.whole(graph.width, graph.height)
+    options = describe_routes(
+        paths, source, visited, people, threats, cell_size_m, window
+    )
+    return options, dist
+
+
+def route_paths(
+    graph: GridGraph,
+    passable: np.ndarray,
+    known: np.ndarray,
+    source: tuple[int, int],
+    openings: list[OpeningAnchor],
+    window: BeliefWindow | None = None,
+    max_options: int = 4,
+    sinks: np.ndarray | None = None,
+) -> tuple[RoutePaths, np.ndarray]:
+    """The routes of :func:`route_options` and the distances of its search from ``source``.
+
+    They depend on nothing but the arguments (the believed map inside ``window``, the cell, the
+    anchors), so the same arguments always give the same routes. Arguments as in
+    :func:`route_options`.
+    """
     if window is None:
         window = BeliefWindow.whole(graph.width, graph.height)
     else:
         graph = graph.window(window)
-    origin = np.array([window.x0, window.y0])
     source = (source[0] - window.x0, source[1] - window.y0)
-    people = people - origin
-    threats = threats - origin
     local_cells = window.to_local([a.cell for a in openings]).tolist()
     openings = [
         OpeningAnchor(a.opening_id, a.kind, cell)
@@ -582,11 +624,11 @@ def route_options(
                 continue
             chosen.append((d, "frontier", None, k))
             angles.append(angle)
-    routes: list[tuple[str, str | None, list[int]]] = []
+    routes: list[tuple[str, str | None, tuple[int, ...]]] = []
     for _d, kind, opening_id, cell in chosen:
         path = path_to(pred, src, cell)
         if path:
-            routes.append((kind, opening_id, path))
+            routes.append((kind, opening_id, tuple(path)))
     alternative: list[int] = []
     if routes:
         # the nearest (first of the shortest) route's corridor-distinct alternative
@@ -601,19 +643,35 @@ def route_options(
             float(dist[nearest_path[-1]]),
         )
         if alternative:
-            routes.append((nearest_kind, nearest_id, alternative))
-    options = _options(
-        routes,
-        source,
-        height,
+            routes.append((nearest_kind, nearest_id, tuple(alternative)))
+    return RoutePaths(tuple(routes), bool(alternative)), dist
+
+
+def describe_routes(
+    paths: RoutePaths,
+    source: tuple[int, int],
+    visited: set[int],
+    people: np.ndarray,
+    threats: np.ndarray,
+    cell_size_m: float,
+    window: BeliefWindow,
+) -> list[RouteOption]:
+    """The options of :func:`route_paths`' routes: ``R1``, ``R2``... in order, with attributes.
+
+    Arguments in plaza coordinates, as in :func:`route_options`.
+    """
+    origin = np.array([window.x0, window.y0])
+    return _options(
+        list(paths.routes),
+        (source[0] - window.x0, source[1] - window.y0),
+        window.height,
         visited,
-        people,
-        threats,
+        people - origin,
+        threats - origin,
         cell_size_m,
         window,
-        alternative=bool(alternative),
+        alternative=paths.alternative,
     )
-    return options, dist
 
 
 def _alternative(
@@ -664,7 +722,7 @@ def _alternative(
 
 
 def _options(
-    routes: list[tuple[str, str | None, list[int]]],
+    routes: list[tuple[str, str | None, tuple[int, ...]]],
     source: tuple[int, int],
     height: int,
     visited: set[int],
@@ -687,23 +745,17 @@ def _options(
     cells = np.concatenate([path for _kind, _id, path in routes])
     starts = np.cumsum([0, *lengths[:-1]])
     px, py = np.divmod(cells, height)
-    along = [0] * len(routes)
-    if len(people):
-        near = (np.abs(people[:, 0, None] - px[None, :]) <= 1) & (
-            np.abs(people[:, 1, None] - py[None, :]) <= 1
-        )
-        along = np.count_nonzero(
-            np.logical_or.reduceat(near, starts, axis=1), axis=0
-        ).tolist()
+    along = np.zeros(len(routes), dtype=np.int64)
+    closest = np.empty(len(routes))
+    _compiled_crowding()(
+        px, py, starts, starts + lengths, people, threats, along, closest
+    )
     clearances: list[float | None] = [None] * len(routes)
     if len(threats):
-        d2 = (threats[:, 0, None] - px[None, :]) ** 2 + (
-            threats[:, 1, None] - py[None, :]
-        ) ** 2
-        closest = np.minimum.reduceat(d2.min(axis=0), starts)
         clearances = [
             round(float(np.sqrt(c)) * cell_size_m, 2) for c in closest.tolist()
         ]
+    along = along.tolist()
     plaza_cells = window.to_plaza(cells).tolist()
     options = []
     for k, ((kind, opening_id, path), start) in enumerate(
@@ -720,9 +772,8 @@ def _options(
                 anchor_offset=(dx, dy),
                 direction=compass(dx, dy),
                 length_cells=len(path),
-                familiarity=round(
-                    sum(1 for c in plaza_path if c in visited) / len(path), 3
-                ),
+                # a path never repeats a cell: its cells walked are the intersection
+                familiarity=round(len(visited.intersection(plaza_path)) / len(path), 3),
                 visible_people=along[k],
                 threat_clearance_m=clearances[k],
                 reaches_anchor=len(path) <= COMMIT_CELLS,
@@ -731,3 +782,36 @@ def _options(
             )
         )
     return options
+
+
+@cache
+def _compiled_crowding():
+    """:func:`_crowding` compiled, once a process (Numba imported only then)."""
+    import numba  # noqa: PLC0415  (no import-time cost)
+
+    return numba.njit(cache=True, nogil=True)(_crowding)
+
+
+def _crowding(px, py, starts, ends, people, threats, along, closest):
+    """The crowding of each route: visible people along it and its closest threat.
+
+    Route ``k`` has the cells ``starts[k]:ends[k]`` of ``px, py``; into ``along[k]`` go the
+    people within one cell (Chebyshev) of any of its cells, into ``closest[k]`` the smallest
+    squared distance from a threat to one of its cells (``inf`` without threats).
+    """
+    for k in range(starts.size):
+        count = 0
+        for p in range(people.shape[0]):
+            x, y = people[p, 0], people[p, 1]
+            for c in range(starts[k], ends[k]):
+                if abs(x - px[c]) <= 1 and abs(y - py[c]) <= 1:
+                    count += 1
+                    break
+        along[k] = count
+        best = np.inf
+        for c in range(starts[k], ends[k]):
+            for t in range(threats.shape[0]):
+                dx = threats[t, 0] - px[c]
+                dy = threats[t, 1] - py[c]
+                best = min(best, float(dx * dx + dy * dy))
+        closest[k] = best

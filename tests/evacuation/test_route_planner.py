@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -18,6 +19,7 @@ from mesa_llm_mobility.cognition.testing import (
 )
 from mesa_llm_mobility.evacuation import contexts, route_planner, scripted_llm
 from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.personality import mixed_composition
 from mesa_llm_mobility.evacuation.route_planner import RoutePlanner, _balanced_chunks
 
 FRAMES = ("decisions_frame", "positions_frame", "pedestrians_frame", "events_frame")
@@ -198,6 +200,7 @@ _ORPHAN_SCRIPT = """
 import sys, time
 from mesa_llm_mobility.evacuation import route_planner
 from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.personality import mixed_composition
 if __name__ == "__main__":
     route_planner.MIN_QUERIES_PER_WORKER = 1
     model = EvacuationModel(composition="A", rng=3, time_limit_s=25, route_workers=2)
@@ -240,3 +243,60 @@ def test_a_worker_ends_when_the_models_process_is_killed(tmp_path):
                 alive.discard(pid)
         time.sleep(0.2)
     assert not alive, f"route workers {sorted(alive)} outlived their model's process"
+
+
+def _crowded_run():
+    model = EvacuationModel(
+        composition=mixed_composition(120), random_spawn=True, rng=0, time_limit_s=15
+    )
+    model.run()
+    model.close()
+    return _frames(model), model.route_planner
+
+
+def test_a_pedestrian_standing_on_an_unchanged_map_reuses_its_search(monkeypatch):
+    """Reused searches give exactly the run of searching every query anew."""
+    reused, planner = _crowded_run()
+    assert planner.reused_queries > 0
+    original = route_planner.QueryStream.add
+    monkeypatch.setattr(
+        route_planner.QueryStream,
+        "add",
+        lambda self, query, owner=None: original(self, query, None),
+    )
+    searched, fresh = _crowded_run()
+    assert fresh.reused_queries == 0
+    _assert_same_run(reused, searched)
+
+
+def test_a_reused_answer_has_the_new_querys_attributes():
+    model = EvacuationModel(composition="A", rng=3, time_limit_s=25)
+    try:
+        model.step()
+        agent = model.pedestrians[0]
+        query = contexts._draft(model, agent, "blocked")[0]
+        planner = model.route_planner
+        first = planner.stream(1)
+        first.add(query, agent.index)
+        (answer,) = first.answers()
+        moved = dataclasses.replace(
+            query,
+            people=np.array([query.source]),  # someone beside it now
+            visited=frozenset(answer.options[0].path[:3]),
+        )
+        second = planner.stream(1)
+        second.add(moved, agent.index)
+        (again,) = second.answers()
+        assert planner.reused_queries == 1
+        expected = planner.solver.options(moved)
+        assert again.options == expected.options != answer.options
+        assert np.array_equal(again.reachable, expected.reachable)
+        elsewhere = dataclasses.replace(
+            query, source=(query.source[0] + 1, query.source[1])
+        )
+        assert not query.same_search(elsewhere)
+        assert not query.same_search(
+            dataclasses.replace(query, codes=np.where(query.codes == 0, 1, query.codes))
+        )
+    finally:
+        model.close()
