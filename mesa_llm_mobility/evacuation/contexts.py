@@ -91,11 +91,12 @@ def known_openings(
     x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
     local_codes = codes.ravel()
     known, anchors = [], []
-    for k, opening in enumerate(model.plaza.openings):
-        cells = model.opening_cells[k]
-        seen = model.belief.last_seen(i, cells)
-        if not np.any(seen >= 0):
-            continue
+    lengths = [len(cells) for cells in model.opening_cells]
+    starts = np.cumsum([0, *lengths[:-1]])
+    seen_all = model.belief.last_seen(i, np.concatenate(model.opening_cells))
+    for k in np.flatnonzero(np.maximum.reduceat(seen_all, starts) >= 0).tolist():
+        opening, cells = model.plaza.openings[k], model.opening_cells[k]
+        seen = seen_all[starts[k] : starts[k] + lengths[k]]
         cells_known = cells[seen >= 0]
         state_code = int(local_codes[window.to_local(cells_known[0])])
         state = {

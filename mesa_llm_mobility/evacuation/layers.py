@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 
 import numpy as np
 
@@ -289,30 +290,54 @@ class BeliefStore:
 
     def codes_in(self, agent: int, window: BeliefWindow) -> np.ndarray:
         """Believed terrain codes of one agent inside ``window`` (``[x, y]``, ``UNKNOWN`` unseen)."""
-        # the window's rows are runs of the flat cells, a plaza height apart: strided views
-        first = window.x0 * self.height + window.y0
-        last = first + (window.width - 1) * self.height + window.height - 1
-        lo, hi = first >> 3, (last >> 3) + 1
-        bits = np.unpackbits(self._known_bits[agent, lo:hi], bitorder="little")
-        seen = np.lib.stride_tricks.as_strided(
-            bits[first - lo * 8 :],
-            shape=(window.width, window.height),
-            strides=(self.height * bits.strides[0], bits.strides[0]),
-            writeable=False,
-        ).astype(bool)
-        codes = np.where(
-            seen,
-            window.crop(self.static_codes.reshape(-1, self.height)),
-            Terrain.UNKNOWN,
-        ).astype(np.uint8)
-        gx, gy = np.divmod(self.gate_flat, self.height)
-        inside = window.contains(gx, gy)
-        if inside.any():
-            lx, ly = gx[inside] - window.x0, gy[inside] - window.y0
-            codes[lx, ly] = np.where(
-                seen[lx, ly], self.gate_seen[agent, inside], Terrain.UNKNOWN
-            )
+        codes = np.empty((window.width, window.height), dtype=np.uint8)
+        _compiled_window_codes()(
+            self._known_bits[agent],
+            self.static_codes,
+            self.gate_flat,
+            self.gate_seen[agent],
+            self.height,
+            window.x0,
+            window.y0,
+            int(Terrain.UNKNOWN),
+            codes,
+        )
         return codes
+
+
+@cache
+def _compiled_window_codes():
+    """:func:`_window_codes` compiled, once a process (Numba imported only then)."""
+    import numba  # noqa: PLC0415  (no import-time cost)
+
+    return numba.njit(cache=True, nogil=True)(_window_codes)
+
+
+def _window_codes(
+    known_bits, static_codes, gate_flat, gate_seen, height, x0, y0, unknown, codes
+):
+    """One agent's believed codes of a window, written into ``codes``.
+
+    ``codes`` is ``[x, y]`` from ``x0, y0``. A cell whose bit is set in ``known_bits`` (flat
+    cell ``f`` is bit ``f & 7`` of byte ``f >> 3``) gets its static code, a known gate cell
+    its state as last seen (``gate_seen``), every other cell ``unknown``.
+    """
+    width, window_height = codes.shape
+    for lx in range(width):
+        row = (x0 + lx) * height + y0
+        for ly in range(window_height):
+            flat = row + ly
+            if (known_bits[flat >> 3] >> (flat & 7)) & 1:
+                codes[lx, ly] = static_codes[flat]
+            else:
+                codes[lx, ly] = unknown
+    for g in range(gate_flat.size):
+        flat = gate_flat[g]
+        lx = flat // height - x0
+        ly = flat % height - y0
+        inside = 0 <= lx < width and 0 <= ly < window_height
+        if inside and (known_bits[flat >> 3] >> (flat & 7)) & 1:
+            codes[lx, ly] = gate_seen[g]
 
 
 def _run_starts(values: np.ndarray) -> np.ndarray:

@@ -109,6 +109,7 @@ from mesa_llm_mobility.evacuation.timing import (
     due_step,
 )
 from mesa_llm_mobility.experiment.base_model import MobilityModel
+from mesa_llm_mobility.experiment.collector import LongRun
 from mesa_llm_mobility.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
@@ -618,9 +619,11 @@ class EvacuationModel(MobilityModel):
     def run(self, max_steps: int | None = None) -> EvacuationModel:
         """Step until the run ends (or ``max_steps`` more steps); returns the model."""
         steps = 0
-        while self.running and (max_steps is None or steps < max_steps):
-            self.step()
-            steps += 1
+        with LongRun() as run:
+            while self.running and (max_steps is None or steps < max_steps):
+                self.step()
+                run.settle()
+                steps += 1
         return self
 
     def positions_frame(self) -> pd.DataFrame:

@@ -350,16 +350,17 @@ class QueryStream:
     Made by :meth:`RoutePlanner.stream`. A query whose owner's last answered query had the same
     search (:meth:`OptionsQuery.same_search`: a pedestrian that stood still on an unchanged map)
     is answered at once from that answer (:meth:`RouteSolver.redescribe`). The other queries
-    need their searches. With ``h`` worker processes, this process drafts every query and then
-    answers its share ``m`` of the ``n`` searched queries, while the workers answer the rest
-    from the first chunk on; both finish together when
+    need their searches. With ``h`` worker processes, this process drafts all ``N`` queries
+    and then answers its share ``m`` of the ``S`` searched ones, while the workers answer the
+    rest from the first chunk on; both finish together when
 
-        d n + m n a = (1 - m) n w / h,   so   m = (w / h - d) / (a + w / h),
+        d N + m S a = (1 - m) S w / h,   so   m = (S w / h - d N) / (S (a + w / h)),
 
-    with ``d``, ``a`` and ``w`` the seconds a searched query takes to draft (the reused
-    queries' share included), to answer here and at a worker's pace
-    (:attr:`RoutePlanner.seconds_per_query`, measured at every step). Until they are
-    measured the shares are equal. Which process answers a query, and whether its search is
+    with ``d``, ``a`` and ``w`` the seconds a query takes to draft, to answer here and at a
+    worker's pace (:attr:`RoutePlanner.seconds_per_query`, measured at every step). ``S`` is
+    projected from the share of searched queries so far (it differs much between steps:
+    pedestrians standing blocked redecide together). Until the rates are measured the shares
+    are equal. Which process answers a query, and whether its search is
     run or reused, never changes its answer.
     """
 
@@ -370,18 +371,10 @@ class QueryStream:
         self._answers: list[OptionsAnswer | None] = []
         self._searched: list[tuple[int, int | None]] = []  # (position, owner) per query
         self._started = time.perf_counter()
-        helpers = max(
+        self._helpers = max(
             min(planner.workers - 1, expected // MIN_QUERIES_PER_WORKER - 1), 0
         )
-        rates = planner.seconds_per_query
-        if helpers and {"draft", "here", "workers"} <= rates.keys():
-            pace = rates["workers"] / helpers
-            here = (pace - rates["draft"]) / (rates["here"] + pace)
-        else:
-            here = 1.0 / (helpers + 1)
-        here = min(max(here, MIN_SHARE_HERE), 1.0)
         self._expected = expected
-        self._workers_share = 1.0 - here if helpers else 0.0
         self._sent = 0
         self._futures: list[tuple[int, int, concurrent.futures.Future]] = []
         self._first_sent: float | None = None
@@ -434,7 +427,7 @@ class QueryStream:
             self._answers[position] = answer
             if owner is not None:
                 self.planner.last_answers[owner] = (query, answer)  # type: ignore[assignment]
-        measured = {"draft": drafted / max(len(self.queries), 1)}
+        measured = {"draft": drafted / max(len(self._answers), 1)}
         if local:
             measured["here"] = answered / len(local)
         if remote == self._sent and self._first_sent is not None and remote:
@@ -447,22 +440,28 @@ class QueryStream:
         return self._answers  # type: ignore[return-value]
 
     def _quota(self) -> int:
-        """The workers' share of the searched queries the step is expected to have.
-
-        The searched queries still to come are projected from the share so far (the repeated
-        share differs much between steps: pedestrians standing blocked redecide together).
-        """
-        added = len(self._answers)
-        searched = len(self.queries)
+        """How many of the searched queries the workers answer (the class's ``(1 - m) S``)."""
+        if not self._helpers:
+            return 0
+        added, searched = len(self._answers), len(self.queries)
         if added < self._expected:
             searched += (self._expected - added) * searched / added
-        return round(searched * self._workers_share)
+        rates = self.planner.seconds_per_query
+        if {"draft", "here", "workers"} <= rates.keys() and searched:
+            pace = rates["workers"] / self._helpers
+            here = (searched * pace - rates["draft"] * max(added, self._expected)) / (
+                searched * (rates["here"] + pace)
+            )
+        else:
+            here = 1.0 / (self._helpers + 1)
+        here = min(max(here, MIN_SHARE_HERE), 1.0)
+        return round(searched * (1.0 - here))
 
     def _send(self, until: int) -> None:
         """Send the queries up to ``until`` to a worker, or keep them here (no workers)."""
         if until <= self._sent:
             return
-        pool = self.planner._ensure_pool() if self._workers_share else None
+        pool = self.planner._ensure_pool()
         if pool is None:
             return  # no workers (or they failed): this process answers them
         try:

@@ -1,0 +1,73 @@
+"""A long run's collector freeze: only the newest objects are examined, nothing is lost."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.experiment.collector import LongRun
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.other: _Node | None = None
+
+
+def _cycle() -> weakref.ref:
+    a, b = _Node(), _Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen():
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def test_a_run_freezes_what_outlives_each_step_and_undoes_it_at_the_end():
+    with LongRun() as run:
+        assert gc.get_freeze_count() > 0
+        alive = _cycle()
+        run.settle()
+        gc.collect()
+        assert alive() is not None, "a frozen cycle is left alone during the run"
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert alive() is None, "and collected after it"
+
+
+def test_a_cycle_made_and_dropped_within_a_step_is_collected_during_the_run():
+    with LongRun():
+        dropped = _cycle()
+        gc.collect()
+        assert dropped() is None
+
+
+def test_runs_at_once_share_one_freeze_and_the_last_undoes_it():
+    outer = LongRun().__enter__()
+    with LongRun():
+        pass
+    assert gc.get_freeze_count() > 0
+    outer.__exit__(None, None, None)
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_model_run_freezes_during_the_run_and_unfreezes_after():
+    model = EvacuationModel(composition="A", rng=1, time_limit_s=2)
+    counts = []
+    step = model.step
+
+    def counted_step():
+        counts.append(gc.get_freeze_count())
+        step()
+
+    model.step = counted_step
+    model.run()
+    model.close()
+    assert len(counts) == 6 and all(c > 0 for c in counts)
+    assert gc.get_freeze_count() == 0
