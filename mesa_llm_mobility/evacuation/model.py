@@ -619,10 +619,9 @@ class EvacuationModel(MobilityModel):
     def run(self, max_steps: int | None = None) -> EvacuationModel:
         """Step until the run ends (or ``max_steps`` more steps); returns the model."""
         steps = 0
-        with LongRun() as run:
+        with LongRun():
             while self.running and (max_steps is None or steps < max_steps):
                 self.step()
-                run.settle()
                 steps += 1
         return self
 

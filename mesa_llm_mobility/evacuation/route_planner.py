@@ -378,7 +378,9 @@ class QueryStream:
         self._sent = 0
         self._futures: list[tuple[int, int, concurrent.futures.Future]] = []
         self._first_sent: float | None = None
-        self._last_done = 0.0
+        # when each chunk's answers came; the futures' callbacks hold this list, not the
+        # stream (a cycle through them would keep a step's queries until a full collection)
+        self._done: list[float] = []
 
     def add(self, query: OptionsQuery, owner: int | None = None) -> None:
         """Take the next query (a full chunk within the workers' share is sent at once).
@@ -430,8 +432,9 @@ class QueryStream:
         measured = {"draft": drafted / max(len(self._answers), 1)}
         if local:
             measured["here"] = answered / len(local)
-        if remote == self._sent and self._first_sent is not None and remote:
-            measured["workers"] = (self._last_done - self._first_sent) / remote
+        # (a future's callback may run just after its result is given: then one is missing)
+        if remote == self._sent and self._first_sent is not None and self._done:
+            measured["workers"] = (max(self._done) - self._first_sent) / remote
         rates = self.planner.seconds_per_query
         for name, value in measured.items():
             rates[name] = (
@@ -471,12 +474,10 @@ class QueryStream:
             return
         if self._first_sent is None:
             self._first_sent = time.perf_counter()
-        future.add_done_callback(self._done)
+        done = self._done
+        future.add_done_callback(lambda _future: done.append(time.perf_counter()))
         self._futures.append((self._sent, until, future))
         self._sent = until
-
-    def _done(self, _future: concurrent.futures.Future) -> None:
-        self._last_done = max(self._last_done, time.perf_counter())
 
 
 class _Chunk(list):

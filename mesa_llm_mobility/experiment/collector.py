@@ -1,14 +1,18 @@
-"""Python's cyclic garbage collector during a long run: only the newest objects are examined.
+"""Python's cyclic garbage collector during a long run: the model's setup left out of its passes.
 
 A large model holds hundreds of thousands of container objects for its whole life (Mesa's grid
-cells with their neighbour dicts and agent lists, the agents, their memories), and every step
-adds decisions and contexts that live a few steps. Python's collector re-examines old objects
-again and again: its full collections, triggered by that churn every few steps, took about a
-tenth of a 10,000-pedestrian run. :class:`LongRun` freezes (:func:`gc.freeze`) the objects alive
-when a run starts and again after every step, so a collection examines only what the current
-step made; reference counting still frees everything at once, as always. When the run ends
-the objects are unfrozen, so a reference cycle that became garbage meanwhile (the models make
-none: measured) is collected by the next collection after the run.
+cells with their neighbour dicts and agent lists, the agents, their memories). Python's
+collector re-examines all of them at every full collection, which the churn of a run's
+decisions triggers every few steps: at 10,000 pedestrians that was about a tenth of the run.
+:class:`LongRun` freezes (:func:`gc.freeze`) the objects alive when a run starts, so the
+collections during the run examine only what the run made. Everything the run makes is
+collected as always; reference counting frees the frozen objects as always too. Only a
+reference cycle among the frozen objects that becomes garbage during the run waits until the
+run ends, when the objects are unfrozen.
+
+The freeze is taken once, not after every step: the objects a step leaves behind include
+reference cycles that only the collector frees (a library's internals, an LLM client's), and
+frozen they would be kept to the end of the run.
 
 Several runs at once (threads) share one freeze; the last to end undoes it. Undoing it
 unfreezes every frozen object, also any the process froze before the run (a server before
@@ -35,17 +39,14 @@ _FREEZE = _Freeze()
 
 
 class LongRun:
-    """``with LongRun() as run: ... run.settle()`` around a model's step loop."""
+    """``with LongRun(): ...`` around a model's step loop."""
 
     def __enter__(self) -> LongRun:
         with _FREEZE.lock:
+            if _FREEZE.runs == 0:
+                gc.freeze()
             _FREEZE.runs += 1
-            gc.freeze()
         return self
-
-    def settle(self) -> None:
-        """After a step: leave the objects that outlived it out of later collections."""
-        gc.freeze()
 
     def __exit__(
         self,

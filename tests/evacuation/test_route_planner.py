@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import os
 import signal
@@ -298,5 +299,29 @@ def test_a_reused_answer_has_the_new_querys_attributes():
         assert not query.same_search(
             dataclasses.replace(query, codes=np.where(query.codes == 0, 1, query.codes))
         )
+    finally:
+        model.close()
+
+
+def test_a_streamed_step_leaves_no_garbage_only_a_full_collection_frees(
+    every_step_shared,
+):
+    """A step's queries are freed when the step ends (no cycle through the workers' futures)."""
+    model = EvacuationModel(composition="A", rng=3, time_limit_s=25, route_workers=2)
+    try:
+        for _ in range(6):
+            model.step()
+        assert model.route_planner.remote_queries > 0
+        gc.collect()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        try:
+            for _ in range(6):
+                model.step()
+            gc.collect()
+            kept = [type(o).__name__ for o in gc.garbage]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+        assert "QueryStream" not in kept and "Future" not in kept, kept
     finally:
         model.close()
