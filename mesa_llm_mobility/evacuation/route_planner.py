@@ -20,6 +20,7 @@ ends by itself within about a second.
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import logging
 import multiprocessing
 import os
@@ -49,8 +50,9 @@ PARENT_CHECK_S = 1.0
 MIN_QUERIES_PER_WORKER = 8
 """Below this many queries per process a step's queries are answered here (no round trip)."""
 
-MIN_SHARE_HERE = 0.1
-"""This process answers at least this share of a streamed step's queries (and so keeps timing)."""
+MIN_SHARE_HERE = 0.02
+"""This process answers at least this share of a streamed step's searched queries (and so keeps
+timing them); with many pedestrians drafting alone keeps it busier than the workers."""
 
 STREAM_CHUNK = 32
 """Queries sent to a worker at a time while a step's queries are still being drafted."""
@@ -78,18 +80,19 @@ class OptionsQuery:
     people: np.ndarray
     threats: np.ndarray
 
-    def same_search(self, other: OptionsQuery) -> bool:
-        """Whether ``other`` has the same routes: the same believed map, window, cell and anchors.
+    def search_key(self) -> tuple[object, ...]:
+        """What the routes depend on: the cell, the window, the anchors and the believed map.
 
         The rest of a query (people, threats, cells walked) changes only the routes'
-        attributes (:func:`~.routing.describe_routes`).
+        attributes (:func:`~.routing.describe_routes`). The map enters as a 128-bit digest of
+        its codes (a planner keeps one key per pedestrian; the codes would be 10-40 KB each).
         """
-        return (
-            self.source == other.source
-            and self.window == other.window
-            and self.anchors == other.anchors
-            and np.array_equal(self.codes, other.codes)
-        )
+        digest = hashlib.blake2b(np.ascontiguousarray(self.codes).data, digest_size=16)
+        return (self.source, self.window, self.anchors, digest.digest())
+
+    def same_search(self, other: OptionsQuery) -> bool:
+        """Whether ``other`` has the same routes (the same :meth:`search_key`)."""
+        return self.search_key() == other.search_key()
 
 
 @dataclass(frozen=True)
@@ -264,8 +267,9 @@ class RoutePlanner:
         one in this process) and ``workers`` (a worker's pace, from sending to its answer)."""
         self.reused_queries = 0
         """Streamed queries answered from their owner's last answer (no search) so far."""
-        self.last_answers: dict[int, tuple[OptionsQuery, OptionsAnswer]] = {}
-        """Each owner's last streamed query and its answer (:meth:`QueryStream.add`)."""
+        self.last_answers: dict[int, tuple[tuple[object, ...], OptionsAnswer]] = {}
+        """Each owner's last streamed query's :meth:`~OptionsQuery.search_key` and answer
+        (:meth:`QueryStream.add`)."""
 
     def answer(
         self, queries: list[OptionsQuery | RouteQuery]
@@ -369,7 +373,8 @@ class QueryStream:
         self.queries: list[OptionsQuery] = []
         """The queries that need their searches, in the order added."""
         self._answers: list[OptionsAnswer | None] = []
-        self._searched: list[tuple[int, int | None]] = []  # (position, owner) per query
+        # (position, owner, search key) of each searched query
+        self._searched: list[tuple[int, int | None, tuple[object, ...] | None]] = []
         self._started = time.perf_counter()
         self._helpers = max(
             min(planner.workers - 1, expected // MIN_QUERIES_PER_WORKER - 1), 0
@@ -390,14 +395,15 @@ class QueryStream:
             owner: Who asks (a pedestrian's index): its last answered query's search is reused
                 when this one's is the same. ``None``: never reused.
         """
+        key = query.search_key() if owner is not None else None
         earlier = self.planner.last_answers.get(owner) if owner is not None else None
-        if earlier is not None and earlier[0].same_search(query):
+        if earlier is not None and earlier[0] == key:
             answer = self.planner.solver.redescribe(query, earlier[1])
-            self.planner.last_answers[owner] = (query, answer)
+            self.planner.last_answers[owner] = (key, answer)
             self.planner.reused_queries += 1
             self._answers.append(answer)
             return
-        self._searched.append((len(self._answers), owner))
+        self._searched.append((len(self._answers), owner, key))
         self._answers.append(None)
         self.queries.append(query)
         if len(self.queries) - self._sent >= STREAM_CHUNK:
@@ -423,12 +429,10 @@ class QueryStream:
                 part = self.planner.solver.answer(self.queries[first:last])
             found[first:last] = part
         self.planner.remote_queries += remote
-        for (position, owner), query, answer in zip(
-            self._searched, self.queries, found, strict=True
-        ):
+        for (position, owner, key), answer in zip(self._searched, found, strict=True):
             self._answers[position] = answer
             if owner is not None:
-                self.planner.last_answers[owner] = (query, answer)  # type: ignore[assignment]
+                self.planner.last_answers[owner] = (key, answer)  # type: ignore[assignment]
         measured = {"draft": drafted / max(len(self._answers), 1)}
         if local:
             measured["here"] = answered / len(local)

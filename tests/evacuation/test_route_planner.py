@@ -107,8 +107,9 @@ def test_chunks_keep_order_and_balance_the_window_cells():
         ({}, 11),  # nothing measured yet: equal shares of 22 queries
         ({"draft": 1.0, "here": 1.0, "workers": 3.0}, 11),  # m = (3 - 1) / (1 + 3)
         ({"draft": 0.5, "here": 1.0, "workers": 1.0}, 16),  # m = (1 - 0.5) / 2
-        # m < 0: this process keeps its least share
-        ({"draft": 2.0, "here": 1.0, "workers": 1.0}, 20),
+        # m < 0: this process keeps its least share (2 %: none of 22)
+        ({"draft": 2.0, "here": 1.0, "workers": 1.0}, 22),
+        ({"draft": 0.5, "here": 1.0, "workers": 0.5}, 22),  # m = 0
     ],
 )
 def test_a_stream_sends_the_workers_their_share_and_answers_in_order(
