@@ -263,8 +263,9 @@ class RoutePlanner:
         self.remote_queries = 0
         """Queries answered by worker processes so far."""
         self.seconds_per_query: dict[str, float] = {}
-        """Measured and smoothed: ``draft`` (a searched query's drafting), ``here`` (answering
-        one in this process) and ``workers`` (a worker's pace, from sending to its answer)."""
+        """Measured and smoothed: ``draft`` (drafting a query, reused or searched), ``here``
+        (answering a searched one in this process) and ``workers`` (a worker's pace, from
+        sending to its answer)."""
         self.reused_queries = 0
         """Streamed queries answered from their owner's last answer (no search) so far."""
         self.last_answers: dict[int, tuple[tuple[object, ...], OptionsAnswer]] = {}
@@ -364,8 +365,8 @@ class QueryStream:
     worker's pace (:attr:`RoutePlanner.seconds_per_query`, measured at every step). ``S`` is
     projected from the share of searched queries so far (it differs much between steps:
     pedestrians standing blocked redecide together). Until the rates are measured the shares
-    are equal. Which process answers a query, and whether its search is
-    run or reused, never changes its answer.
+    are equal. Which process answers a query, and whether its search is run or reused, never
+    changes its answer.
     """
 
     def __init__(self, planner: RoutePlanner, expected: int) -> None:
