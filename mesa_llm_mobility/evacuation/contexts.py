@@ -91,12 +91,11 @@ def known_openings(
     x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
     local_codes = codes.ravel()
     known, anchors = [], []
-    lengths = [len(cells) for cells in model.opening_cells]
-    starts = np.cumsum([0, *lengths[:-1]])
-    seen_all = model.belief.last_seen(i, np.concatenate(model.opening_cells))
-    for k in np.flatnonzero(np.maximum.reduceat(seen_all, starts) >= 0).tolist():
+    bounds = model.opening_bounds
+    seen_all = model.belief.last_seen(i, model.opening_cells_flat)
+    for k in np.flatnonzero(np.maximum.reduceat(seen_all, bounds[:-1]) >= 0).tolist():
         opening, cells = model.plaza.openings[k], model.opening_cells[k]
-        seen = seen_all[starts[k] : starts[k] + lengths[k]]
+        seen = seen_all[bounds[k] : bounds[k + 1]]
         cells_known = cells[seen >= 0]
         state_code = int(local_codes[window.to_local(cells_known[0])])
         state = {

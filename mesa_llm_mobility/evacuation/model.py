@@ -323,6 +323,10 @@ class EvacuationModel(MobilityModel):
         self.opening_cells = [
             np.array([x * height + y for x, y in o.cells]) for o in plaza_.openings
         ]
+        self.opening_cells_flat = np.concatenate(self.opening_cells)
+        """Every opening's cells in one array; opening ``k``'s are
+        ``opening_bounds[k]:opening_bounds[k + 1]``."""
+        self.opening_bounds = np.cumsum([0, *map(len, self.opening_cells)])
         self.opening_mask = plaza_.opening_index >= 0
         self.route_planner = RoutePlanner(
             plaza_.raw, self.graph, self.opening_mask, self.cell_size_m, route_workers

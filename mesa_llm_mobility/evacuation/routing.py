@@ -658,20 +658,59 @@ def describe_routes(
 ) -> list[RouteOption]:
     """The options of :func:`route_paths`' routes: ``R1``, ``R2``... in order, with attributes.
 
-    Arguments in plaza coordinates, as in :func:`route_options`.
+    Arguments in plaza coordinates, as in :func:`route_options`. The attributes of all routes
+    come from one pass over their cells together: people within one cell (Chebyshev) of a
+    route, the closest visible A or D, the cells already walked. The last route is marked as
+    the corridor-distinct alternative when ``paths`` has one.
     """
+    routes = paths.routes
+    if not routes:
+        return []
     origin = np.array([window.x0, window.y0])
-    return _options(
-        list(paths.routes),
-        (source[0] - window.x0, source[1] - window.y0),
-        window.height,
-        visited,
-        people - origin,
-        threats - origin,
-        cell_size_m,
-        window,
-        alternative=paths.alternative,
+    source = (source[0] - window.x0, source[1] - window.y0)
+    height = window.height
+    lengths = [len(path) for _kind, _id, path in routes]
+    cells = np.concatenate([path for _kind, _id, path in routes])
+    starts = np.cumsum([0, *lengths[:-1]])
+    px, py = np.divmod(cells, height)
+    along = np.zeros(len(routes), dtype=np.int64)
+    closest = np.empty(len(routes))
+    threats = threats - origin
+    _compiled_crowding()(
+        px, py, starts, starts + lengths, people - origin, threats, along, closest
     )
+    clearances: list[float | None] = [None] * len(routes)
+    if len(threats):
+        clearances = [
+            round(float(np.sqrt(c)) * cell_size_m, 2) for c in closest.tolist()
+        ]
+    along = along.tolist()
+    plaza_cells = window.to_plaza(cells).tolist()
+    options = []
+    for k, ((kind, opening_id, path), start) in enumerate(
+        zip(routes, starts.tolist(), strict=True)
+    ):
+        plaza_path = tuple(plaza_cells[start : start + lengths[k]])
+        ax, ay = divmod(path[-1], height)
+        dx, dy = ax - source[0], ay - source[1]
+        options.append(
+            RouteOption(
+                route_id=f"R{k + 1}",
+                anchor_kind=kind,
+                opening_id=opening_id,
+                anchor_offset=(dx, dy),
+                direction=compass(dx, dy),
+                length_cells=len(path),
+                # a path never repeats a cell: its cells walked are the intersection
+                familiarity=round(len(visited.intersection(plaza_path)) / len(path), 3),
+                visible_people=along[k],
+                threat_clearance_m=clearances[k],
+                reaches_anchor=len(path) <= COMMIT_CELLS,
+                alternative=paths.alternative and k == len(routes) - 1,
+                path=plaza_path,
+            )
+        )
+    return options
 
 
 def _alternative(
@@ -719,69 +758,6 @@ def _alternative(
     if not alternative or len(set(alternative) & set(path)) > len(path) // 2:
         return []
     return alternative
-
-
-def _options(
-    routes: list[tuple[str, str | None, tuple[int, ...]]],
-    source: tuple[int, int],
-    height: int,
-    visited: set[int],
-    people: np.ndarray,
-    threats: np.ndarray,
-    cell_size_m: float,
-    window: BeliefWindow,
-    *,
-    alternative: bool,
-) -> list[RouteOption]:
-    """The options of ``routes`` (kind, opening, local path), ``R1``, ``R2``... in order.
-
-    The attributes of all routes come from one pass over their cells together: people within
-    one cell (Chebyshev) of a route, the closest visible A or D, the cells already walked.
-    ``alternative`` marks the last route as the corridor-distinct alternative.
-    """
-    if not routes:
-        return []
-    lengths = [len(path) for _kind, _id, path in routes]
-    cells = np.concatenate([path for _kind, _id, path in routes])
-    starts = np.cumsum([0, *lengths[:-1]])
-    px, py = np.divmod(cells, height)
-    along = np.zeros(len(routes), dtype=np.int64)
-    closest = np.empty(len(routes))
-    _compiled_crowding()(
-        px, py, starts, starts + lengths, people, threats, along, closest
-    )
-    clearances: list[float | None] = [None] * len(routes)
-    if len(threats):
-        clearances = [
-            round(float(np.sqrt(c)) * cell_size_m, 2) for c in closest.tolist()
-        ]
-    along = along.tolist()
-    plaza_cells = window.to_plaza(cells).tolist()
-    options = []
-    for k, ((kind, opening_id, path), start) in enumerate(
-        zip(routes, starts.tolist(), strict=True)
-    ):
-        plaza_path = tuple(plaza_cells[start : start + lengths[k]])
-        ax, ay = divmod(path[-1], height)
-        dx, dy = ax - source[0], ay - source[1]
-        options.append(
-            RouteOption(
-                route_id=f"R{k + 1}",
-                anchor_kind=kind,
-                opening_id=opening_id,
-                anchor_offset=(dx, dy),
-                direction=compass(dx, dy),
-                length_cells=len(path),
-                # a path never repeats a cell: its cells walked are the intersection
-                familiarity=round(len(visited.intersection(plaza_path)) / len(path), 3),
-                visible_people=along[k],
-                threat_clearance_m=clearances[k],
-                reaches_anchor=len(path) <= COMMIT_CELLS,
-                alternative=alternative and k == len(routes) - 1,
-                path=plaza_path,
-            )
-        )
-    return options
 
 
 @cache
