@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -97,7 +98,14 @@ def heard_shout(
     age_s: float = 0.0,
 ) -> HeardShout:
     """What a listener at ``listener`` hears of a shouter at ``shouter``."""
-    dx, dy = shouter[0] - listener[0], shouter[1] - listener[1]
+    return _heard_from(
+        shouter[0] - listener[0], shouter[1] - listener[1], cell_size_m, age_s
+    )
+
+
+@lru_cache(maxsize=1 << 16)
+def _heard_from(dx: int, dy: int, cell_size_m: float, age_s: float) -> HeardShout:
+    """:func:`heard_shout` of a shouter at offset ``(dx, dy)`` (a crowd repeats offsets)."""
     return HeardShout(
         compass(dx, dy),
         approximate_distance_m(float(np.hypot(dx, dy)) * cell_size_m),
@@ -192,19 +200,21 @@ def communicate(model: EvacuationModel) -> None:
         if mine.any():
             known[mine] = np.any(model.belief.known(receivers[mine], cells), axis=1)
     sent = model.info_sent
-    for si, ri, k, seen in zip(
-        senders_.tolist(),
-        receivers.tolist(),
-        openings.tolist(),
-        known.tolist(),
+    news = np.flatnonzero(~known)  # most receivers already saw the opening
+    here = model.pos[receivers[news]].tolist()
+    for si, ri, k, (rx, ry) in zip(
+        senders_[news].tolist(),
+        receivers[news].tolist(),
+        openings[news].tolist(),
+        here,
         strict=True,
     ):
-        if seen or (si, ri, k) in sent:
+        if (si, ri, k) in sent:
             continue
         sent.add((si, ri, k))
         opening = model.plaza.openings[k]
         cx, cy = opening.center
-        dx, dy = cx - int(model.pos[ri, 0]), cy - int(model.pos[ri, 1])
+        dx, dy = cx - rx, cy - ry
         hint = ExitHint(
             sender=model.uid(si),
             opening_id=opening.opening_id,

@@ -159,9 +159,12 @@ def decision_requests(
     are completed in the order of ``due``.
     """
     stream = model.route_planner.stream(len(due))
+    cutoff = model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND
+    # latest first, ties by shouter index
+    heard = model.shouts.recent_many([agent.index for agent, _ in due], cutoff, 5)
     drafts = []
-    for agent, trigger in due:
-        query, fields = _draft(model, agent, trigger)
+    for (agent, trigger), recent in zip(due, heard, strict=True):
+        query, fields = _draft(model, agent, trigger, recent)
         stream.add(query, agent.index)
         drafts.append(fields)
     start = perf_counter()
@@ -186,9 +189,15 @@ def decision_requests(
 
 
 def _draft(
-    model: EvacuationModel, agent: Pedestrian, trigger: str
+    model: EvacuationModel,
+    agent: Pedestrian,
+    trigger: str,
+    recent: list[tuple[int, int, int, int]],
 ) -> tuple[OptionsQuery, dict[str, object]]:
-    """One pedestrian's route-options query and every other field of its context."""
+    """One pedestrian's route-options query and every other field of its context.
+
+    ``recent`` is what :meth:`.hearing.ShoutLog.recent` gives for the pedestrian.
+    """
     i = agent.index
     height, width = model.plaza.height, model.plaza.width
     x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
@@ -233,8 +242,6 @@ def _draft(
         threats,
     )
     memory = agent.memory
-    cutoff = model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND
-    recent = model.shouts.recent(i, cutoff, 5)  # latest first, ties by shouter index
     shouts = tuple(
         heard_shout(
             (x, y),

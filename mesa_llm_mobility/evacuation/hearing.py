@@ -73,19 +73,37 @@ class ShoutLog:
         Each shouter once, with the step it was last heard and its cell then, latest first and
         shouters of one step in row order: ``(step, shouter, x, y)``.
         """
-        found: list[tuple[int, int, int, int]] = []
-        taken: set[int] = set()
-        for step, listeners, shouters, xs, ys in reversed(self._blocks):
-            if step < since or len(found) >= limit:
-                break
-            lo = int(np.searchsorted(listeners, listener, side="left"))
-            hi = int(np.searchsorted(listeners, listener, side="right"))
-            for k in range(lo, hi):
-                s = int(shouters[k])
-                if s in taken:
-                    continue
-                taken.add(s)
-                found.append((step, s, int(xs[k]), int(ys[k])))
+        return self.recent_many([listener], since, limit)[0]
+
+    def recent_many(
+        self, listeners: list[int], since: int, limit: int
+    ) -> list[list[tuple[int, int, int, int]]]:
+        """:meth:`recent` of several listeners, each block searched once for all of them."""
+        blocks = [block for block in reversed(self._blocks) if block[0] >= since]
+        wanted = np.asarray(listeners, dtype=np.int64)
+        spans = [
+            (
+                np.searchsorted(heard_by, wanted, side="left").tolist(),
+                np.searchsorted(heard_by, wanted, side="right").tolist(),
+            )
+            for _step, heard_by, _s, _x, _y in blocks
+        ]
+        out: list[list[tuple[int, int, int, int]]] = []
+        for row in range(len(listeners)):
+            found: list[tuple[int, int, int, int]] = []
+            taken: set[int] = set()
+            for (step, _l, shouters, xs, ys), (los, his) in zip(
+                blocks, spans, strict=True
+            ):
                 if len(found) >= limit:
                     break
-        return found
+                for k in range(los[row], his[row]):
+                    s = int(shouters[k])
+                    if s in taken:
+                        continue
+                    taken.add(s)
+                    found.append((step, s, int(xs[k]), int(ys[k])))
+                    if len(found) >= limit:
+                        break
+            out.append(found)
+        return out

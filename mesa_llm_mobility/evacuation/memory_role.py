@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -168,8 +169,13 @@ def split_sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE_END.split(text.strip()) if part.strip()]
 
 
+@lru_cache(maxsize=1 << 16)
 def fact_key(sentence: str) -> str | None:
-    """The rule writer's key of a lasting fact sentence (``opening:E1``, ``sighting``, ...)."""
+    """The rule writer's key of a lasting fact sentence (``opening:E1``, ``sighting``, ...).
+
+    Cached: memory texts are built from a few templates, so a crowd's texts repeat the same
+    sentences turn after turn.
+    """
     for pattern, key in _KEY_PATTERNS:
         match = pattern.match(sentence)
         if match:

@@ -14,7 +14,16 @@ The freeze is taken once, not after every step: the objects a step leaves behind
 reference cycles that only the collector frees (a library's internals, an LLM client's), and
 frozen they would be kept to the end of the run.
 
-Several runs at once (threads) share one freeze; the last to end undoes it. Undoing it
+During the run the youngest generation is collected every :data:`RUN_YOUNG_THRESHOLD`
+allocations instead of every 700. A step makes and drops many short-lived containers (contexts,
+options, rows); collected every 700 they are examined while alive and promoted to the older
+generations, which then need collecting too. In the first 60 steps of a 10,000-pedestrian
+run (with the freeze) the collector took 6.2 s of 66.1 with Python's thresholds, 1.9 s of 60.1
+with 20,000 and 1.0 s of 60.1 with 100,000. The cycles a step makes are still collected within
+a few steps.
+
+Several runs at once (threads) share one freeze; the last to end undoes it and restores the
+thresholds. Undoing it
 unfreezes every frozen object, also any the process froze before the run (a server before
 ``fork``, or the interpreter at its start): they are collected as usual again, which changes
 nothing but when.
@@ -26,13 +35,17 @@ import gc
 import threading
 from types import TracebackType
 
+RUN_YOUNG_THRESHOLD = 100_000
+"""Allocations between collections of the youngest generation during a run (Python's: 700)."""
+
 
 class _Freeze:
-    """The process's one freeze: how many runs share it."""
+    """The process's one freeze: how many runs share it, and the thresholds before it."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.runs = 0
+        self.thresholds: tuple[int, ...] = ()
 
 
 _FREEZE = _Freeze()
@@ -45,6 +58,10 @@ class LongRun:
         with _FREEZE.lock:
             if _FREEZE.runs == 0:
                 gc.freeze()
+                _FREEZE.thresholds = gc.get_threshold()
+                young, *older = _FREEZE.thresholds
+                if young:  # 0: the process turned collection off; leave it so
+                    gc.set_threshold(max(young, RUN_YOUNG_THRESHOLD), *older)
             _FREEZE.runs += 1
         return self
 
@@ -58,3 +75,4 @@ class LongRun:
             _FREEZE.runs -= 1
             if _FREEZE.runs == 0:
                 gc.unfreeze()
+                gc.set_threshold(*_FREEZE.thresholds)

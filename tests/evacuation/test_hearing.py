@@ -36,6 +36,9 @@ def test_recent_shouts_and_first_hearings_match_per_listener_dictionaries():
             )[:5]
             got = log.recent(listener, cutoff, 5)
             assert [(-s_step, s, x, y) for s_step, s, x, y in got] == expected
+        listeners = rng.permutation(n).tolist()  # any order, as a step's requests come
+        together = log.recent_many(listeners, cutoff, 5)
+        assert together == [log.recent(li, cutoff, 5) for li in listeners]
 
 
 def test_shout_details_are_what_each_listener_hears():

@@ -8,7 +8,7 @@ import weakref
 import pytest
 
 from mesa_llm_mobility.evacuation.model import EvacuationModel
-from mesa_llm_mobility.experiment.collector import LongRun
+from mesa_llm_mobility.experiment.collector import RUN_YOUNG_THRESHOLD, LongRun
 
 
 class _Node:
@@ -25,8 +25,10 @@ def _cycle() -> weakref.ref:
 @pytest.fixture(autouse=True)
 def _unfrozen():
     gc.unfreeze()
+    thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 def test_a_run_freezes_what_was_there_before_it_and_undoes_it_at_the_end():
@@ -66,11 +68,30 @@ def test_a_model_run_freezes_during_the_run_and_unfreezes_after():
     step = model.step
 
     def counted_step():
-        counts.append(gc.get_freeze_count())
+        counts.append((gc.get_freeze_count(), gc.get_threshold()[0]))
         step()
 
+    gc.set_threshold(700, 10, 10)
     model.step = counted_step
     model.run()
     model.close()
-    assert len(counts) == 6 and all(c > 0 for c in counts)
-    assert gc.get_freeze_count() == 0
+    assert len(counts) == 6
+    assert all(c > 0 and young == RUN_YOUNG_THRESHOLD for c, young in counts)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold()[0] == 700
+
+
+def test_a_run_collects_the_young_generation_less_often_and_restores_the_thresholds():
+    gc.set_threshold(700, 10, 10)
+    with LongRun():
+        assert gc.get_threshold() == (RUN_YOUNG_THRESHOLD, 10, 10)
+        with LongRun():
+            pass
+        assert gc.get_threshold() == (RUN_YOUNG_THRESHOLD, 10, 10)
+    assert gc.get_threshold() == (700, 10, 10)
+    gc.set_threshold(0, 10, 10)  # collection turned off stays off
+    with LongRun():
+        assert gc.get_threshold() == (0, 10, 10)
+    gc.set_threshold(200_000, 5, 5)  # a higher threshold is kept
+    with LongRun():
+        assert gc.get_threshold() == (200_000, 5, 5)
+    assert gc.get_threshold() == (200_000, 5, 5)
