@@ -138,6 +138,7 @@ def _child(
             "route_workers": route_workers,
             "later_steps_per_wall_s": (model.tick - 1)
             / (time.perf_counter() - started - setup - first_wall),
+            "phases_s": {name: round(s, 1) for name, s in model.timing.items()},
         }
         model.close()  # waits for the route workers, so their usage is counted below
     wall = time.perf_counter() - started

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from time import perf_counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -161,10 +161,13 @@ def decision_requests(
     stream = model.route_planner.stream(len(due))
     cutoff = model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND
     # latest first, ties by shouter index
-    heard = model.shouts.recent_many([agent.index for agent, _ in due], cutoff, 5)
+    rows = [agent.index for agent, _ in due]
+    heard = model.shouts.recent_many(rows, cutoff, 5)
     drafts = []
-    for (agent, trigger), recent in zip(due, heard, strict=True):
-        query, fields = _draft(model, agent, trigger, recent)
+    for (agent, trigger), recent, seen in zip(
+        due, heard, _in_view(model, rows), strict=True
+    ):
+        query, fields = _draft(model, agent, trigger, recent, seen)
         stream.add(query, agent.index)
         drafts.append(fields)
     start = perf_counter()
@@ -188,47 +191,98 @@ def decision_requests(
     return requests
 
 
+class _Seen(NamedTuple):
+    """Who one pedestrian sees (:func:`_in_view`)."""
+
+    cells: np.ndarray
+    """Its perceived cells (a copy: the view outlives the step)."""
+    entities: dict[int, str]
+    """Each held cell of the view: ``A`` (the adversary), ``D`` (a body) or ``p``."""
+    people: np.ndarray
+    """``(k, 2)`` cells of the people, in the view's order."""
+    threats: np.ndarray
+    """``(t, 2)`` cells of A and D, in the view's order."""
+    adversaries: int
+    """How many of the threats are the adversary (0 or 1)."""
+    body_ids: list[int]
+    """The agent ids of the bodies, in the view's order."""
+
+
+def _in_view(model: EvacuationModel, rows: list[int]) -> list[_Seen]:
+    """Who each pedestrian of ``rows`` sees, found for all of them in one pass of arrays."""
+    perc = model.perception
+    assert perc is not None
+    if not rows:
+        return []
+    height, n = model.plaza.height, model.n_pedestrians
+    batch = model.batch_index[rows]
+    first, lengths = perc.start[batch], perc.start[batch + 1] - perc.start[batch]
+    ends = np.cumsum(lengths)
+    viewer = np.repeat(np.arange(len(rows)), lengths)
+    cells = perc.cell[np.arange(ends[-1]) + np.repeat(first - ends + lengths, lengths)]
+    occ = model.occupancy.ravel()[cells]
+    held = (occ >= 0) & (occ != np.asarray(rows)[viewer])  # in each view's order
+    held_cells, held_by, held_viewer = cells[held], occ[held], viewer[held]
+    adversary = held_by == n
+    body = ~adversary & (model.status[np.minimum(held_by, n - 1)] == REACHED)
+    threat = adversary | body
+    letters = np.where(adversary, "A", np.where(body, "D", "p")).tolist()
+    xy = np.column_stack(np.divmod(held_cells, height))
+    people, threats = xy[~threat], xy[threat]
+    body_ids = model.pedestrian_ids[held_by[body]].tolist()
+
+    def bounds(viewers: np.ndarray) -> list[int]:
+        """Where each viewer's entries start and end in an array ordered by viewer."""
+        return [0, *np.cumsum(np.bincount(viewers, minlength=len(rows))).tolist()]
+
+    held_at = bounds(held_viewer)
+    people_at = bounds(held_viewer[~threat])
+    threats_at = bounds(held_viewer[threat])
+    bodies_at = bounds(held_viewer[body])
+    adversaries = np.bincount(held_viewer[adversary], minlength=len(rows)).tolist()
+    held_list = held_cells.tolist()
+    starts = [0, *ends.tolist()]
+    return [
+        _Seen(
+            cells[starts[k] : starts[k + 1]].copy(),
+            dict(
+                zip(
+                    held_list[held_at[k] : held_at[k + 1]],
+                    letters[held_at[k] : held_at[k + 1]],
+                    strict=True,
+                )
+            ),
+            people[people_at[k] : people_at[k + 1]],
+            threats[threats_at[k] : threats_at[k + 1]],
+            adversaries[k],
+            body_ids[bodies_at[k] : bodies_at[k + 1]],
+        )
+        for k in range(len(rows))
+    ]
+
+
 def _draft(
     model: EvacuationModel,
     agent: Pedestrian,
     trigger: str,
     recent: list[tuple[int, int, int, int]],
+    seen: _Seen,
 ) -> tuple[OptionsQuery, dict[str, object]]:
     """One pedestrian's route-options query and every other field of its context.
 
-    ``recent`` is what :meth:`.hearing.ShoutLog.recent` gives for the pedestrian.
+    ``recent`` is what :meth:`.hearing.ShoutLog.recent` gives for the pedestrian and ``seen``
+    what :func:`_in_view` gives.
     """
     i = agent.index
     height, width = model.plaza.height, model.plaza.width
     x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
-    perc = model.perception
-    assert perc is not None
-    cells = perc.cells_of(
-        int(model.batch_index[i])
-    ).copy()  # the view outlives the step
-    occ = model.occupancy.ravel()[cells]
-    held = (occ >= 0) & (occ != i)  # in the view's order
-    held_cells, held_by = cells[held], occ[held]
-    hx, hy = np.divmod(held_cells, height)
-    n = model.n_pedestrians
-    adversary = held_by == n
-    body = ~adversary & (model.status[np.minimum(held_by, n - 1)] == REACHED)
-    threat = adversary | body  # A and D, in the view's order
-    entities = dict(
-        zip(
-            held_cells.tolist(),
-            np.where(adversary, "A", np.where(body, "D", "p")).tolist(),
-            strict=True,
-        )
-    )
-    people = np.column_stack([hx[~threat], hy[~threat]])
-    threats = np.column_stack([hx[threat], hy[threat]])
+    people, threats = seen.people, seen.threats
     threat_offsets = tuple(
         zip((threats[:, 0] - x).tolist(), (threats[:, 1] - y).tolist(), strict=True)
     )
-    adversary_ids = [model.uid(n)] * int(np.count_nonzero(adversary))
-    body_ids = [model.uid(e) for e in held_by[body].tolist()]
-    view = SymbolicView(cells, height, view_codes(model), (x, y), entities)
+    adversary_ids = [model.uid(model.n_pedestrians)] * seen.adversaries
+    body_ids = seen.body_ids
+    view = SymbolicView(seen.cells, height, view_codes(model), (x, y), seen.entities)
     window = model.belief.window(i, (x, y))
     codes = model.belief.codes_in(i, window)
     known, anchors = known_openings(model, i, codes, window)
