@@ -35,10 +35,12 @@ from mesa_llm_mobility.evacuation.plaza import Terrain, passable_mask
 from mesa_llm_mobility.evacuation.routing import (
     GridGraph,
     OpeningAnchor,
+    RouteCells,
     RouteOption,
     RoutePaths,
     describe_routes,
     path_to,
+    redescribe_routes,
     route_paths,
 )
 
@@ -106,6 +108,9 @@ class OptionsAnswer:
     options: tuple[RouteOption, ...]
     reachable: np.ndarray
     paths: RoutePaths = field(repr=False, compare=False)
+    cells: RouteCells | None = field(default=None, repr=False, compare=False)
+    """The routes' cells, once a reuse needed them (kept for the next; never sent between
+    processes)."""
 
 
 @dataclass(frozen=True)
@@ -148,9 +153,19 @@ class RouteSolver:
         Equal to :meth:`options` of ``query`` (the searches are skipped; see
         :meth:`OptionsQuery.same_search`).
         """
-        return OptionsAnswer(
-            self._describe(query, earlier.paths), earlier.reachable, earlier.paths
+        cells = earlier.cells
+        if cells is None and earlier.paths.routes:
+            cells = RouteCells.of(earlier.paths, query.window)
+        options = redescribe_routes(
+            earlier.options,
+            cells,  # type: ignore[arg-type]  (None only without routes)
+            query.visited,
+            query.people,
+            query.threats,
+            self.cell_size_m,
+            query.window,
         )
+        return OptionsAnswer(tuple(options), earlier.reachable, earlier.paths, cells)
 
     def _describe(
         self, query: OptionsQuery, paths: RoutePaths
@@ -229,8 +244,11 @@ def _exit_with_parent(parent: int) -> None:
 
 def _answer_in_worker(
     queries: list[OptionsQuery | RouteQuery],
-) -> list[OptionsAnswer | list[int]]:
-    return _WORKER["solver"].answer(queries)
+) -> tuple[list[OptionsAnswer | list[int]], float]:
+    """The answers, and the seconds the worker spent on them (its pace, without the wait)."""
+    started = time.perf_counter()
+    answers = _WORKER["solver"].answer(queries)
+    return answers, time.perf_counter() - started
 
 
 class RoutePlanner:
@@ -264,8 +282,8 @@ class RoutePlanner:
         """Queries answered by worker processes so far."""
         self.seconds_per_query: dict[str, float] = {}
         """Measured and smoothed: ``draft`` (drafting a query, reused or searched), ``here``
-        (answering a searched one in this process) and ``workers`` (a worker's pace, from
-        sending to its answer)."""
+        (answering a searched one in this process) and ``workers`` (the seconds a worker
+        spends answering one, measured in the worker)."""
         self.reused_queries = 0
         """Streamed queries answered from their owner's last answer (no search) so far."""
         self.last_answers: dict[int, tuple[tuple[object, ...], OptionsAnswer]] = {}
@@ -290,7 +308,7 @@ class RoutePlanner:
         answers = {0: self.solver.answer(chunks[0])}
         for k, chunk in enumerate(chunks[1:], start=1):
             try:
-                answers[k] = futures[k - 1].result() if futures else None
+                answers[k] = futures[k - 1].result()[0] if futures else None
             except Exception as error:  # a dead or failing worker: answer here
                 self._give_up(error)
                 answers[k] = None
@@ -361,8 +379,11 @@ class QueryStream:
 
         d N + m S a = (1 - m) S w / h,   so   m = (S w / h - d N) / (S (a + w / h)),
 
-    with ``d``, ``a`` and ``w`` the seconds a query takes to draft, to answer here and at a
-    worker's pace (:attr:`RoutePlanner.seconds_per_query`, measured at every step). ``S`` is
+    with ``d``, ``a`` and ``w`` the seconds a query takes to draft, to answer here and to
+    answer in a worker (:attr:`RoutePlanner.seconds_per_query`, measured at every step). A
+    worker measures ``w`` itself: timed from sending to answer, it would include the waits for
+    queries still being drafted, so it would be the drafting pace, and the workers, idle most
+    of the step, would look slow and get too small a share. ``S`` is
     projected from the share of searched queries so far (it differs much between steps:
     pedestrians standing blocked redecide together). Until the rates are measured the shares
     are equal. Which process answers a query, and whether its search is run or reused, never
@@ -383,10 +404,6 @@ class QueryStream:
         self._expected = expected
         self._sent = 0
         self._futures: list[tuple[int, int, concurrent.futures.Future]] = []
-        self._first_sent: float | None = None
-        # when each chunk's answers came; the futures' callbacks hold this list, not the
-        # stream (a cycle through them would keep a step's queries until a full collection)
-        self._done: list[float] = []
 
     def add(self, query: OptionsQuery, owner: int | None = None) -> None:
         """Take the next query (a full chunk within the workers' share is sent at once).
@@ -420,11 +437,12 @@ class QueryStream:
         found: list[OptionsAnswer | None] = [None] * self._sent
         found += self.planner.solver.answer(local)  # type: ignore[arg-type]
         answered = time.perf_counter() - started
-        remote = 0
+        remote, busy = 0, 0.0
         for first, last, future in self._futures:
             try:
-                part = future.result()
+                part, seconds = future.result()
                 remote += last - first
+                busy += seconds
             except Exception as error:  # a dead or failing worker: answer here
                 self.planner._give_up(error)
                 part = self.planner.solver.answer(self.queries[first:last])
@@ -437,9 +455,8 @@ class QueryStream:
         measured = {"draft": drafted / max(len(self._answers), 1)}
         if local:
             measured["here"] = answered / len(local)
-        # (a future's callback may run just after its result is given: then one is missing)
-        if remote == self._sent and self._first_sent is not None and self._done:
-            measured["workers"] = (max(self._done) - self._first_sent) / remote
+        if remote:
+            measured["workers"] = busy / remote
         rates = self.planner.seconds_per_query
         for name, value in measured.items():
             rates[name] = (
@@ -477,10 +494,6 @@ class QueryStream:
         except (RuntimeError, concurrent.futures.BrokenExecutor) as error:
             self.planner._give_up(error)
             return
-        if self._first_sent is None:
-            self._first_sent = time.perf_counter()
-        done = self._done
-        future.add_done_callback(lambda _future: done.append(time.perf_counter()))
         self._futures.append((self._sent, until, future))
         self._sent = until
 

@@ -647,6 +647,31 @@ def route_paths(
     return RoutePaths(tuple(routes), bool(alternative)), dist
 
 
+@dataclass(frozen=True, eq=False)
+class RouteCells:
+    """The cells of a :class:`RoutePaths`' routes, route after route, in its window's ``x, y``.
+
+    Route ``k`` is ``xs[starts[k]:ends[k]], ys[...]``. What the attribute pass of
+    :func:`describe_routes` reads; kept with an answer, it serves every later answer with the
+    same routes (:meth:`.route_planner.RouteSolver.redescribe`).
+    """
+
+    flat: np.ndarray
+    xs: np.ndarray
+    ys: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+    @classmethod
+    def of(cls, paths: RoutePaths, window: BeliefWindow) -> RouteCells:
+        """The cells of ``paths`` (searched in ``window``)."""
+        lengths = [len(path) for _kind, _id, path in paths.routes]
+        flat = np.concatenate([path for _kind, _id, path in paths.routes])
+        starts = np.cumsum([0, *lengths[:-1]])
+        xs, ys = np.divmod(flat, window.height)
+        return cls(flat, xs, ys, starts, starts + lengths)
+
+
 def describe_routes(
     paths: RoutePaths,
     source: tuple[int, int],
@@ -659,39 +684,25 @@ def describe_routes(
     """The options of :func:`route_paths`' routes: ``R1``, ``R2``... in order, with attributes.
 
     Arguments in plaza coordinates, as in :func:`route_options`. The attributes of all routes
-    come from one pass over their cells together: people within one cell (Chebyshev) of a
-    route, the closest visible A or D, the cells already walked. The last route is marked as
-    the corridor-distinct alternative when ``paths`` has one.
+    come from one pass over their cells together (:func:`_route_attributes`). The last route is
+    marked as the corridor-distinct alternative when ``paths`` has one.
     """
     routes = paths.routes
     if not routes:
         return []
-    origin = np.array([window.x0, window.y0])
-    source = (source[0] - window.x0, source[1] - window.y0)
-    height = window.height
-    lengths = [len(path) for _kind, _id, path in routes]
-    cells = np.concatenate([path for _kind, _id, path in routes])
-    starts = np.cumsum([0, *lengths[:-1]])
-    px, py = np.divmod(cells, height)
-    along = np.zeros(len(routes), dtype=np.int64)
-    closest = np.empty(len(routes))
-    threats = threats - origin
-    _compiled_crowding()(
-        px, py, starts, starts + lengths, people - origin, threats, along, closest
+    cells = RouteCells.of(paths, window)
+    plaza_cells = window.to_plaza(cells.flat).tolist()
+    plaza_paths = [
+        tuple(plaza_cells[start:end])
+        for start, end in zip(cells.starts.tolist(), cells.ends.tolist(), strict=True)
+    ]
+    familiarity, along, clearances = _route_attributes(
+        cells, plaza_paths, visited, people, threats, cell_size_m, window
     )
-    clearances: list[float | None] = [None] * len(routes)
-    if len(threats):
-        clearances = [
-            round(float(np.sqrt(c)) * cell_size_m, 2) for c in closest.tolist()
-        ]
-    along = along.tolist()
-    plaza_cells = window.to_plaza(cells).tolist()
     options = []
-    for k, ((kind, opening_id, path), start) in enumerate(
-        zip(routes, starts.tolist(), strict=True)
-    ):
-        plaza_path = tuple(plaza_cells[start : start + lengths[k]])
-        ax, ay = divmod(path[-1], height)
+    source = (source[0] - window.x0, source[1] - window.y0)
+    for k, (kind, opening_id, path) in enumerate(routes):
+        ax, ay = divmod(path[-1], window.height)
         dx, dy = ax - source[0], ay - source[1]
         options.append(
             RouteOption(
@@ -701,16 +712,100 @@ def describe_routes(
                 anchor_offset=(dx, dy),
                 direction=compass(dx, dy),
                 length_cells=len(path),
-                # a path never repeats a cell: its cells walked are the intersection
-                familiarity=round(len(visited.intersection(plaza_path)) / len(path), 3),
+                familiarity=familiarity[k],
                 visible_people=along[k],
                 threat_clearance_m=clearances[k],
                 reaches_anchor=len(path) <= COMMIT_CELLS,
                 alternative=paths.alternative and k == len(routes) - 1,
-                path=plaza_path,
+                path=plaza_paths[k],
             )
         )
     return options
+
+
+def redescribe_routes(
+    earlier: tuple[RouteOption, ...],
+    cells: RouteCells,
+    visited: set[int],
+    people: np.ndarray,
+    threats: np.ndarray,
+    cell_size_m: float,
+    window: BeliefWindow,
+) -> list[RouteOption]:
+    """:func:`describe_routes` of the routes of ``earlier`` (options of the same search).
+
+    Only the attributes that depend on people, threats and cells walked are computed again;
+    the rest is the earlier options' (the same routes from the same cell).
+    """
+    if not earlier:
+        return []
+    familiarity, along, clearances = _route_attributes(
+        cells,
+        [option.path for option in earlier],
+        visited,
+        people,
+        threats,
+        cell_size_m,
+        window,
+    )
+    return [
+        RouteOption(
+            route_id=option.route_id,
+            anchor_kind=option.anchor_kind,
+            opening_id=option.opening_id,
+            anchor_offset=option.anchor_offset,
+            direction=option.direction,
+            length_cells=option.length_cells,
+            familiarity=familiarity[k],
+            visible_people=along[k],
+            threat_clearance_m=clearances[k],
+            reaches_anchor=option.reaches_anchor,
+            alternative=option.alternative,
+            path=option.path,
+        )
+        for k, option in enumerate(earlier)
+    ]
+
+
+def _route_attributes(
+    cells: RouteCells,
+    plaza_paths: list[tuple[int, ...]],
+    visited: set[int],
+    people: np.ndarray,
+    threats: np.ndarray,
+    cell_size_m: float,
+    window: BeliefWindow,
+) -> tuple[list[float], list[int], list[float | None]]:
+    """Each route's familiarity, people along it and clearance from the closest A or D.
+
+    People within one cell (Chebyshev) of a route and the closest visible threat are counted
+    for all routes in one compiled pass (:func:`_crowding`); a route's familiarity is the share
+    of its cells already walked (a path never repeats a cell: the intersection).
+    """
+    origin = np.array([window.x0, window.y0])
+    n_routes = len(plaza_paths)
+    along = np.zeros(n_routes, dtype=np.int64)
+    closest = np.empty(n_routes)
+    threats = threats - origin
+    _compiled_crowding()(
+        cells.xs,
+        cells.ys,
+        cells.starts,
+        cells.ends,
+        people - origin,
+        threats,
+        along,
+        closest,
+    )
+    clearances: list[float | None] = [None] * n_routes
+    if len(threats):
+        clearances = [
+            round(float(np.sqrt(c)) * cell_size_m, 2) for c in closest.tolist()
+        ]
+    familiarity = [
+        round(len(visited.intersection(path)) / len(path), 3) for path in plaza_paths
+    ]
+    return familiarity, along.tolist(), clearances
 
 
 def _alternative(

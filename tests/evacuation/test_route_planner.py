@@ -101,6 +101,15 @@ def test_chunks_keep_order_and_balance_the_window_cells():
     assert [len(c) for c in _balanced_chunks(queries[:1], 3)] == [1, 0, 0]
 
 
+def _options_queries(model, agents):
+    """The route-options queries the agents would state now (no shouts heard)."""
+    seen = contexts._in_view(model, [agent.index for agent in agents])
+    return [
+        contexts._draft(model, agent, "blocked", [], view)[0]
+        for agent, view in zip(agents, seen, strict=True)
+    ]
+
+
 @pytest.mark.parametrize(
     ("rates", "sent"),
     [
@@ -119,10 +128,7 @@ def test_a_stream_sends_the_workers_their_share_and_answers_in_order(
     model = EvacuationModel(composition="A", rng=3, time_limit_s=25, route_workers=2)
     try:
         model.step()
-        queries = [
-            contexts._draft(model, agent, "blocked")[0]
-            for agent in model.pedestrians * 2
-        ][:22]
+        queries = (_options_queries(model, model.pedestrians) * 2)[:22]
         planner = model.route_planner
         planner.seconds_per_query = dict(rates)
         stream = planner.stream(len(queries))
@@ -276,7 +282,7 @@ def test_a_reused_answer_has_the_new_querys_attributes():
     try:
         model.step()
         agent = model.pedestrians[0]
-        query = contexts._draft(model, agent, "blocked")[0]
+        (query,) = _options_queries(model, [agent])
         planner = model.route_planner
         first = planner.stream(1)
         first.add(query, agent.index)
