@@ -93,10 +93,6 @@ class EffectiveLayer:
         return state
 
 
-VIEWER_BLOCK = 1024
-"""Viewers written per block (about 900,000 pairs and int64 temporaries of 7 MB at 12 m)."""
-
-
 class BeliefStore:
     """Private belief maps of ``n`` pedestrians, without an ``n x cells`` array of steps.
 
@@ -130,6 +126,8 @@ class BeliefStore:
         self._viewpoint = np.full((n_agents, 3), -1, dtype=np.int64)
         """Per agent: x, y and heading of its last :meth:`observe_views` (``-1``: none)."""
         self._viewpoint_opaque: np.ndarray | None = None
+        self.pairs_written = 0
+        """Pairs :meth:`observe_views` examined for new cells (those of new views) so far."""
 
     def observe(
         self,
@@ -180,19 +178,21 @@ class BeliefStore:
             self._viewpoint_opaque = opaque.copy()
         new_view = np.any(self._viewpoint[rows] != viewpoints, axis=1)
         self._viewpoint[rows] = viewpoints
-        # in blocks of viewers: temporaries of a few MB are reused by the allocator, while
-        # arrays as long as all 8 million pairs of 10,000 viewers cost a page fault per page
-        for v0 in range(0, rows.size, VIEWER_BLOCK):
-            v1 = min(v0 + VIEWER_BLOCK, rows.size)
-            counts = np.diff(starts[v0 : v1 + 1])
-            agents = np.repeat(rows[v0:v1], counts)
-            cells = flat_cells[starts[v0] : starts[v1]]
-            if new_view[v0:v1].all():
-                self._observe_cells(agents, cells)
-            elif new_view[v0:v1].any():
-                fresh = np.repeat(new_view[v0:v1], counts)
-                self._observe_cells(agents[fresh], cells[fresh])
-            self._observe_openings(agents, cells, step, effective_codes)
+        self.pairs_written += _compiled_observe_views()(
+            self._known_bits,
+            self.box,
+            self.opening_seen_step,
+            self.gate_seen,
+            self._opening_slot,
+            self._gate_slot,
+            effective_codes.ravel(),
+            rows.astype(np.int64, copy=False),
+            new_view,
+            starts.astype(np.int64, copy=False),
+            flat_cells.astype(np.int64, copy=False),
+            self.height,
+            step,
+        )
 
     def _observe_cells(
         self,
@@ -338,6 +338,62 @@ def _window_codes(
         inside = 0 <= lx < width and 0 <= ly < window_height
         if inside and (known_bits[flat >> 3] >> (flat & 7)) & 1:
             codes[lx, ly] = gate_seen[g]
+
+
+@cache
+def _compiled_observe_views():
+    """:func:`_observe_views` compiled, once a process (Numba imported only then)."""
+    import numba  # noqa: PLC0415  (no import-time cost)
+
+    return numba.njit(cache=True, nogil=True)(_observe_views)
+
+
+def _observe_views(
+    known_bits,
+    box,
+    opening_seen_step,
+    gate_seen,
+    opening_slot,
+    gate_slot,
+    effective_flat,
+    rows,
+    new_view,
+    starts,
+    flat_cells,
+    height,
+    step,
+):
+    """One pass over a perception's pairs: what :meth:`BeliefStore.observe` writes.
+
+    Viewer ``v`` (agent ``rows[v]``) perceived ``flat_cells[starts[v]:starts[v + 1]]``. The
+    cells of a new view set their known bits and grow the agent's box; every viewer's opening
+    cells get ``step`` and its gate cells their state now. Every write is an OR, a minimum, a
+    maximum or a value that does not depend on the order, so the result is that of the array
+    passes. Returns the pairs examined for new cells.
+    """
+    examined = 0
+    for v in range(rows.size):
+        agent = rows[v]
+        fresh = new_view[v]
+        for p in range(starts[v], starts[v + 1]):
+            flat = flat_cells[p]
+            if fresh:
+                examined += 1
+                byte, bit = flat >> 3, 1 << (flat & 7)
+                if not known_bits[agent, byte] & bit:
+                    known_bits[agent, byte] |= bit
+                    x, y = flat // height, flat % height
+                    box[agent, 0] = min(box[agent, 0], x)
+                    box[agent, 1] = max(box[agent, 1], x)
+                    box[agent, 2] = min(box[agent, 2], y)
+                    box[agent, 3] = max(box[agent, 3], y)
+            slot = opening_slot[flat]
+            if slot >= 0:
+                opening_seen_step[agent, slot] = step
+                gate = gate_slot[flat]
+                if gate >= 0:
+                    gate_seen[agent, gate] = effective_flat[flat]
+    return examined
 
 
 def _run_starts(values: np.ndarray) -> np.ndarray:

@@ -97,13 +97,7 @@ def test_skipped_repeat_views_leave_the_store_as_writing_every_pair(plaza):
     headings = np.array([0, 2, 4])
     opaque = np.isin(plaza.raw, (Terrain.WALL,))
     skipping, every_pair = BeliefStore(plaza, 4), BeliefStore(plaza, 4)
-    written = []
-    real_cells = BeliefStore._observe_cells
-
-    def counting(self, agents, flat_cells, starts=None):
-        written.append(sorted(set(agents.tolist())))
-        real_cells(self, agents, flat_cells, starts)
-
+    viewer_of = {agent: v for v, agent in enumerate(rows.tolist())}
     script = [
         (0, 0, 0, False),  # first look: all three
         (0, 0, 0, False),  # nobody moved: nothing written
@@ -122,21 +116,19 @@ def test_skipped_repeat_views_leave_the_store_as_writing_every_pair(plaza):
         codes = plaza.raw.copy()
         if step >= 2:
             codes[plaza.raw == Terrain.GATE_OPEN] = Terrain.GATE_CLOSED
-        before = len(written)
-        BeliefStore._observe_cells = counting
-        try:
-            skipping.observe_views(
-                rows,
-                np.column_stack([xs, ys, headings]),
-                perc.start,
-                perc.cell,
-                opaque,
-                step,
-                codes,
-            )
-        finally:
-            BeliefStore._observe_cells = real_cells
-        assert [a for call in written[before:] for a in call] == expected_written[step]
+        before = skipping.pairs_written
+        skipping.observe_views(
+            rows,
+            np.column_stack([xs, ys, headings]),
+            perc.start,
+            perc.cell,
+            opaque,
+            step,
+            codes,
+        )
+        assert skipping.pairs_written - before == sum(
+            perc.cells_of(viewer_of[agent]).size for agent in expected_written[step]
+        )
         every_pair.observe(rows[perc.viewer], perc.cell, step, codes)
         for mine, theirs in zip(
             _store_arrays(skipping), _store_arrays(every_pair), strict=True
@@ -149,27 +141,17 @@ def test_a_walked_crowd_believes_the_same_with_repeat_views_skipped(monkeypatch)
         model = EvacuationModel(composition="H", block=3, rng=2, time_limit_s=20)
         return model.run()
 
-    pairs = {"written": 0, "perceived": 0}
-    real_views, real_cells = BeliefStore.observe_views, BeliefStore._observe_cells
+    pairs = {"perceived": 0}
+    real_views = BeliefStore.observe_views
 
     def counting_views(self, rows, viewpoints, starts, flat_cells, *rest):
         pairs["perceived"] += flat_cells.size
-        pairs["in_views"] = True
         real_views(self, rows, viewpoints, starts, flat_cells, *rest)
-        pairs["in_views"] = False
-
-    def counting_cells(self, agents, flat_cells, starts=None):
-        if pairs.get("in_views"):  # not the initial look (written in full)
-            pairs["written"] += flat_cells.size
-        real_cells(self, agents, flat_cells, starts)
 
     monkeypatch.setattr(BeliefStore, "observe_views", counting_views)
-    monkeypatch.setattr(BeliefStore, "_observe_cells", counting_cells)
     skipping = run()
-    monkeypatch.setattr(BeliefStore, "_observe_cells", real_cells)
-    assert (
-        0 < pairs["written"] < pairs["perceived"]
-    )  # pedestrians that stood still: skipped
+    written = skipping.belief.pairs_written
+    assert 0 < written < pairs["perceived"]  # pedestrians that stood still: skipped
 
     def write_every_pair(self, rows, viewpoints, starts, flat_cells, *rest):
         pair_viewer = np.repeat(np.arange(rows.size), np.diff(starts))

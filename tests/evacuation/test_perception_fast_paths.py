@@ -10,7 +10,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from mesa_llm_mobility.evacuation import layers
 from mesa_llm_mobility.evacuation.agents import ACTIVE, EVACUATED, REACHED
 from mesa_llm_mobility.evacuation.evidence import sightings, sightings_of_pairs
 from mesa_llm_mobility.evacuation.layers import BeliefStore
@@ -38,10 +37,7 @@ def walk(rng, xs, ys, headings, width, height):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_known_bits_and_boxes_equal_an_or_and_min_max_of_every_pair(seed, monkeypatch):
-    monkeypatch.setattr(
-        layers, "VIEWER_BLOCK", 3
-    )  # several blocks, runs split across them
+def test_known_bits_and_boxes_equal_an_or_and_min_max_of_every_pair(seed):
     rng = np.random.default_rng(seed)
     plaza, opaque = random_plaza(rng)
     width, height = opaque.shape
