@@ -17,16 +17,16 @@ frozen they would be kept to the end of the run.
 During the run the youngest generation is collected every :data:`RUN_YOUNG_THRESHOLD`
 allocations instead of every 700. A step makes and drops many short-lived containers (contexts,
 options, rows); collected every 700 they are examined while alive and promoted to the older
-generations, which then need collecting too. In the first 60 steps of a 10,000-pedestrian
-run (with the freeze) the collector took 6.2 s of 66.1 with Python's thresholds, 1.9 s of 60.1
-with 20,000 and 1.0 s of 60.1 with 100,000. The cycles a step makes are still collected within
-a few steps.
+generations, which then need collecting too. Over the first 61 steps of a 10,000-pedestrian
+run (the first outside the run, then 60 with the freeze) the collector took 6.2 s of 66.1 with
+Python's thresholds, 3.6 s of 61.6 with 20,000 and 1.9 s of 60.1 with 100,000 (at least
+0.9 s of it in the first step: all its collections of the older generations). The cycles a
+step makes are still collected within a few steps.
 
 Several runs at once (threads) share one freeze; the last to end undoes it and restores the
-thresholds. Undoing it
-unfreezes every frozen object, also any the process froze before the run (a server before
-``fork``, or the interpreter at its start): they are collected as usual again, which changes
-nothing but when.
+thresholds. Undoing it unfreezes every frozen object, also any the process froze before the
+run (a server before ``fork``, or the interpreter at its start): they are collected as usual
+again, which changes nothing but when.
 """
 
 from __future__ import annotations
