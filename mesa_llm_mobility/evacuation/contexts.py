@@ -160,9 +160,8 @@ def decision_requests(
     """
     stream = model.route_planner.stream(len(due))
     cutoff = model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND
-    # latest first, ties by shouter index
     rows = [agent.index for agent, _ in due]
-    heard = model.shouts.recent_many(rows, cutoff, 5)
+    heard = model.shouts.recent_many(rows, cutoff, 5)  # latest first, ties by shouter
     drafts = []
     for (agent, trigger), recent, seen in zip(
         due, heard, _in_view(model, rows), strict=True
@@ -252,6 +251,8 @@ def _in_view(model: EvacuationModel, rows: list[int]) -> list[_Seen]:
                     strict=True,
                 )
             ),
+            # slices of the step's arrays: only the query (sent or answered within the
+            # step) holds them, never the context
             people[people_at[k] : people_at[k + 1]],
             threats[threats_at[k] : threats_at[k + 1]],
             adversaries[k],

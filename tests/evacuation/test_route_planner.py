@@ -299,6 +299,17 @@ def test_a_reused_answer_has_the_new_querys_attributes():
         expected = planner.solver.options(moved)
         assert again.options == expected.options != answer.options
         assert np.array_equal(again.reachable, expected.reachable)
+        # a second reuse describes from the routes' cells the first one kept
+        assert again.cells is not None and answer.cells is None
+        threat = divmod(answer.options[0].path[-1], model.plaza.height)
+        back = dataclasses.replace(  # nobody beside it, a threat at the first route's end
+            query, people=query.people[:0], threats=np.array([threat])
+        )
+        third = planner.stream(1)
+        third.add(back, agent.index)
+        (latest,) = third.answers()
+        assert planner.reused_queries == 2 and latest.cells is again.cells
+        assert latest.options == planner.solver.options(back).options
         elsewhere = dataclasses.replace(
             query, source=(query.source[0] + 1, query.source[1])
         )
