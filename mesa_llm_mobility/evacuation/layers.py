@@ -102,6 +102,10 @@ class BeliefStore:
     bounding box of everything it perceived (routing works inside that box).
     """
 
+    pairs_written = 0
+    """Pairs :meth:`observe_views` examined for new cells (those of new views) so far (also
+    for a store unpickled from a checkpoint of an earlier version)."""
+
     def __init__(self, plaza: Plaza, n_agents: int) -> None:
         self.width, self.height = plaza.raw.shape
         self.static_codes = plaza.raw.ravel().copy()
@@ -126,8 +130,6 @@ class BeliefStore:
         self._viewpoint = np.full((n_agents, 3), -1, dtype=np.int64)
         """Per agent: x, y and heading of its last :meth:`observe_views` (``-1``: none)."""
         self._viewpoint_opaque: np.ndarray | None = None
-        self.pairs_written = 0
-        """Pairs :meth:`observe_views` examined for new cells (those of new views) so far."""
 
     def observe(
         self,
