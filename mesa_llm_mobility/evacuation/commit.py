@@ -19,7 +19,7 @@ from mesa_llm_mobility.evacuation.decisions import (
 from mesa_llm_mobility.evacuation.memory_flow import queue_revision, turn_summary
 from mesa_llm_mobility.evacuation.perception import heading_index
 from mesa_llm_mobility.evacuation.plaza import Terrain
-from mesa_llm_mobility.evacuation.route_planner import RouteQuery
+from mesa_llm_mobility.evacuation.route_planner import RouteQuery, SentQueries
 from mesa_llm_mobility.evacuation.routing import COMMIT_CELLS, RouteOption
 from mesa_llm_mobility.evacuation.timing import step_time_s
 
@@ -62,15 +62,19 @@ def revision_level(
     return "none"
 
 
-def apply_decisions(
+def send_new_routes(
     model: EvacuationModel,
     due: list[tuple[Pedestrian, DecisionResult[EvacuationContext, EvacuationDecision]]],
-) -> None:
-    """:func:`apply_decision` for each due answer in turn, the new routes they need planned together.
+) -> tuple[list[int], SentQueries]:
+    """Send the route queries of the due answers whose path cannot be stitched on.
 
-    A decision's new route depends only on its pedestrian's cell and beliefs, which applying
-    the others does not change, so the routes are asked of the model's route planner at once
-    (which may share them out among worker processes) before the decisions are applied in order.
+    A decision's new route depends only on its pedestrian's cell and beliefs, which nothing
+    between this step's perception and the decisions' application changes (shouts, exit
+    information, fear and memory revisions do not), so the routes are sent to the model's route
+    planner before that work: its worker processes, if any, answer them meanwhile.
+
+    Returns:
+        The positions in ``due`` that need a new route, and their queries as sent.
     """
     needs, queries = [], []
     for k, (agent, result) in enumerate(due):
@@ -84,10 +88,27 @@ def apply_decisions(
         if not route:
             needs.append(k)
             queries.append(route_query(model, i, here, anchor, out, context))
+    return needs, model.route_planner.send(queries)
+
+
+def apply_decisions(
+    model: EvacuationModel,
+    due: list[tuple[Pedestrian, DecisionResult[EvacuationContext, EvacuationDecision]]],
+    sent: tuple[list[int], SentQueries] | None = None,
+) -> None:
+    """:func:`apply_decision` for each due answer in turn, the new routes they need planned together.
+
+    Args:
+        model: The model.
+        due: The answers due now, in order.
+        sent: What :func:`send_new_routes` sent for ``due`` earlier in the step (``None``: sent
+            now).
+    """
+    needs, routes = sent if sent is not None else send_new_routes(model, due)
     start = perf_counter()
-    routes = model.route_planner.answer(queries) if queries else []
+    answers = routes.answers()
     model.timing["routing"] += perf_counter() - start
-    fresh = dict(zip(needs, routes, strict=True))
+    fresh = dict(zip(needs, answers, strict=True))
     for k, (agent, result) in enumerate(due):
         apply_decision(model, agent, result, fresh.get(k))
 

@@ -44,7 +44,11 @@ from mesa_llm_mobility.evacuation.agents import (
     Pedestrian,
     PendingDecision,
 )
-from mesa_llm_mobility.evacuation.commit import apply_decision, apply_decisions
+from mesa_llm_mobility.evacuation.commit import (
+    apply_decision,
+    apply_decisions,
+    send_new_routes,
+)
 from mesa_llm_mobility.evacuation.communication import communicate
 from mesa_llm_mobility.evacuation.contexts import decision_requests, due_requests
 from mesa_llm_mobility.evacuation.decisions import (
@@ -477,10 +481,6 @@ class EvacuationModel(MobilityModel):
         boundary = self.tick % STEPS_PER_SECOND == 0
         routing_before = self.timing["routing"]
         if boundary:
-            communicate(self)
-        update_crowd_fear(self)
-        if boundary:
-            apply_due_revisions(self)
             due = []
             for agent in self.pedestrians:
                 if (
@@ -490,7 +490,12 @@ class EvacuationModel(MobilityModel):
                 ):
                     pending, agent.pending = agent.pending, None
                     due.append((agent, pending.result))
-            apply_decisions(self, due)
+            routes = send_new_routes(self, due)  # the workers route while we talk
+            communicate(self)
+        update_crowd_fear(self)
+        if boundary:
+            apply_due_revisions(self)
+            apply_decisions(self, due, routes)
         t2 = perf_counter()
         self.timing["other"] += t2 - t1 - (self.timing["routing"] - routing_before)
         routing_before = self.timing["routing"]

@@ -293,34 +293,36 @@ class RoutePlanner:
     def answer(
         self, queries: list[OptionsQuery | RouteQuery]
     ) -> list[OptionsAnswer | list[int]]:
-        """The answers of ``queries``, in order, whichever process computed them."""
-        helpers = min(self.workers - 1, len(queries) // MIN_QUERIES_PER_WORKER - 1)
-        if helpers < 1:
-            return self.solver.answer(queries)
-        chunks = _balanced_chunks(queries, helpers + 1)
+        """The answers of ``queries``, in order, whichever process computed them.
+
+        With worker processes this process answers one share while the workers answer theirs.
+        """
+        return self.send(queries, share_here=True).answers()
+
+    def send(
+        self, queries: list[OptionsQuery | RouteQuery], share_here: bool = False
+    ) -> SentQueries:
+        """Send ``queries`` to the worker processes now; :meth:`SentQueries.answers` gives them.
+
+        Without ``share_here`` the workers get them all: for queries known before other work of
+        the step, which this process does while the workers answer. Without workers (or with
+        fewer than ``MIN_QUERIES_PER_WORKER`` queries a worker) this process answers them when
+        asked.
+        """
+        here = 1 if share_here else 0
+        parts = min(self.workers - 1, len(queries) // MIN_QUERIES_PER_WORKER - here)
+        if parts < 1:
+            return SentQueries(self, queries, [], [])
+        chunks = _balanced_chunks(queries, parts + here)
         pool = self._ensure_pool()
-        futures = []
+        futures: list[concurrent.futures.Future] = []
         if pool is not None:
             try:
-                futures = [pool.submit(_answer_in_worker, list(c)) for c in chunks[1:]]
+                for chunk in chunks[here:]:
+                    futures.append(pool.submit(_answer_in_worker, list(chunk)))
             except (RuntimeError, concurrent.futures.BrokenExecutor) as error:
                 self._give_up(error)
-        answers = {0: self.solver.answer(chunks[0])}
-        for k, chunk in enumerate(chunks[1:], start=1):
-            try:
-                answers[k] = futures[k - 1].result()[0] if futures else None
-            except Exception as error:  # a dead or failing worker: answer here
-                self._give_up(error)
-                answers[k] = None
-            if answers[k] is None:
-                answers[k] = self.solver.answer(chunk)
-            else:
-                self.remote_queries += len(chunk)
-        ordered: list[OptionsAnswer | list[int] | None] = [None] * len(queries)
-        for k, chunk in enumerate(chunks):
-            for position, answer in zip(chunk.positions, answers[k], strict=True):
-                ordered[position] = answer
-        return ordered  # type: ignore[return-value]
+        return SentQueries(self, queries, chunks[here:], futures)
 
     def stream(self, expected: int) -> QueryStream:
         """A step's options queries, taken one by one as they are drafted.
@@ -365,6 +367,51 @@ class RoutePlanner:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+class SentQueries:
+    """Queries sent to worker processes by :meth:`RoutePlanner.send`, answered in order.
+
+    ``remote`` are the chunks sent (``futures``, one each; a chunk without one, or whose worker
+    failed, is answered here); every other query is answered here when :meth:`answers` is
+    called, before the workers' answers are collected.
+    """
+
+    def __init__(
+        self,
+        planner: RoutePlanner,
+        queries: list[OptionsQuery | RouteQuery],
+        remote: list[_Chunk],
+        futures: list[concurrent.futures.Future],
+    ) -> None:
+        self.planner = planner
+        self.queries = queries
+        self.remote = remote
+        self.futures = futures
+
+    def answers(self) -> list[OptionsAnswer | list[int]]:
+        """Every query's answer, in the order sent."""
+        solver = self.planner.solver
+        ordered: list[OptionsAnswer | list[int] | None] = [None] * len(self.queries)
+        sent = {p for chunk in self.remote for p in chunk.positions}
+        here = [p for p in range(len(self.queries)) if p not in sent]
+        for position, answer in zip(
+            here, solver.answer([self.queries[p] for p in here]), strict=True
+        ):
+            ordered[position] = answer
+        for k, chunk in enumerate(self.remote):
+            part = None
+            if k < len(self.futures):
+                try:
+                    part = self.futures[k].result()[0]
+                    self.planner.remote_queries += len(chunk)
+                except Exception as error:  # a dead or failing worker: answer here
+                    self.planner._give_up(error)
+            if part is None:
+                part = solver.answer(chunk)
+            for position, answer in zip(chunk.positions, part, strict=True):
+                ordered[position] = answer
+        return ordered  # type: ignore[return-value]
 
 
 class QueryStream:

@@ -343,3 +343,22 @@ def test_a_streamed_step_leaves_no_garbage_only_a_full_collection_frees(
         assert "QueryStream" not in kept and "Future" not in kept, kept
     finally:
         model.close()
+
+
+def test_queries_sent_ahead_all_go_to_the_workers_and_come_back_in_order():
+    model = EvacuationModel(composition="A", rng=3, time_limit_s=25, route_workers=2)
+    try:
+        model.step()
+        queries = (_options_queries(model, model.pedestrians) * 2)[:16]
+        planner = model.route_planner
+        before = planner.remote_queries
+        sent = planner.send(queries)  # nothing kept here: the caller works meanwhile
+        assert len(sent.futures) == 1 and sum(map(len, sent.remote)) == 16
+        answers = sent.answers()
+        assert planner.remote_queries - before == 16 and planner.failures == 0
+        for mine, theirs in zip(answers, planner.solver.answer(queries), strict=True):
+            assert mine.options == theirs.options
+        few = planner.send(queries[:3])  # too few for a worker: answered here
+        assert few.futures == [] and len(few.answers()) == 3
+    finally:
+        model.close()
