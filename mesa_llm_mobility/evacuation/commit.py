@@ -9,7 +9,7 @@ and feedback, and records the decision's row (:meth:`MobilityModel.record_decisi
 from __future__ import annotations
 
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mesa_llm_mobility.evacuation.decisions import (
     EvacuationContext,
@@ -62,21 +62,42 @@ def revision_level(
     return "none"
 
 
+class MoveTarget(NamedTuple):
+    """Where a move answer goes (:func:`_move_target`)."""
+
+    anchor: tuple[int, int]
+    option: RouteOption | None
+    opening: str | None
+    kind: str
+    route: list[int]
+    """The option's path stitched on from the current cell; empty: a new route is needed."""
+
+
+class RoutesSent(NamedTuple):
+    """What :func:`send_new_routes` found and sent for a step's due answers."""
+
+    targets: dict[int, MoveTarget]
+    """Each move answer's :func:`_move_target`, by its position in ``due``."""
+    needs: list[int]
+    """The positions in ``due`` whose path cannot be stitched on (a new route is needed)."""
+    routes: SentQueries
+    """Their route queries, as sent."""
+
+
 def send_new_routes(
     model: EvacuationModel,
     due: list[tuple[Pedestrian, DecisionResult[EvacuationContext, EvacuationDecision]]],
-) -> tuple[list[int], SentQueries]:
+) -> RoutesSent:
     """Send the route queries of the due answers whose path cannot be stitched on.
 
     A decision's new route depends only on its pedestrian's cell and beliefs, which nothing
     between this step's perception and the decisions' application changes (shouts, exit
-    information, fear and memory revisions do not), so the routes are sent to the model's route
-    planner before that work: its worker processes, if any, answer them meanwhile.
-
-    Returns:
-        The positions in ``due`` that need a new route, and their queries as sent.
+    information, fear and memory revisions do not, nor does applying another pedestrian's
+    decision), so the routes are sent to the model's route planner before that work: its
+    worker processes, if any, answer them meanwhile. The stitched paths are kept for
+    :func:`apply_decisions` for the same reason.
     """
-    needs, queries = [], []
+    targets, needs, queries = {}, [], []
     for k, (agent, result) in enumerate(due):
         out = result.output
         if out is None or out.action != "move":
@@ -84,17 +105,17 @@ def send_new_routes(
         i = agent.index
         here = (int(model.pos[i, 0]), int(model.pos[i, 1]))
         context: EvacuationContext = result.request.context
-        anchor, *_, route = _move_target(model, i, here, context, out)
-        if not route:
+        targets[k] = target = _move_target(model, i, here, context, out)
+        if not target.route:
             needs.append(k)
-            queries.append(route_query(model, i, here, anchor, out, context))
-    return needs, model.route_planner.send(queries)
+            queries.append(route_query(model, i, here, target.anchor, out, context))
+    return RoutesSent(targets, needs, model.route_planner.send(queries))
 
 
 def apply_decisions(
     model: EvacuationModel,
     due: list[tuple[Pedestrian, DecisionResult[EvacuationContext, EvacuationDecision]]],
-    sent: tuple[list[int], SentQueries] | None = None,
+    sent: RoutesSent | None = None,
 ) -> None:
     """:func:`apply_decision` for each due answer in turn, the new routes they need planned together.
 
@@ -104,13 +125,13 @@ def apply_decisions(
         sent: What :func:`send_new_routes` sent for ``due`` earlier in the step (``None``: sent
             now).
     """
-    needs, routes = sent if sent is not None else send_new_routes(model, due)
+    sent = sent if sent is not None else send_new_routes(model, due)
     start = perf_counter()
-    answers = routes.answers()
+    answers = sent.routes.answers()
     model.timing["routing"] += perf_counter() - start
-    fresh = dict(zip(needs, answers, strict=True))
+    fresh = dict(zip(sent.needs, answers, strict=True))
     for k, (agent, result) in enumerate(due):
-        apply_decision(model, agent, result, fresh.get(k))
+        apply_decision(model, agent, result, fresh.get(k), sent.targets.get(k))
 
 
 def apply_decision(
@@ -118,6 +139,7 @@ def apply_decision(
     agent: Pedestrian,
     result: DecisionResult[EvacuationContext, EvacuationDecision],
     fresh_route: list[int] | None = None,
+    target: MoveTarget | None = None,
 ) -> None:
     """Install a decision at its due step and add its row to the decisions table.
 
@@ -132,6 +154,7 @@ def apply_decision(
         agent: The pedestrian the decision is for.
         result: The brain's answer to its ``EvacuationMove`` request.
         fresh_route: The :func:`route_now` answer of this decision, planned beforehand.
+        target: The :func:`_move_target` of a move answer, found beforehand.
     """
     context: EvacuationContext = result.request.context
     out: EvacuationDecision | None = result.output
@@ -147,8 +170,10 @@ def apply_decision(
     route: list[int] = []
     accepted, reason = True, ""
     if out.action == "move":
-        anchor, option, opening, kind, route = _move_target(
-            model, i, (x, y), context, out
+        anchor, option, opening, kind, route = (
+            target
+            if target is not None
+            else _move_target(model, i, (x, y), context, out)
         )
         if not route:
             route = (
@@ -244,7 +269,7 @@ def _move_target(
     here: tuple[int, int],
     context: EvacuationContext,
     out: EvacuationDecision,
-) -> tuple[tuple[int, int], RouteOption | None, str | None, str, list[int]]:
+) -> MoveTarget:
     """Where a move answer goes: anchor, option, opening and anchor kind, and a route.
 
     The route is the option's path stitched on from ``here`` (:func:`stitch`); it is empty when
@@ -257,13 +282,13 @@ def _move_target(
             context.position[1] + option.anchor_offset[1],
         )
         route = stitch(model, i, here, context.position, option.path)
-        return anchor, option, option.opening_id, option.anchor_kind, route
+        return MoveTarget(anchor, option, option.opening_id, option.anchor_kind, route)
     assert out.target_offset is not None
     anchor = (
         context.position[0] + out.target_offset.dx,
         context.position[1] + out.target_offset.dy,
     )
-    return anchor, None, None, "target", []
+    return MoveTarget(anchor, None, None, "target", [])
 
 
 def _remember_turn(

@@ -109,6 +109,41 @@ def grid_search(
     )
 
 
+def path_cells(pred: np.ndarray, source: int, target: int) -> np.ndarray:
+    """Flat cells from ``source`` (excluded) to ``target`` (included) along ``pred``, compiled.
+
+    Empty when ``target`` is ``source`` or was not reached (a predecessor below 0 on the way).
+    """
+    if target == source:
+        return np.zeros(0, dtype=np.int64)
+    return _compiled_walk()(pred, int(source), int(target))
+
+
+@functools.cache
+def _compiled_walk():
+    """:func:`_walk` compiled, once a process."""
+    import numba  # noqa: PLC0415
+
+    return numba.njit(cache=True, nogil=True)(_walk)
+
+
+def _walk(pred, source, target):  # pragma: no cover
+    """The cells of :func:`path_cells` (plain Python that Numba compiles)."""
+    length = 0
+    node = target
+    while node != source:
+        if node < 0:
+            return np.zeros(0, dtype=np.int64)
+        length += 1
+        node = pred[node]
+    cells = np.empty(length, dtype=np.int64)
+    node = target
+    for k in range(length - 1, -1, -1):
+        cells[k] = node
+        node = pred[node]
+    return cells
+
+
 @functools.cache
 def _compiled():
     """:func:`_search` compiled, once a process (Numba imported only then)."""

@@ -24,6 +24,7 @@ from mesa_llm_mobility.evacuation.grid_search import (
     SQRT2,
     grid_search,
     grid_shortest_paths,
+    path_cells,
 )
 from mesa_llm_mobility.evacuation.layers import BeliefWindow
 from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, PASSABLE_CODES, Terrain
@@ -52,6 +53,9 @@ _PER_EDGE_ARRAYS = frozenset(
         "diag_orth_b",
     )
 )
+
+_SLOT_ARRAYS = frozenset(("indices", "indptr"))
+"""The slot targets of an :meth:`GridGraph.open_grid` graph (built when first asked for)."""
 
 COMPASS = ("E", "NE", "N", "NW", "W", "SW", "S", "SE")
 
@@ -126,42 +130,49 @@ class GridGraph:
         """
         graph = cls.__new__(cls)
         graph.width, graph.height = width, height
+        steps = np.array(MOORE_STEPS)
+        # (cell, step) -> whether that edge exists: a step stays inside along x and along y
+        inside_x = (np.arange(width)[:, None] + steps[None, :, 0] >= 0) & (
+            np.arange(width)[:, None] + steps[None, :, 0] < width
+        )
+        inside_y = (np.arange(height)[:, None] + steps[None, :, 1] >= 0) & (
+            np.arange(height)[:, None] + steps[None, :, 1] < height
+        )
+        graph._grid_edges = (inside_x[:, None, :] & inside_y[None, :, :]).reshape(
+            width * height, len(MOORE_STEPS)
+        )
+        # a search needs nothing more: weights come from the steps, and the slots' targets
+        # (``indices``, ``indptr``) and the per-edge arrays of a raster graph are built only
+        # if asked for (see __getattr__)
+        graph._windows = {}
+        return graph
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        """The slot targets and per-edge arrays of an :meth:`open_grid` graph, built when asked.
+
+        Searches of an open grid use none of them (only ``_grid_edges``); a window graph
+        holds about 8 bytes a cell instead of about 280, which matters with dozens of cached
+        window shapes of up to the whole plaza. Only attributes missing from a graph come here.
+        """
+        if "_grid_edges" not in self.__dict__ or name not in (
+            _SLOT_ARRAYS | _PER_EDGE_ARRAYS
+        ):
+            raise AttributeError(name)
+        width, height = self.width, self.height
         cells = np.arange(width * height)
         xs, ys = np.divmod(cells, height)
         steps = np.array(MOORE_STEPS)
         nx = xs[:, None] + steps[None, :, 0]
         ny = ys[:, None] + steps[None, :, 1]
-        ok = (nx >= 0) & (nx < width) & (ny >= 0) & (ny < height)
-        # (cell, step) -> whether that edge exists
-        graph._grid_edges = ok
-        # a search needs only the slots' targets: weights come from the steps (and the
-        # per-edge arrays of a raster graph are built only if asked for, see __getattr__)
-        graph.indices = np.where(ok, nx * height + ny, cells[:, None]).ravel()
-        graph.indices = graph.indices.astype(np.int32)
-        graph.indptr = (len(MOORE_STEPS) * np.arange(width * height + 1)).astype(
-            np.int32
-        )
-        graph._windows = {}
-        return graph
-
-    def __getattr__(self, name: str) -> np.ndarray:
-        """The per-edge arrays of an :meth:`open_grid` graph, built when first asked for.
-
-        Searches of an open grid use only its slots' targets (``indices``); a window graph
-        holds about 44 bytes a cell instead of about 280, which matters with dozens of cached
-        window shapes of up to the whole plaza. Only attributes missing from an open grid
-        come here.
-        """
-        if name in _PER_EDGE_ARRAYS and "_grid_edges" in self.__dict__:
-            width, height = self.width, self.height
-            cells = np.arange(width * height)
-            xs, ys = np.divmod(cells, height)
-            steps = np.array(MOORE_STEPS)
-            nx = xs[:, None] + steps[None, :, 0]
-            ny = ys[:, None] + steps[None, :, 1]
-            ok = self._grid_edges
+        ok = self._grid_edges
+        dst = np.where(ok, nx * height + ny, cells[:, None])  # off the frame: a loop
+        if name in _SLOT_ARRAYS:
+            self.indices = dst.ravel().astype(np.int32)
+            self.indptr = (len(MOORE_STEPS) * np.arange(width * height + 1)).astype(
+                np.int32
+            )
+        else:
             diagonal = (steps[:, 0] != 0) & (steps[:, 1] != 0)
-            dst = self.indices.reshape(ok.shape).astype(np.int64)
             self._store(
                 np.repeat(cells, len(MOORE_STEPS)),
                 dst.ravel(),
@@ -173,8 +184,7 @@ class GridGraph:
                     ok & diagonal[None, :], xs[:, None] * height + ny, dst
                 ).ravel(),
             )
-            return getattr(self, name)
-        raise AttributeError(name)
+        return getattr(self, name)
 
     def _store(
         self,
@@ -383,17 +393,7 @@ class GridGraph:
 
 def path_to(pred: np.ndarray, source: int, target: int) -> list[int]:
     """Flat cells from ``source`` (excluded) to ``target`` (included); empty when unreachable."""
-    if target == source:
-        return []
-    path = []
-    node = int(target)
-    while node != source:
-        if node < 0:
-            return []
-        path.append(node)
-        node = int(pred[node])
-    path.reverse()
-    return path
+    return path_cells(pred, source, target).tolist()
 
 
 def frontier_mask(known: np.ndarray, passable: np.ndarray) -> np.ndarray:

@@ -5,7 +5,11 @@ import pytest
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import dijkstra
 
-from mesa_llm_mobility.evacuation.grid_search import grid_search, grid_shortest_paths
+from mesa_llm_mobility.evacuation.grid_search import (
+    grid_search,
+    grid_shortest_paths,
+    path_cells,
+)
 from mesa_llm_mobility.evacuation.routing import GridGraph
 
 
@@ -88,3 +92,31 @@ def test_the_masked_search_is_the_search_of_the_rules_weights(seed):
                 passable, *masks, graph.width, graph.height, source, limit
             )
             assert np.array_equal(dist, ref_dist) and np.array_equal(pred, ref_pred)
+
+
+def walked_back(pred, source, target):
+    """The path by the definition: predecessors from ``target`` back to ``source``."""
+    path, node = [], int(target)
+    if node == source:
+        return []
+    while node != source:
+        if node < 0:
+            return []
+        path.append(node)
+        node = int(pred[node])
+    return path[::-1]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_paths_walk_the_predecessors_back(seed):
+    """Every cell's path, unreached cells and the source itself included, as walked in Python."""
+    for graph, passable, sinks, source, closed, _weights, limit in random_searches(
+        seed
+    ):
+        _, pred = grid_search(
+            passable, sinks, closed, graph.width, graph.height, source, limit
+        )
+        for target in range(graph.n_cells):
+            cells = path_cells(pred, source, target)
+            assert cells.dtype == np.int64
+            assert cells.tolist() == walked_back(pred, source, target)

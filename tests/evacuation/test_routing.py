@@ -202,6 +202,23 @@ def test_open_grid_is_the_graph_of_an_all_floor_raster(shape):
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 5), (16, 8), (23, 40)])
+def test_open_grid_builds_its_slot_targets_only_when_asked(shape):
+    """A window graph holds its edge flags only; its slots' targets come when first read."""
+    built = GridGraph.open_grid(*shape)
+    assert "indices" not in built.__dict__ and "src" not in built.__dict__
+    assert built._grid_edges.nbytes == 8 * shape[0] * shape[1]  # one byte a slot
+    reference = GridGraph(np.full(shape, Terrain.FLOOR, dtype=np.uint8))
+    edges = built._grid_edges.ravel()
+    assert np.array_equal(built.indices[edges], reference.dst)
+    assert np.array_equal(
+        built.indices[~edges], np.repeat(np.arange(edges.size // 8), 8)[~edges]
+    )
+    assert "src" not in built.__dict__  # the per-edge arrays still wait
+    with pytest.raises(AttributeError):
+        built.no_such_array  # noqa: B018
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (16, 8), (23, 40)])
 def test_open_grid_weights_equal_the_per_edge_rule(shape):
     """Shifted-grid weights of an open grid == the per-edge gathers of the raster's graph."""
     rng = np.random.default_rng(sum(shape))
