@@ -82,7 +82,6 @@ from mesa_llm_mobility.evacuation.memory_role import (
 from mesa_llm_mobility.evacuation.movement import (
     BLOCKED,
     MOVED,
-    SIDESTEP,
     resolve_moves,
 )
 from mesa_llm_mobility.evacuation.outputs import outcome_measures
@@ -482,9 +481,10 @@ class EvacuationModel(MobilityModel):
         routing_before = self.timing["routing"]
         if boundary:
             due = []
+            state = self.status.tolist()
             for agent in self.pedestrians:
                 if (
-                    self.status[agent.index] == ACTIVE
+                    state[agent.index] == ACTIVE
                     and agent.pending is not None
                     and agent.pending.due_step <= self.tick
                 ):
@@ -513,14 +513,21 @@ class EvacuationModel(MobilityModel):
         self.timing["decisions"] += t3 - t2 - (self.timing["routing"] - routing_before)
         proposals = self.pos.copy()
         height = self.plaza.height
-        for i in self.active_indices().tolist():
+        active = self.active_indices().tolist()
+        xy = self.pos.tolist()
+        walking, next_cells = [], []
+        for i in active:
             agent = self.pedestrians[i]
             if agent.route_pos < len(agent.route):
                 tx, ty = divmod(agent.route[agent.route_pos], height)
-                if max(abs(tx - self.pos[i, 0]), abs(ty - self.pos[i, 1])) == 1:
-                    proposals[i] = (tx, ty)
+                x, y = xy[i]
+                if max(abs(tx - x), abs(ty - y)) == 1:
+                    walking.append(i)
+                    next_cells.append((tx, ty))
                 else:
                     agent.route, agent.route_pos = [], 0
+        if walking:
+            proposals[walking] = next_cells
         proposals[n] = propose_move(self)
         active_entities = np.append(self.status == ACTIVE, True)
         old = self.pos.copy()
@@ -534,30 +541,26 @@ class EvacuationModel(MobilityModel):
             self.adversary_forbidden,
         )
         self.pos = result.positions
-        moved = np.flatnonzero(np.any(self.pos != old, axis=1))
-        movers = [
-            self.adversary if e == n else self.pedestrians[e] for e in moved.tolist()
-        ]
+        moved = np.flatnonzero(np.any(self.pos != old, axis=1)).tolist()
+        movers = [self.adversary if e == n else self.pedestrians[e] for e in moved]
+        status = result.status.tolist()
         # vacate first: Mesa cells hold one agent, and followers enter freed cells
         for agent in movers:
             agent.cell = None
-        for e in moved.tolist():
-            dx, dy = int(self.pos[e, 0] - old[e, 0]), int(self.pos[e, 1] - old[e, 1])
-            self.heading[e] = heading_index(dx, dy)
-            agent = self.adversary if e == n else self.pedestrians[e]
-            agent.cell = self.grid[(int(self.pos[e, 0]), int(self.pos[e, 1]))]
+        headings = []
+        for e, agent, (x, y), (ox, oy) in zip(
+            moved, movers, self.pos[moved].tolist(), old[moved].tolist(), strict=True
+        ):
+            headings.append(heading_index(x - ox, y - oy))
+            agent.cell = self.grid[(x, y)]
             if e < n:
-                flat = int(self.pos[e, 0]) * height + int(self.pos[e, 1])
-                agent.visited.add(flat)
-                if result.status[e] == MOVED:
+                agent.visited.add(x * height + y)
+                if status[e] == MOVED:
                     agent.route_pos += 1
-        for i in self.active_indices().tolist():
+        self.heading[moved] = headings
+        for i in active:  # a sidestep, like any move, ends a blocked spell
             agent = self.pedestrians[i]
-            agent.blocked_steps = (
-                agent.blocked_steps + 1 if result.status[i] == BLOCKED else 0
-            )
-            if result.status[i] == SIDESTEP:
-                agent.blocked_steps = 0
+            agent.blocked_steps = agent.blocked_steps + 1 if status[i] == BLOCKED else 0
         t4 = perf_counter()
         self.timing["movement"] += t4 - t3
         self.tick += 1
