@@ -11,6 +11,7 @@ and then the brain's defaults apply.
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from mesa_llm_mobility.cognition.openai_compatible import CLIENT_CHOICES
@@ -32,7 +33,7 @@ BRAIN_FLAGS: dict[str, str] = {
 """Parsed flag (``args`` attribute) -> :func:`make_brain` option."""
 
 
-def _positive(kind: type) -> Any:
+def _bounded(kind: type, zero_allowed: bool) -> Any:
     def parse(text: str) -> int | float:
         try:
             value = kind(text)
@@ -41,25 +42,28 @@ def _positive(kind: type) -> Any:
             raise argparse.ArgumentTypeError(
                 f"expected {expected}, got {text!r}"
             ) from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"expected a value > 0, got {text!r}")
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if value < 0 or (value == 0 and not zero_allowed):
+            bound = ">= 0" if zero_allowed else "> 0"
+            raise argparse.ArgumentTypeError(f"expected a value {bound}, got {text!r}")
         return value
 
     return parse
 
 
+def _positive(kind: type) -> Any:
+    """Argparse type: a number of ``kind`` > 0, with a one-line error otherwise."""
+    return _bounded(kind, zero_allowed=False)
+
+
 positive_int = _positive(int)
 """argparse type: an integer > 0, with a one-line error otherwise."""
 
+_non_negative_int = _bounded(int, zero_allowed=True)
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+non_negative_float = _bounded(float, zero_allowed=True)
+"""argparse type: a number >= 0, with a one-line error otherwise."""
 
 
 def add_brain_arguments(

@@ -9,15 +9,23 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from mesa_llm_mobility.cognition.arguments import (
     add_brain_arguments,
     brain_options,
+    non_negative_float,
     positive_int,
 )
 from mesa_llm_mobility.experiment.cli import add_executor_arguments
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.evacuation.runner import EvacuationRun
+
+CHECKPOINT_EVERY_S = 60.0
+"""``mlm evac run``'s default checkpoint interval (simulated seconds)."""
 
 
 def _composition(text: str) -> str | dict[str, int]:
@@ -38,11 +46,8 @@ def _composition(text: str) -> str | dict[str, int]:
 
 def run_command(args: argparse.Namespace) -> int:
     """Handler of ``mlm evac run``: run, write the run directory, print the summary table."""
-    from mesa_llm_mobility.cognition.ledger import llm_summary_lines  # noqa: PLC0415
     from mesa_llm_mobility.evacuation.layers import GateSchedule  # noqa: PLC0415  (fast --help)
-    from mesa_llm_mobility.evacuation.outputs import summary_table  # noqa: PLC0415
     from mesa_llm_mobility.evacuation.runner import (  # noqa: PLC0415
-        LLM_SUMMARY_TABLE,
         evacuation_config,
         run_evacuation,
     )
@@ -64,12 +69,34 @@ def run_command(args: argparse.Namespace) -> int:
         brain_options=brain_options(args),
         memory_stream=args.memory_stream,
         route_workers=args.route_workers,
+        checkpoint_every_s=args.checkpoint_every or None,
     )
+    return _print_result(result)
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm evac resume``: continue a run from its checkpoint, print its summary."""
+    from mesa_llm_mobility.evacuation.runner import resume_evacuation  # noqa: PLC0415
+
+    result = resume_evacuation(
+        args.run_dir,
+        brain_options=brain_options(args),
+        route_workers=args.route_workers,
+    )
+    return _print_result(result)
+
+
+def _print_result(result: EvacuationRun) -> int:
+    """Print a finished run's summary table (and its LLM use); returns the exit status 0."""
+    from mesa_llm_mobility.cognition.ledger import llm_summary_lines  # noqa: PLC0415
+    from mesa_llm_mobility.evacuation.outputs import summary_table  # noqa: PLC0415
+    from mesa_llm_mobility.evacuation.runner import LLM_SUMMARY_TABLE  # noqa: PLC0415
+
     model = result.model
     table = summary_table(model.outcomes_frame(), model.pedestrians_frame())
     print(
         f"plaza {model.plaza.name}, composition {json.dumps(model.composition)}, block {model.block}, "
-        f"brain {model.brain.name}, seed {args.seed}: ended at {model.time_s:.1f} s ({model.tick} steps)"
+        f"brain {model.brain.name}, seed {result.run.config['seed']}: ended at {model.time_s:.1f} s ({model.tick} steps)"
     )
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(table.to_string())
@@ -77,7 +104,7 @@ def run_command(args: argparse.Namespace) -> int:
         summary = result.run.read_table(LLM_SUMMARY_TABLE).set_index("kind")
         for line in llm_summary_lines(summary):
             print(line)
-    print(f"\nrun written to {args.out} (trajectory plot: {result.plot})")
+    print(f"\nrun written to {result.run.path} (trajectory plot: {result.plot})")
     return 0
 
 
@@ -168,8 +195,18 @@ def _print_report(out: str) -> int:
     return 0
 
 
+def _add_route_workers(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--route-workers",
+        type=positive_int,
+        default=1,
+        help="processes that plan the routes, this one included (default 1); the run is "
+        "the same for any number, large crowds finish sooner with 2 on 2 cores",
+    )
+
+
 def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``evac run``, ``evac lanes``, ``evac experiment`` and ``evac report``."""
+    """Register ``evac run``, ``evac resume``, ``evac lanes``, ``evac experiment`` and ``evac report``."""
     evac = subparsers.add_parser(
         "evac", help="crowd evacuation under a moving threat (plaza)"
     )
@@ -229,12 +266,14 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
         help="also store every memory revision in the pedestrians' Chroma streams under "
         "memory/ (default on; the memory_versions table is written either way)",
     )
+    _add_route_workers(run)
     run.add_argument(
-        "--route-workers",
-        type=positive_int,
-        default=1,
-        help="processes that plan the routes, this one included (default 1); the run is "
-        "the same for any number, large crowds finish sooner with 2 on 2 cores",
+        "--checkpoint-every",
+        type=non_negative_float,
+        default=CHECKPOINT_EVERY_S,
+        metavar="SECONDS",
+        help="write a checkpoint every this many simulated seconds, at the start and at the "
+        f"end, for 'mlm evac resume' (default {CHECKPOINT_EVERY_S:g}; 0: none)",
     )
     run.add_argument("--out", required=True, help="run directory to write")
     run.add_argument(
@@ -242,6 +281,18 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     add_brain_arguments(run)
     run.set_defaults(handler=run_command)
+    resume = commands.add_parser(
+        "resume",
+        help="continue an interrupted evacuation from its latest good checkpoint",
+        description="Continue a run written by 'mlm evac run' from its latest good checkpoint "
+        "(a corrupt one is skipped) to its end; the run is the same as one never interrupted. "
+        "An LLM brain answers the requests of the steps that were under way from the run's "
+        "ledger. A finished run's outputs are written again.",
+    )
+    resume.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    _add_route_workers(resume)
+    add_brain_arguments(resume, choose_brain=False)
+    resume.set_defaults(handler=resume_command)
     lanes = commands.add_parser(
         "lanes",
         help="draw one pedestrian's perception, affect, appraisal, decision and memory lanes",

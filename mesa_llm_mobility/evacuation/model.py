@@ -10,6 +10,7 @@ recorded. The run ends when every pedestrian evacuated or was reached, or at the
 
 from __future__ import annotations
 
+import copyreg
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ import mesa
 import numpy as np
 import pandas as pd
 from mesa.discrete_space import OrthogonalMooreGrid
+from mesa.discrete_space.grid import pickle_gridcell
 
 from mesa_llm_mobility.cognition.brain import Brain
 from mesa_llm_mobility.cognition.kinds import (
@@ -371,17 +373,14 @@ class EvacuationModel(MobilityModel):
             "movement": 0.0,
             "other": 0.0,
         }
+        # attribute names, not lambdas: the collector is pickled with the model (checkpoints)
         self.datacollector = mesa.DataCollector(
             model_reporters={
-                "time_s": lambda m: m.tick * DT_S,
-                "active": lambda m: int(np.count_nonzero(m.status == ACTIVE)),
-                "evacuated": lambda m: int(np.count_nonzero(m.status == EVACUATED)),
-                "reached": lambda m: int(np.count_nonzero(m.status == REACHED)),
-                "mean_fear": lambda m: (
-                    float(m.fear[m.status == ACTIVE].mean())
-                    if np.any(m.status == ACTIVE)
-                    else float("nan")
-                ),
+                "time_s": "time_s",
+                "active": "active_count",
+                "evacuated": "evacuated_count",
+                "reached": "reached_count",
+                "mean_fear": "mean_active_fear",
             }
         )
         for opening in plaza_.gates:
@@ -418,6 +417,27 @@ class EvacuationModel(MobilityModel):
     def time_s(self) -> float:
         """Simulated seconds since the emergency started."""
         return self.tick * DT_S
+
+    @property
+    def active_count(self) -> int:
+        """Pedestrians still in the plaza."""
+        return int(np.count_nonzero(self.status == ACTIVE))
+
+    @property
+    def evacuated_count(self) -> int:
+        """Pedestrians who left through an opening."""
+        return int(np.count_nonzero(self.status == EVACUATED))
+
+    @property
+    def reached_count(self) -> int:
+        """Pedestrians the adversary reached."""
+        return int(np.count_nonzero(self.status == REACHED))
+
+    @property
+    def mean_active_fear(self) -> float:
+        """Mean fear of the pedestrians still in the plaza (NaN when none is)."""
+        active = self.status == ACTIVE
+        return float(self.fear[active].mean()) if np.any(active) else float("nan")
 
     def record_event(
         self, event: str, agent: int | None, other: int | None, detail: str = ""
@@ -704,6 +724,52 @@ class EvacuationModel(MobilityModel):
         """Every long-term memory revision (see :func:`.memory_flow.memory_versions_frame`)."""
         return memory_versions_frame(self)
 
+    # ------------------------------------------------------------------ checkpoints
+    def __getstate__(self) -> dict[str, object]:
+        """Everything but the brain, its options and the memory store; :meth:`attach` gives them back.
+
+        The brain holds network clients and the ledger file, its options may hold an API key
+        (never written to a checkpoint), the memory store a Chroma client; the route planner
+        leaves its worker processes behind (:meth:`RoutePlanner.__getstate__`).
+        """
+        state = super().__getstate__()
+        state["memory_store"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Restore a checkpoint; its grid's cells share one class again (see below)."""
+        super().__setstate__(state)
+        _share_one_cell_class(self.grid)
+
+    def attach(
+        self,
+        brain: str | Brain,
+        memory_store: MemoryStore | None = None,
+        brain_options: BrainOptions | None = None,
+        route_workers: int | None = None,
+    ) -> None:
+        """Give an unpickled model its brain and memory store back.
+
+        Args:
+            brain: ``"rules"``, ``"llm:<model>"`` or a :class:`Brain`; built on the model's
+                (restored) generator, so the run continues the same random stream.
+            memory_store: The store holding the memory revisions as they were at the
+                checkpoint (``None``: the run keeps none).
+            brain_options: Further :func:`~mesa_llm_mobility.cognition.make_brain` arguments
+                (``api_base``, ``ledger``, ``replay``, ...); the paper's temperature unless
+                they set one.
+            route_workers: Processes that plan the routes from now on (``None``: as before);
+                the routes do not depend on it.
+        """
+        self.memory_store = memory_store
+        if memory_store is not None:
+            memory_store.defer_writes = True
+        self.attach_brain(
+            brain, {"temperature": PAPER_TEMPERATURE, **(brain_options or {})}
+        )
+        if route_workers is not None:
+            self.route_planner.set_workers(route_workers)
+
     def close(self) -> None:
         """Release the brain and the route workers; write the memory store's deferred revisions."""
         planner = getattr(self, "route_planner", None)
@@ -723,6 +789,28 @@ class EvacuationModel(MobilityModel):
             self.pocket,
             self.cell_size_m,
         )
+
+
+def _share_one_cell_class(grid: OrthogonalMooreGrid) -> None:
+    """Give an unpickled grid's cells one cell class, registered for pickling as a new grid's is.
+
+    Mesa 3.5 makes each grid's cell class at run time and registers how to pickle it, but
+    unpickles every cell into a class of its own that nothing registers: a restored model
+    could not be checkpointed again. The class only carries the grid's property layers, which
+    this grid has none of.
+    """
+    cells = list(grid._cells.values())
+    if not cells:
+        return
+    klass = type(
+        "GridCell",
+        (type(cells[0]).__bases__[0],),
+        {"_mesa_properties": set(), "__slots__": ()},
+    )
+    copyreg.pickle(klass, pickle_gridcell)
+    for cell in cells:
+        cell.__class__ = klass
+    grid.cell_klass = klass
 
 
 _HEADING_BEARINGS = [round(bearing_deg(*MOORE_STEPS[h]), 1) for h in range(8)]

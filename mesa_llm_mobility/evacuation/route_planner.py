@@ -270,12 +270,11 @@ class RoutePlanner:
         cell_size_m: float,
         workers: int = 1,
     ) -> None:
-        if int(workers) != workers or workers < 1:
-            raise ValueError(f"route_workers must be an integer >= 1, got {workers!r}")
-        self.workers = int(workers)
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self.workers = 1
+        self.set_workers(workers)
         self.solver = RouteSolver(graph, opening_mask, cell_size_m)
         self._raw_codes = raw_codes
-        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self.failures = 0
         """Worker failures met (their queries were answered in this process)."""
         self.remote_queries = 0
@@ -289,6 +288,29 @@ class RoutePlanner:
         self.last_answers: dict[int, tuple[tuple[object, ...], OptionsAnswer]] = {}
         """Each owner's last streamed query's :meth:`~OptionsQuery.search_key` and answer
         (:meth:`QueryStream.add`)."""
+
+    def __getstate__(self) -> dict[str, object]:
+        """The planner for a checkpoint: no worker processes, no owners' last answers.
+
+        The workers start again on the first step that has work for them; without the last
+        answers every owner's next query is searched, which gives the same answer as a reuse.
+        """
+        state = self.__dict__.copy()
+        state["_pool"] = None
+        state["last_answers"] = {}
+        return state
+
+    def set_workers(self, workers: int) -> None:
+        """Plan with ``workers`` processes from the next step on (the routes do not change).
+
+        Raises:
+            ValueError: If ``workers`` is not an integer >= 1.
+        """
+        if int(workers) != workers or workers < 1:
+            raise ValueError(f"route_workers must be an integer >= 1, got {workers!r}")
+        if int(workers) != self.workers:
+            self.close()
+            self.workers = int(workers)
 
     def answer(
         self, queries: list[OptionsQuery | RouteQuery]

@@ -16,9 +16,14 @@ only::
                                affect, observations)
         memory/                the Chroma store: each pedestrian's memory revisions
                                (``memory_stream=True``, as ``mlm evac run`` does)
+        checkpoints/step_<s>.pkl  the model after s steps, every ``checkpoint_every_s``
+                               simulated seconds (``mlm evac run``: 60) and at the end;
+                               checkpoints/step_<s>_memory/ the memory store then
         plots/trajectories.png
 
-Resume and fork are urban-only: an evacuation writes no checkpoints.
+:func:`resume_evacuation` (``mlm evac resume``) continues an interrupted run from its latest
+good checkpoint; the finished run is the same as one never interrupted. An LLM brain answers the
+requests of the steps under way when the run stopped from the ledger, without calling the model.
 """
 
 from __future__ import annotations
@@ -44,7 +49,14 @@ from mesa_llm_mobility.evacuation.knowledge_graph import (
 from mesa_llm_mobility.evacuation.layers import GateSchedule
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.outputs import plot_trajectories
-from mesa_llm_mobility.experiment.run_directory import RunDirectory
+from mesa_llm_mobility.evacuation.timing import STEPS_PER_SECOND
+from mesa_llm_mobility.experiment.checkpoints import (
+    record_tag,
+    replay_after,
+    restore_memory,
+    snapshot_memory,
+)
+from mesa_llm_mobility.experiment.run_directory import RunDirectory, RunDirectoryError
 from mesa_llm_mobility.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
@@ -67,6 +79,9 @@ LLM_SUMMARY_TABLE = "llm_summary"
 """The ledger's summary (one row per decision kind and ``all``), for LLM brains."""
 
 PLOT_FILE = "trajectories.png"
+
+MEMORY_EMBEDDING = "hash"
+"""The memory streams' embedding (offline; the runs store revisions, they never search them)."""
 
 GRAPH_FILE = "knowledge_graph.graphml"
 """The run's knowledge graph (:func:`~.knowledge_graph.knowledge_graph`), as GraphML."""
@@ -99,12 +114,17 @@ class EvacuationRun:
     Attributes:
         run: The run directory written.
         model: The finished (closed) model, its tables still readable.
-        plot: The trajectory plot.
+        plot: The trajectory plot (``None`` for a run stopped by ``stop_after_step``).
     """
 
     run: RunDirectory
     model: EvacuationModel
-    plot: Path
+    plot: Path | None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run reached its end (and its tables and plot are written)."""
+        return self.plot is not None
 
 
 def evacuation_config(
@@ -159,6 +179,8 @@ def run_evacuation(
     brain_options: BrainOptions | None = None,
     memory_stream: bool = False,
     route_workers: int = 1,
+    checkpoint_every_s: float | None = None,
+    stop_after_step: int | None = None,
 ) -> EvacuationRun:
     """Run one evacuation to its end and write its run directory ``out``.
 
@@ -175,15 +197,25 @@ def run_evacuation(
             either way. ``mlm evac run`` turns it on.
         route_workers: Processes that plan the routes (see :class:`EvacuationModel`); the
             results do not depend on it, so it is not part of the configuration.
+        checkpoint_every_s: Write a checkpoint at the start, every this many simulated seconds
+            and at the end, so that :func:`resume_evacuation` can continue an interrupted run
+            (``None``: none; ``mlm evac run`` writes one a minute). A checkpoint holds the whole
+            model: about 9 MB for the reference plaza's 11 pedestrians.
+        stop_after_step: Stop after the checkpoint of this step, as an interrupted run would
+            (continue with :func:`resume_evacuation`); needs ``checkpoint_every_s``.
 
     Returns:
         The run directory, the finished model and the plot.
 
     Raises:
         RunDirectoryError: When ``out`` holds another run and ``overwrite`` is false.
-        ValueError: For invalid model parameters (from the model); ``out`` is then removed.
+        ValueError: For invalid model parameters (from the model), or a
+            ``checkpoint_every_s`` that is not positive; ``out`` is then removed.
     """
-    run = RunDirectory.create(out, dict(config), overwrite=overwrite)
+    every = _checkpoint_steps(checkpoint_every_s, stop_after_step)
+    run = RunDirectory.create(
+        out, dict(config), overwrite=overwrite, checkpoint_unit="step"
+    )
     options = dict(brain_options or {})
     if parse_brain_setting(str(config["brain"]))[0] == "llm":
         options.setdefault("ledger", run.ledger_path)
@@ -191,7 +223,7 @@ def run_evacuation(
     store = None
     try:
         if memory_stream:
-            store = MemoryStore.persistent(run.memory_dir, embedding="hash")
+            store = MemoryStore.persistent(run.memory_dir, embedding=MEMORY_EMBEDDING)
             store.defer_writes = True
         model = EvacuationModel(
             plaza=config["plaza"],
@@ -214,14 +246,130 @@ def run_evacuation(
             store.close()
         shutil.rmtree(run.path, ignore_errors=True)
         raise
+    return _run_to_end(run, model, every, stop_after_step)
+
+
+def resume_evacuation(
+    run_dir: str | Path,
+    *,
+    brain_options: BrainOptions | None = None,
+    route_workers: int = 1,
+    stop_after_step: int | None = None,
+) -> EvacuationRun:
+    """Continue an evacuation from its latest good checkpoint to its end.
+
+    The model is unpickled from the checkpoint (a corrupt or truncated latest one is skipped
+    with a warning), its memory store is replaced by the checkpoint's snapshot, and a new brain
+    is built from the run's config on the model's restored generator. An LLM brain appends to
+    the run's ledger; the ledger's records of the steps after the checkpoint (under way when the
+    run stopped) are taken out of it and answer the same requests again without calling the
+    model. Checkpoints go on at the run's interval; the tables and the plot are written as
+    :func:`run_evacuation` writes them, the same as an uninterrupted run's. A finished run's
+    outputs are written again from its last checkpoint.
+
+    Args:
+        run_dir: The run directory (written by :func:`run_evacuation` with checkpoints).
+        brain_options: Extra brain options (``api_base``, ``api_key``, ...); never written.
+        route_workers: Processes that plan the routes from now on (the run does not depend
+            on it).
+        stop_after_step: As in :func:`run_evacuation`.
+
+    Returns:
+        The run directory, the finished model and the plot.
+
+    Raises:
+        RunDirectoryError: If ``run_dir`` is not an evacuation run directory, has no usable
+            checkpoint or its checkpoint's memory snapshot is missing.
+    """
+    run = RunDirectory.open(run_dir)
+    if run.checkpoint_unit != "step":
+        raise RunDirectoryError(
+            f"{run.path}: not an evacuation run (its checkpoints count "
+            f"{run.checkpoint_unit}s; resume it with its own model's command)"
+        )
+    latest = run.latest_checkpoint(skip_corrupt=True)
+    if latest is None:
+        raise RunDirectoryError(
+            f"{run.path}: no usable checkpoint to resume from (see {run.checkpoints_dir}; "
+            "runs write them with checkpoint_every_s, mlm evac run does by default)"
+        )
+    step, state = latest
+    model: EvacuationModel = state["model"]
+    config = run.config
+    options = dict(brain_options or {})
+    if parse_brain_setting(str(config["brain"]))[0] == "llm":
+        options.setdefault("ledger", run.ledger_path)
+        options.setdefault(
+            "replay",
+            replay_after(run, lambda record: record_tag(record, "step") >= step),
+        )
+    store = None
+    if state.get("memory_snapshot") is not None:
+        store = restore_memory(run, step, state, MEMORY_EMBEDDING)
+    try:
+        model.attach(config["brain"], store, options, route_workers)
+    except BaseException:
+        if store is not None:
+            store.close()
+        raise
+    logger.info("resuming %s after step %d", run.path, step)
+    return _run_to_end(run, model, int(state["every_steps"]), stop_after_step)
+
+
+def _checkpoint_steps(every_s: float | None, stop_after_step: int | None) -> int:
+    """Steps between checkpoints (0: none), checked."""
+    if every_s is None:
+        if stop_after_step is not None:
+            raise ValueError("stop_after_step needs checkpoint_every_s")
+        return 0
+    steps = round(every_s * STEPS_PER_SECOND)
+    if not every_s > 0 or steps < 1:
+        raise ValueError(
+            f"checkpoint_every_s must be at least one step (1/{STEPS_PER_SECOND} s), "
+            f"got {every_s!r}"
+        )
+    return steps
+
+
+def _run_to_end(
+    run: RunDirectory,
+    model: EvacuationModel,
+    every: int,
+    stop_after_step: int | None,
+) -> EvacuationRun:
+    """Step ``model`` to its end with a checkpoint every ``every`` steps; write the outputs.
+
+    The model is closed when this returns or raises (its memory store too).
+    """
+    store = model.memory_store
     try:
         with model:
-            model.run()
+            if every and not run.checkpoint_days():
+                _checkpoint(run, model, every)
+            while model.running:
+                model.run(max_steps=every - model.tick % every if every else None)
+                if every:
+                    _checkpoint(run, model, every)
+                    stop = stop_after_step is not None and model.tick >= stop_after_step
+                    if stop and model.running:
+                        logger.info("%s: stopped after step %d", run.path, model.tick)
+                        return EvacuationRun(run, model, None)
     finally:
         if store is not None:
             store.close()
     plot = write_run(model, run)
     return EvacuationRun(run, model, plot)
+
+
+def _checkpoint(run: RunDirectory, model: EvacuationModel, every: int) -> None:
+    """Checkpoint the model after its steps so far: memory snapshot first, then the model."""
+    state: dict[str, Any] = {"model": model, "step": model.tick, "every_steps": every}
+    state["memory_snapshot"] = (
+        snapshot_memory(run, model.tick, model.memory_store)
+        if model.memory_store is not None
+        else None
+    )
+    run.write_checkpoint(model.tick, state)
 
 
 def write_run(model: EvacuationModel, run: RunDirectory) -> Path:

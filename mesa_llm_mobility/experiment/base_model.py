@@ -67,12 +67,23 @@ class MobilityModel(mesa.Model):
             if isinstance(rng, int | np.integer) and not isinstance(rng, bool)
             else None
         )
-        self.brain_options: BrainOptions = BrainOptions(**(brain_options or {}))
-        self.brain = make_brain(brain, rng=self.rng, **self.brain_options)
+        self.attach_brain(brain, brain_options)
         self._decision_rows: list[tuple[Any, ...]] = []
         """Rows in :meth:`decision_table_columns` order (tuples: a long run has millions)."""
 
     # ------------------------------------------------------------------ brain
+    def attach_brain(
+        self, brain: str | Brain | None, brain_options: BrainOptions | None = None
+    ) -> None:
+        """Build the model's brain on its generator (at creation, or after a checkpoint).
+
+        Args:
+            brain: As the class's ``brain``.
+            brain_options: As the class's ``brain_options``.
+        """
+        self.brain_options = BrainOptions(**(brain_options or {}))
+        self.brain = make_brain(brain, rng=self.rng, **self.brain_options)
+
     @property
     def uses_llm(self) -> bool:
         """Whether an LLM (not the rule brain) answers this model's requests."""

@@ -9,8 +9,10 @@ A run directory is model-agnostic. It holds::
         memory/              the agents' memory store (Chroma), if any
         tables/<name>.parquet               a whole-run table
         tables/<name>/day=<d>.parquet       one part per day of a per-day table
-        checkpoints/day_<d>.pkl             model state after day d (pickle)
-        checkpoints/index.json              day, file, sha256 and creation time of each checkpoint
+        checkpoints/day_<d>.pkl             model state after day d (pickle; ``step_<s>.pkl``
+                                            after step s for a model that counts steps)
+        checkpoints/index.json              day (or step), file, sha256 and creation time of
+                                            each checkpoint
         plots/               figures
 
 Every file the class writes is written atomically (a temporary file in the same folder, then
@@ -19,9 +21,10 @@ its final name. Appending a day writes one new table part and never rewrites ear
 
 The layout follows the model's time unit: a model that runs day by day (urban) writes per-day
 table parts and a checkpoint per day; a model that runs once (evacuation) writes whole-run tables
-only. Resume and fork are urban-only: a run can be resumed from
-:meth:`RunDirectory.latest_checkpoint` and forked from any checkpoint with changed parameters by
-:func:`fork`; the fork records where it came from, so a brain can replay the source's ledger
+and numbers its checkpoints by step (:attr:`RunDirectory.checkpoint_unit`, set at
+:meth:`RunDirectory.create`). A run can be resumed from :meth:`RunDirectory.latest_checkpoint`
+and forked from any checkpoint with changed parameters by :func:`fork`; the fork records where
+it came from, so a brain can replay the source's ledger
 (:attr:`RunDirectory.source_ledger_path`).
 
 Checkpoints are pickles: open only run directories you trust.
@@ -61,6 +64,9 @@ CHECKPOINTS_DIR = "checkpoints"
 PLOTS_DIR = "plots"
 CHECKPOINT_INDEX = "index.json"
 
+CHECKPOINT_UNITS = ("day", "step")
+"""What a checkpoint's number can count: days completed (the default) or steps completed."""
+
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _PART_NAME = re.compile(r"^day=(\d+)\.parquet$")
 
@@ -86,11 +92,11 @@ def _read_json(path: Path) -> Any:
         ) from error
 
 
-def _check_day(day: Any) -> int:
+def _check_day(day: Any, unit: str = "day") -> int:
     if isinstance(day, np.integer):
         day = int(day)
     if isinstance(day, bool) or not isinstance(day, int) or day < 0:
-        raise ValueError(f"day must be a whole number >= 0, got {day!r}")
+        raise ValueError(f"{unit} must be a whole number >= 0, got {day!r}")
     return day
 
 
@@ -148,6 +154,7 @@ class RunDirectory:
         *,
         overwrite: bool = False,
         extra: Mapping[str, Any] | None = None,
+        checkpoint_unit: str = "day",
     ) -> RunDirectory:
         """Create a run directory with its ``config.json`` and ``metadata.json``.
 
@@ -158,6 +165,8 @@ class RunDirectory:
                 non-empty folder that is not a run directory is never deleted.
             extra: Free-form metadata, e.g. the embedding actually used (also settable later
                 with :meth:`update_metadata`).
+            checkpoint_unit: What the run's checkpoint numbers count (:data:`CHECKPOINT_UNITS`):
+                ``"day"`` (urban) or ``"step"`` (evacuation).
 
         Returns:
             The new run directory.
@@ -167,6 +176,11 @@ class RunDirectory:
                 False, or a non-empty folder that is not a run directory.
             TypeError, ValueError: If the config holds a value JSON cannot hold.
         """
+        if checkpoint_unit not in CHECKPOINT_UNITS:
+            raise ValueError(
+                f"checkpoint_unit must be one of {', '.join(CHECKPOINT_UNITS)}, "
+                f"got {checkpoint_unit!r}"
+            )
         run = cls(path)
         config_json = to_jsonable(dict(config), "config")
         extra_json = to_jsonable(dict(extra or {}), "extra")
@@ -189,7 +203,7 @@ class RunDirectory:
             shutil.rmtree(target)
         target.mkdir(parents=True, exist_ok=True)
         write_json(run.config_path, config_json)
-        write_json(run.metadata_path, _base_metadata(extra_json))
+        write_json(run.metadata_path, _base_metadata(extra_json, checkpoint_unit))
         logger.info("created run directory %s", target)
         return run
 
@@ -430,8 +444,26 @@ class RunDirectory:
         """``checkpoints/index.json``."""
         return self.checkpoints_dir / CHECKPOINT_INDEX
 
+    @property
+    def checkpoint_unit(self) -> str:
+        """What the checkpoints' numbers count: ``"day"`` or ``"step"`` (``metadata.json``).
+
+        Runs written before the field existed count days.
+        """
+        unit = self.metadata.get("checkpoint_unit", "day")
+        if unit not in CHECKPOINT_UNITS:
+            raise RunDirectoryError(
+                f"{self.metadata_path}: checkpoint_unit must be one of "
+                f"{', '.join(CHECKPOINT_UNITS)}, got {unit!r}"
+            )
+        return unit
+
     def checkpoint_index(self) -> list[dict[str, Any]]:
-        """Entries of the checkpoint index (day, file, sha256, created), in day order."""
+        """Entries of the checkpoint index (day or step, file, sha256, created), in order.
+
+        Each entry's number is under ``"day"`` or ``"step"``, the run's
+        :attr:`checkpoint_unit`.
+        """
         if not self.checkpoint_index_path.is_file():
             return []
         data = _read_json(self.checkpoint_index_path)
@@ -440,26 +472,29 @@ class RunDirectory:
             raise CheckpointError(
                 f"{self.checkpoint_index_path}: expected an object with a 'checkpoints' list"
             )
+        unit = self.checkpoint_unit
         for k, entry in enumerate(entries):
             if not (
                 isinstance(entry, dict)
-                and isinstance(entry.get("day"), int)
+                and isinstance(entry.get(unit), int)
                 and isinstance(entry.get("file"), str)
                 and isinstance(entry.get("sha256"), str)
             ):
                 raise CheckpointError(
-                    f"{self.checkpoint_index_path}: checkpoints[{k}] needs an integer 'day' "
-                    f"and string 'file' and 'sha256', got {entry!r}"
+                    f"{self.checkpoint_index_path}: checkpoints[{k}] needs an integer "
+                    f"{unit!r} and string 'file' and 'sha256', got {entry!r}"
                 )
-        return sorted(entries, key=lambda entry: entry["day"])
+        return sorted(entries, key=lambda entry: entry[unit])
 
     def checkpoint_days(self) -> list[int]:
-        """Days with a checkpoint, ascending."""
-        return [entry["day"] for entry in self.checkpoint_index()]
+        """Days (or steps, see :attr:`checkpoint_unit`) with a checkpoint, ascending."""
+        unit = self.checkpoint_unit
+        return [entry[unit] for entry in self.checkpoint_index()]
 
     def checkpoint_path(self, day: int) -> Path:
-        """``checkpoints/day_<d>.pkl``."""
-        return self.checkpoints_dir / f"day_{_check_day(day)}.pkl"
+        """``checkpoints/day_<d>.pkl`` (``step_<s>.pkl`` for a run that counts steps)."""
+        unit = self.checkpoint_unit
+        return self.checkpoints_dir / f"{unit}_{_check_day(day, unit)}.pkl"
 
     def write_checkpoint(self, day: int, state: Mapping[str, Any]) -> Path:
         """Write the state after ``day`` atomically and record it in the index.
@@ -468,13 +503,14 @@ class RunDirectory:
         rewritten the same way; a crash leaves at worst an unindexed (ignored) checkpoint.
 
         Args:
-            day: Day the state follows (0 for the initial state).
+            day: Day (or step, see :attr:`checkpoint_unit`) the state follows (0 for the
+                initial state).
             state: Picklable mapping, e.g. ``{"model": ..., "rng": ...}``.
 
         Returns:
             The checkpoint file.
         """
-        day = _check_day(day)
+        day = _check_day(day, self.checkpoint_unit)
         if not isinstance(state, Mapping):
             raise TypeError(
                 f"checkpoint state must be a mapping, got {type(state).__name__}"
@@ -483,25 +519,30 @@ class RunDirectory:
         path = self.checkpoint_path(day)
         write_atomic(path, data)
         self._index_checkpoint(day, path, _sha256(data))
-        logger.info("checkpoint of day %d written to %s", day, path)
+        logger.info(
+            "checkpoint of %s %d written to %s", self.checkpoint_unit, day, path
+        )
         return path
 
     def _index_checkpoint(self, day: int, path: Path, sha256: str) -> None:
-        entries = [entry for entry in self.checkpoint_index() if entry["day"] != day]
+        unit = self.checkpoint_unit
+        entries = [entry for entry in self.checkpoint_index() if entry[unit] != day]
         entries.append(
-            {"day": day, "file": path.name, "sha256": sha256, "created": _utc_now()}
+            {unit: day, "file": path.name, "sha256": sha256, "created": _utc_now()}
         )
-        entries.sort(key=lambda entry: entry["day"])
+        entries.sort(key=lambda entry: entry[unit])
         write_json(self.checkpoint_index_path, {"checkpoints": entries})
 
     def _checkpoint_bytes(self, day: int) -> bytes:
-        """Return the verified bytes of the checkpoint of ``day``."""
-        day = _check_day(day)
-        entry = next((e for e in self.checkpoint_index() if e["day"] == day), None)
+        """Return the verified bytes of the checkpoint of ``day`` (or step)."""
+        unit = self.checkpoint_unit
+        day = _check_day(day, unit)
+        entry = next((e for e in self.checkpoint_index() if e[unit] == day), None)
         if entry is None:
             days = self.checkpoint_days()
             raise CheckpointError(
-                f"{self.checkpoints_dir}: no checkpoint for day {day} (days: {days or 'none'})"
+                f"{self.checkpoints_dir}: no checkpoint for {unit} {day} "
+                f"({unit}s: {days or 'none'})"
             )
         path = self.checkpoints_dir / entry["file"]
         try:
@@ -518,7 +559,7 @@ class RunDirectory:
         """Read and verify the checkpoint of ``day``.
 
         Args:
-            day: Day of the checkpoint.
+            day: Day (or step, see :attr:`checkpoint_unit`) of the checkpoint.
 
         Returns:
             The state mapping.
@@ -542,6 +583,8 @@ class RunDirectory:
     ) -> tuple[int, dict[str, Any]] | None:
         """Return the latest checkpoint as ``(day, state)``, or None if there is none.
 
+        ``day`` is a step for a run whose :attr:`checkpoint_unit` is ``"step"``.
+
         Args:
             skip_corrupt: Fall back to the previous good checkpoint when the latest is corrupt,
                 truncated or missing (logging a warning that names the file) instead of raising.
@@ -558,7 +601,9 @@ class RunDirectory:
             except CheckpointError as error:
                 if not skip_corrupt:
                     raise
-                logger.warning("skipping checkpoint of day %d: %s", day, error)
+                logger.warning(
+                    "skipping checkpoint of %s %d: %s", self.checkpoint_unit, day, error
+                )
         return None
 
 
@@ -582,7 +627,7 @@ _INTERRUPTED_WRITE = re.compile(
 )
 
 
-def _base_metadata(extra: Mapping[str, Any]) -> dict[str, Any]:
+def _base_metadata(extra: Mapping[str, Any], checkpoint_unit: str) -> dict[str, Any]:
     try:
         mesa_version = importlib.metadata.version("mesa")
     except importlib.metadata.PackageNotFoundError:
@@ -594,6 +639,7 @@ def _base_metadata(extra: Mapping[str, Any]) -> dict[str, Any]:
         "mesa_version": mesa_version,
         "platform": platform.platform(),
         "created": _utc_now(),
+        "checkpoint_unit": checkpoint_unit,
         "extra": dict(extra),
     }
 
@@ -646,7 +692,13 @@ def fork(
         raise RunDirectoryError(f"{target}: a run cannot be forked into itself")
     config = _merge(src.config, to_jsonable(changes, "config_changes"))
     extra = dict(src.metadata.get("extra", {}))
-    run = RunDirectory.create(target, config, overwrite=overwrite, extra=extra)
+    run = RunDirectory.create(
+        target,
+        config,
+        overwrite=overwrite,
+        extra=extra,
+        checkpoint_unit=src.checkpoint_unit,
+    )
     metadata = run.metadata
     metadata.update(
         forked_from=str(src.path.resolve()),

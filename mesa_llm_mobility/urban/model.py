@@ -41,7 +41,7 @@ import mesa
 import numpy as np
 import pandas as pd
 
-from mesa_llm_mobility.cognition import Brain, DecisionRequest, make_brain
+from mesa_llm_mobility.cognition import Brain, DecisionRequest
 from mesa_llm_mobility.cognition.kinds import DecisionKind, DecisionResult, dispatch
 from mesa_llm_mobility.cognition.settings import BrainOptions
 from mesa_llm_mobility.experiment.base_model import MobilityModel
@@ -410,8 +410,7 @@ class UrbanMobilityModel(MobilityModel):
         memory_store.defer_writes = True
         for agent in self.travellers.values():
             agent.memory = memory_store.stream(agent.unique_id)
-        self.brain_options = dict(brain_options or {})
-        self.brain = make_brain(brain, rng=self.rng, **self.brain_options)
+        self.attach_brain(brain, brain_options)
         self.view.uses_llm = self.uses_llm
         self.view.trips_scored_on_arrival = self._scores_on_arrival
 

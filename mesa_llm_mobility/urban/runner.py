@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,12 +34,18 @@ from mesa_llm_mobility.cognition.settings import (
     parse_brain_setting,
 )
 from mesa_llm_mobility.cognition.tool_calling import TOOL_CALLING_CHOICES
+from mesa_llm_mobility.experiment.checkpoints import (
+    record_tag,
+    replay_after,
+    restore_memory,
+    snapshot_dir,
+    snapshot_memory,
+)
 from mesa_llm_mobility.experiment.run_directory import (
     RunDirectory,
     RunDirectoryError,
     fork,
 )
-from mesa_llm_mobility.memory import MemoryStore
 from mesa_llm_mobility.urban import plots
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
@@ -294,7 +299,7 @@ def resume_urban(
     options = dict(brain_options or {})
     if _is_llm(config):
         options["tool_calling"] = _tool_calling(config, options, str(run.config_path))
-    store = _restore_memory(run, day, state, config)
+    store = restore_memory(run, day, state, config["embedding"])
     if _is_llm(config):
         options.setdefault("ledger", run.ledger_path)
         options.setdefault("replay", _replay_after(run, day))
@@ -355,7 +360,7 @@ def fork_urban(
         )
     if "brain" in changes:
         parse_brain_setting(str(changes["brain"]))
-    snapshot = _snapshot_dir(RunDirectory.open(source), from_day)
+    snapshot = snapshot_dir(RunDirectory.open(source), from_day)
     if not snapshot.is_dir():
         raise RunDirectoryError(
             f"{snapshot}: memory snapshot of day {from_day} missing"
@@ -368,7 +373,7 @@ def fork_urban(
         overwrite=overwrite,
         copy_memory=False,  # resume_urban restores the snapshot of from_day
     )
-    shutil.copytree(snapshot, _snapshot_dir(run, from_day))
+    shutil.copytree(snapshot, snapshot_dir(run, from_day))
     if "events" in changes:
         state = run.read_checkpoint(from_day)
         model: UrbanMobilityModel = state["model"]
@@ -394,18 +399,11 @@ def checkpoint_model(run: RunDirectory, model: UrbanMobilityModel, day: int) -> 
     Returns:
         The checkpoint file.
     """
-    model.memory_store.flush()
     # the link rows of the days written are in tables/link_states: not in every checkpoint
     model.engine.link_history_stored_until = float(day * MINUTES_PER_DAY)
-    snapshot = _snapshot_dir(run, day)
-    temporary = snapshot.with_name(f".{snapshot.name}.tmp")
-    for folder in (temporary, snapshot):
-        if folder.exists():
-            shutil.rmtree(folder)
-    shutil.copytree(run.memory_dir, temporary)
-    os.replace(temporary, snapshot)
+    snapshot = snapshot_memory(run, day, model.memory_store)
     return run.write_checkpoint(
-        day, {"model": model, "day": day, "memory_snapshot": snapshot.name}
+        day, {"model": model, "day": day, "memory_snapshot": snapshot}
     )
 
 
@@ -438,58 +436,9 @@ def _is_llm(config: Mapping[str, Any]) -> bool:
     return parse_brain_setting(str(config["brain"]))[0] == "llm"
 
 
-def _snapshot_dir(run: RunDirectory, day: int) -> Path:
-    return run.checkpoints_dir / f"day_{day}_memory"
-
-
-def _restore_memory(
-    run: RunDirectory, day: int, state: Mapping[str, Any], config: Mapping[str, Any]
-) -> MemoryStore:
-    """Replace ``memory/`` by the checkpoint's snapshot and open it."""
-    snapshot = run.checkpoints_dir / str(
-        state.get("memory_snapshot", _snapshot_dir(run, day).name)
-    )
-    if not snapshot.is_dir():
-        raise RunDirectoryError(
-            f"{snapshot}: memory snapshot of the day {day} checkpoint is missing"
-        )
-    if run.memory_dir.exists():
-        shutil.rmtree(run.memory_dir)
-    shutil.copytree(snapshot, run.memory_dir)
-    return MemoryStore.open(run.memory_dir, embedding=config["embedding"])
-
-
 def _replay_after(run: RunDirectory, day: int) -> ReplayIndex:
-    """Replay index of the ledger records of days after ``day``, taken out of the ledger.
-
-    The run's own records come first (a day under way when it stopped), then, for a fork, the
-    source's records of the same days.
-    """
-    later: list[dict[str, Any]] = []
-    if run.ledger_path.is_file():
-        records = Ledger.read(run.ledger_path)
-        kept = [r for r in records if _record_day(r) <= day]
-        later = [r for r in records if _record_day(r) > day]
-        if later:
-            text = "".join(json.dumps(r) + "\n" for r in kept)
-            temporary = run.ledger_path.with_name(f".{run.ledger_path.name}.tmp")
-            temporary.write_text(text, encoding="utf-8")
-            os.replace(temporary, run.ledger_path)
-            logger.info(
-                "%s: %d ledger records of days after %d will be replayed",
-                run.ledger_path,
-                len(later),
-                day,
-            )
-    index = ReplayIndex(later, own_run=True)
-    source = run.source_ledger_path
-    if source is not None and source.is_file():
-        index.add(r for r in Ledger.read(source) if _record_day(r) > day)
-    return index
-
-
-def _record_day(record: Mapping[str, Any]) -> int:
-    return int((record.get("tags") or {}).get("day", 0))
+    """Replay index of the ledger records of days after ``day`` (see :func:`replay_after`)."""
+    return replay_after(run, lambda record: record_tag(record, "day") > day)
 
 
 def _run_days(

@@ -383,3 +383,40 @@ def test_pickle_state_is_a_dict(run):
     run.write_checkpoint(0, {"initial": True})
     raw = pickle.loads((run.checkpoints_dir / "day_0.pkl").read_bytes())
     assert raw == {"initial": True}
+
+
+def test_checkpoints_of_a_run_that_counts_steps(tmp_path):
+    run = RunDirectory.create(tmp_path / "steps", {"seed": 0}, checkpoint_unit="step")
+    assert RunDirectory.open(run.path).checkpoint_unit == "step"
+    run.write_checkpoint(0, {"tick": 0})
+    run.write_checkpoint(180, {"tick": 180})
+    assert run.checkpoint_days() == [0, 180]
+    assert run.latest_checkpoint() == (180, {"tick": 180})
+    index = json.loads(run.checkpoint_index_path.read_text())["checkpoints"]
+    assert [(entry["step"], entry["file"]) for entry in index] == [
+        (0, "step_0.pkl"),
+        (180, "step_180.pkl"),
+    ]
+    with pytest.raises(
+        CheckpointError, match=r"no checkpoint for step 5 \(steps: \[0, 180\]\)"
+    ):
+        run.read_checkpoint(5)
+    with pytest.raises(ValueError, match="step must be a whole number >= 0"):
+        run.write_checkpoint(-1, {})
+    forked = fork(run.path, tmp_path / "fork", from_day=180)
+    assert forked.checkpoint_unit == "step"
+    assert forked.checkpoint_days() == [180]
+    # a run written before the field existed counts days
+    metadata = json.loads(run.metadata_path.read_text())
+    del metadata["checkpoint_unit"]
+    run.metadata_path.write_text(json.dumps(metadata))
+    assert run.checkpoint_unit == "day"
+    metadata["checkpoint_unit"] = "hour"
+    run.metadata_path.write_text(json.dumps(metadata))
+    with pytest.raises(
+        RunDirectoryError,
+        match=r"metadata\.json: checkpoint_unit must be one of day, step, got 'hour'",
+    ):
+        run.checkpoint_days()
+    with pytest.raises(ValueError, match="checkpoint_unit must be one of day, step"):
+        RunDirectory.create(tmp_path / "hours", {}, checkpoint_unit="hour")
