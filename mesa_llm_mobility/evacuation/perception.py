@@ -333,6 +333,24 @@ class RepeatedViews:
         self._buffers = [np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)]
         self._turn = 0
 
+    def __getstate__(self) -> dict[str, object]:
+        """For a checkpoint: the rule and the rows, not the last perception or its buffers.
+
+        A restored model perceives every viewer afresh once, which gives the same cells; the
+        buffers are hundreds of MB for 10,000 pedestrians.
+        """
+        state = self.__dict__.copy()
+        empty = np.empty(0, dtype=np.int64)
+        state.update(
+            _viewpoint=np.full_like(self._viewpoint, -1),
+            _index=np.full_like(self._index, -1),
+            _last=None,
+            _opaque=None,
+            _scratch=empty,
+            _buffers=[empty, empty.copy()],
+        )
+        return state
+
     def perceive(
         self,
         opaque: np.ndarray,

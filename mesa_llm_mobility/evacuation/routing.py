@@ -147,6 +147,10 @@ class GridGraph:
         graph._windows = {}
         return graph
 
+    def __getstate__(self) -> dict[str, object]:
+        """For a checkpoint: the graph without its cached window graphs (made again when asked)."""
+        return {**self.__dict__, "_windows": {}}
+
     def __getattr__(self, name: str) -> np.ndarray:
         """The slot targets and per-edge arrays of an :meth:`open_grid` graph, built when asked.
 

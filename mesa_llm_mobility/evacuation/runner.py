@@ -54,6 +54,7 @@ from mesa_llm_mobility.experiment.checkpoints import (
     record_tag,
     replay_after,
     restore_memory,
+    snapshot_dir,
     snapshot_memory,
 )
 from mesa_llm_mobility.experiment.run_directory import RunDirectory, RunDirectoryError
@@ -79,6 +80,10 @@ LLM_SUMMARY_TABLE = "llm_summary"
 """The ledger's summary (one row per decision kind and ``all``), for LLM brains."""
 
 PLOT_FILE = "trajectories.png"
+
+KEEP_CHECKPOINTS = 2
+"""Checkpoints a run keeps: the latest, and the one before should the latest be torn (one
+holds the whole model: about 0.5 GB for 10,000 pedestrians)."""
 
 MEMORY_EMBEDDING = "hash"
 """The memory streams' embedding (offline; the runs store revisions, they never search them)."""
@@ -200,7 +205,8 @@ def run_evacuation(
         checkpoint_every_s: Write a checkpoint at the start, every this many simulated seconds
             and at the end, so that :func:`resume_evacuation` can continue an interrupted run
             (``None``: none; ``mlm evac run`` writes one a minute). A checkpoint holds the whole
-            model: about 9 MB for the reference plaza's 11 pedestrians.
+            model: about 8 MB for the reference plaza's 11 pedestrians, 0.6 GB for 10,000
+            (the latest two are kept).
         stop_after_step: Stop after the checkpoint of this step, as an interrupted run would
             (continue with :func:`resume_evacuation`); needs ``checkpoint_every_s``.
 
@@ -362,7 +368,10 @@ def _run_to_end(
 
 
 def _checkpoint(run: RunDirectory, model: EvacuationModel, every: int) -> None:
-    """Checkpoint the model after its steps so far: memory snapshot first, then the model."""
+    """Checkpoint the model after its steps so far: memory snapshot first, then the model.
+
+    Only the latest :data:`KEEP_CHECKPOINTS` are kept (with their memory snapshots).
+    """
     state: dict[str, Any] = {"model": model, "step": model.tick, "every_steps": every}
     state["memory_snapshot"] = (
         snapshot_memory(run, model.tick, model.memory_store)
@@ -370,6 +379,9 @@ def _checkpoint(run: RunDirectory, model: EvacuationModel, every: int) -> None:
         else None
     )
     run.write_checkpoint(model.tick, state)
+    for step in run.checkpoint_days()[:-KEEP_CHECKPOINTS]:
+        run.remove_checkpoint(step)
+        shutil.rmtree(snapshot_dir(run, step), ignore_errors=True)
 
 
 def write_run(model: EvacuationModel, run: RunDirectory) -> Path:

@@ -524,6 +524,27 @@ class RunDirectory:
         )
         return path
 
+    def remove_checkpoint(self, day: int) -> None:
+        """Remove the checkpoint of ``day`` (or step): first from the index, then its file.
+
+        A crash in between leaves at worst an unindexed (ignored) file.
+
+        Raises:
+            CheckpointError: If there is no such checkpoint.
+        """
+        unit = self.checkpoint_unit
+        day = _check_day(day, unit)
+        entries = self.checkpoint_index()
+        kept = [entry for entry in entries if entry[unit] != day]
+        if len(kept) == len(entries):
+            raise CheckpointError(
+                f"{self.checkpoints_dir}: no checkpoint for {unit} {day} to remove"
+            )
+        write_json(self.checkpoint_index_path, {"checkpoints": kept})
+        for entry in entries:
+            if entry[unit] == day:
+                (self.checkpoints_dir / entry["file"]).unlink(missing_ok=True)
+
     def _index_checkpoint(self, day: int, path: Path, sha256: str) -> None:
         unit = self.checkpoint_unit
         entries = [entry for entry in self.checkpoint_index() if entry[unit] != day]

@@ -73,9 +73,15 @@ def test_a_stopped_run_resumes_to_the_same_run(tmp_path, uninterrupted, monkeypa
     assert stopped.model.tick == 30  # the first checkpoint at or after step 20
     run = stopped.run
     assert run.checkpoint_unit == "step"
-    assert run.checkpoint_days() == [0, 15, 30]
-    assert (run.checkpoints_dir / "step_30.pkl").is_file()
-    assert (run.checkpoints_dir / "step_30_memory").is_dir()
+    # the latest two are kept (with their memory snapshots), the older ones removed
+    assert run.checkpoint_days() == [15, 30]
+    assert sorted(p.name for p in run.checkpoints_dir.iterdir()) == [
+        "index.json",
+        "step_15.pkl",
+        "step_15_memory",
+        "step_30.pkl",
+        "step_30_memory",
+    ]
     assert run.table_names() == []  # nothing of the run's end is written yet
 
     # resumed with two route workers: the routes, so the run, do not depend on them
@@ -84,7 +90,7 @@ def test_a_stopped_run_resumes_to_the_same_run(tmp_path, uninterrupted, monkeypa
     assert resumed.model.route_planner.workers == 2
     assert resumed.model.route_planner.remote_queries > 0
     # the restored model was checkpointed again, up to its end
-    assert run.checkpoint_days() == [0, 15, 30, 45, 60]
+    assert run.checkpoint_days() == [45, 60]
     _same_tables(uninterrupted, run)
     assert _stored_memories(run) == _stored_memories(uninterrupted)
     assert run.metadata["extra"]["steps"] == 60
@@ -110,7 +116,7 @@ def test_a_finished_run_is_written_again_and_bad_run_directories_are_named(
     out = tmp_path / "cli"
     assert main(["evac", "run", "--composition", "H", "--seed", "3", "--time-limit", "20", "--checkpoint-every", "10", "--out", str(out)]) == 0  # fmt: skip
     run = RunDirectory.open(out)
-    assert run.checkpoint_days() == [0, 30, 60]
+    assert run.checkpoint_days() == [30, 60]
     _same_tables(uninterrupted, run)
     (run.tables_dir / "outcomes.parquet").unlink()  # a crash while writing the outputs
     capsys.readouterr()

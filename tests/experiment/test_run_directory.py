@@ -420,3 +420,14 @@ def test_checkpoints_of_a_run_that_counts_steps(tmp_path):
         run.checkpoint_days()
     with pytest.raises(ValueError, match="checkpoint_unit must be one of day, step"):
         RunDirectory.create(tmp_path / "hours", {}, checkpoint_unit="hour")
+
+
+def test_remove_checkpoint(run):
+    for day in (1, 2, 3):
+        run.write_checkpoint(day, {"day": day})
+    run.remove_checkpoint(2)
+    assert run.checkpoint_days() == [1, 3]
+    assert not run.checkpoint_path(2).exists()
+    assert run.read_checkpoint(3) == {"day": 3}
+    with pytest.raises(CheckpointError, match="no checkpoint for day 2 to remove"):
+        run.remove_checkpoint(2)
