@@ -70,6 +70,7 @@ def run_command(args: argparse.Namespace) -> int:
         memory_stream=args.memory_stream,
         route_workers=args.route_workers,
         checkpoint_every_s=args.checkpoint_every or None,
+        progress=not args.no_progress,
     )
     return _print_result(result)
 
@@ -82,6 +83,7 @@ def resume_command(args: argparse.Namespace) -> int:
         args.run_dir,
         brain_options=brain_options(args),
         route_workers=args.route_workers,
+        progress=not args.no_progress,
     )
     return _print_result(result)
 
@@ -275,6 +277,7 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
         help="write a checkpoint every this many simulated seconds, at the start and at the "
         f"end, for 'mlm evac resume' (default {CHECKPOINT_EVERY_S:g}; 0: none)",
     )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--out", required=True, help="run directory to write")
     run.add_argument(
         "--overwrite", action="store_true", help="replace an earlier run in --out"
@@ -291,6 +294,7 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     resume.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
     _add_route_workers(resume)
+    resume.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_brain_arguments(resume, choose_brain=False)
     resume.set_defaults(handler=resume_command)
     lanes = commands.add_parser(

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pandas as pd
+from tqdm.auto import tqdm
 
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.settings import BrainOptions, parse_brain_setting
@@ -57,6 +58,7 @@ from mesa_llm_mobility.experiment.checkpoints import (
     snapshot_dir,
     snapshot_memory,
 )
+from mesa_llm_mobility.experiment.collector import LongRun
 from mesa_llm_mobility.experiment.run_directory import RunDirectory, RunDirectoryError
 from mesa_llm_mobility.memory.store import MemoryStore
 
@@ -186,6 +188,7 @@ def run_evacuation(
     route_workers: int = 1,
     checkpoint_every_s: float | None = None,
     stop_after_step: int | None = None,
+    progress: bool = False,
 ) -> EvacuationRun:
     """Run one evacuation to its end and write its run directory ``out``.
 
@@ -209,6 +212,8 @@ def run_evacuation(
             (the latest two are kept).
         stop_after_step: Stop after the checkpoint of this step, as an interrupted run would
             (continue with :func:`resume_evacuation`); needs ``checkpoint_every_s``.
+        progress: Show a progress bar (steps, with the pedestrians still in the plaza,
+            evacuated and reached); ``mlm evac run`` does.
 
     Returns:
         The run directory, the finished model and the plot.
@@ -252,7 +257,7 @@ def run_evacuation(
             store.close()
         shutil.rmtree(run.path, ignore_errors=True)
         raise
-    return _run_to_end(run, model, every, stop_after_step)
+    return _run_to_end(run, model, every, stop_after_step, progress)
 
 
 def resume_evacuation(
@@ -261,6 +266,7 @@ def resume_evacuation(
     brain_options: BrainOptions | None = None,
     route_workers: int = 1,
     stop_after_step: int | None = None,
+    progress: bool = False,
 ) -> EvacuationRun:
     """Continue an evacuation from its latest good checkpoint to its end.
 
@@ -279,6 +285,7 @@ def resume_evacuation(
         route_workers: Processes that plan the routes from now on (the run does not depend
             on it).
         stop_after_step: As in :func:`run_evacuation`.
+        progress: As in :func:`run_evacuation`.
 
     Returns:
         The run directory, the finished model and the plot.
@@ -319,7 +326,7 @@ def resume_evacuation(
             store.close()
         raise
     logger.info("resuming %s after step %d", run.path, step)
-    return _run_to_end(run, model, int(state["every_steps"]), stop_after_step)
+    return _run_to_end(run, model, int(state["every_steps"]), stop_after_step, progress)
 
 
 def _checkpoint_steps(every_s: float | None, stop_after_step: int | None) -> int:
@@ -342,6 +349,7 @@ def _run_to_end(
     model: EvacuationModel,
     every: int,
     stop_after_step: int | None,
+    progress: bool,
 ) -> EvacuationRun:
     """Step ``model`` to its end with a checkpoint every ``every`` steps; write the outputs.
 
@@ -349,12 +357,30 @@ def _run_to_end(
     """
     store = model.memory_store
     try:
-        with model:
+        with (
+            model,
+            LongRun(),
+            tqdm(
+                total=model.limit_steps,
+                initial=model.tick,
+                unit="step",
+                desc="evacuation",
+                disable=not progress,
+            ) as bar,
+        ):
             if every and not run.checkpoint_days():
                 _checkpoint(run, model, every)
             while model.running:
-                model.run(max_steps=every - model.tick % every if every else None)
-                if every:
+                model.step()
+                bar.update()
+                if model.tick % STEPS_PER_SECOND == 0:
+                    bar.set_postfix(
+                        active=model.active_count,
+                        evacuated=model.evacuated_count,
+                        reached=model.reached_count,
+                        refresh=False,
+                    )
+                if every and (model.tick % every == 0 or not model.running):
                     _checkpoint(run, model, every)
                     stop = stop_after_step is not None and model.tick >= stop_after_step
                     if stop and model.running:
