@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from mesa.discrete_space import OrthogonalMooreGrid
 from mesa.discrete_space.grid import pickle_gridcell
+from mesa.discrete_space.property_layer import create_property_accessors
 
 from mesa_llm_mobility.cognition.brain import Brain
 from mesa_llm_mobility.cognition.kinds import (
@@ -792,12 +793,12 @@ class EvacuationModel(MobilityModel):
 
 
 def _share_one_cell_class(grid: OrthogonalMooreGrid) -> None:
-    """Give an unpickled grid's cells one cell class, registered for pickling as a new grid's is.
+    """Give an unpickled grid's cells one cell class, set up as a new grid's is.
 
-    Mesa 3.5 makes each grid's cell class at run time and registers how to pickle it, but
-    unpickles every cell into a class of its own that nothing registers: a restored model
-    could not be checkpointed again. The class only carries the grid's property layers, which
-    this grid has none of.
+    Mesa 3.5 makes each grid's cell class at run time, registers how to pickle it and puts the
+    grid's property layers (``empty``) on it; but it unpickles every cell into a class of its
+    own, registered nowhere and, but for the first, without the layers' accessors. A restored
+    model could then not be checkpointed again.
     """
     cells = list(grid._cells.values())
     if not cells:
@@ -807,6 +808,15 @@ def _share_one_cell_class(grid: OrthogonalMooreGrid) -> None:
         (type(cells[0]).__bases__[0],),
         {"_mesa_properties": set(), "__slots__": ()},
     )
+    for layer in grid._mesa_property_layers.values():
+        setattr(
+            klass,
+            layer.name,
+            create_property_accessors(
+                layer.data, docstring=f"accessor for {layer.name}"
+            ),
+        )
+        klass._mesa_properties.add(layer.name)
     copyreg.pickle(klass, pickle_gridcell)
     for cell in cells:
         cell.__class__ = klass

@@ -85,7 +85,7 @@ PLOT_FILE = "trajectories.png"
 
 KEEP_CHECKPOINTS = 2
 """Checkpoints a run keeps: the latest, and the one before should the latest be torn (one
-holds the whole model: about 0.5 GB for 10,000 pedestrians)."""
+holds the whole model: about 0.6 GB for 10,000 pedestrians)."""
 
 MEMORY_EMBEDDING = "hash"
 """The memory streams' embedding (offline; the runs store revisions, they never search them)."""

@@ -221,3 +221,26 @@ def test_an_llm_run_resumes_after_a_crash_replaying_the_answers_it_paid_for(tmp_
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
     assert KEY not in json.dumps(run.config)
+
+
+def test_a_restored_model_has_one_cell_class_with_the_grid_layers_and_pickles_again():
+    import pickle  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+
+    from mesa_llm_mobility.evacuation.model import EvacuationModel  # noqa: PLC0415
+
+    with EvacuationModel(rng=1, time_limit_s=4) as model:
+        for _ in range(5):
+            model.step()
+        restored = pickle.loads(pickle.dumps(model))
+    cells = list(restored.grid.all_cells)
+    assert len({type(cell) for cell in cells}) == 1  # Mesa 3.5 gives each its own class
+    layer = restored.grid._mesa_property_layers["empty"]
+    assert np.array_equal(layer.data, model.grid._mesa_property_layers["empty"].data)
+    for cell in cells:
+        assert cell.empty == layer.data[cell.coordinate] == (not cell.agents)
+    again = pickle.loads(
+        pickle.dumps(restored)
+    )  # a second checkpoint of the resumed run
+    assert again.tick == model.tick == 5
