@@ -126,10 +126,10 @@ def test_resume_skips_finished_runs(small):
 
 
 class _FailsForH(EvacuationModel):
-    def run(self, max_steps=None):
+    def step(self):
         if self.composition == "H":
             raise RuntimeError("injected failure of composition H")
-        return super().run(max_steps)
+        super().step()
 
 
 def test_a_failed_run_is_recorded_and_run_again_on_resume(tmp_path, monkeypatch):
