@@ -277,6 +277,9 @@ class RoutePlanner:
         self._raw_codes = raw_codes
         self.failures = 0
         """Worker failures met (their queries were answered in this process)."""
+        self._gave_up = False
+        """A worker failed in this process: no pool is started again until a checkpoint's
+        restore (a new process, whose workers may well start)."""
         self.remote_queries = 0
         """Queries answered by worker processes so far."""
         self.seconds_per_query: dict[str, float] = {}
@@ -292,13 +295,19 @@ class RoutePlanner:
     def __getstate__(self) -> dict[str, object]:
         """The planner for a checkpoint: no worker processes, no owners' last answers.
 
-        The workers start again on the first step that has work for them; without the last
-        answers every owner's next query is searched, which gives the same answer as a reuse.
+        The workers start again on the first step that has work for them, even after a worker
+        failure (:attr:`failures` keeps its count); without the last answers every owner's next
+        query is searched, which gives the same answer as a reuse.
         """
         state = self.__dict__.copy()
         state["_pool"] = None
+        state["_gave_up"] = False
         state["last_answers"] = {}
         return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        state.setdefault("_gave_up", False)  # checkpoints written before the flag
+        self.__dict__.update(state)
 
     def set_workers(self, workers: int) -> None:
         """Plan with ``workers`` processes from the next step on (the routes do not change).
@@ -359,7 +368,7 @@ class RoutePlanner:
         return QueryStream(self, expected)
 
     def _ensure_pool(self) -> concurrent.futures.ProcessPoolExecutor | None:
-        if self._pool is None and self.failures == 0:
+        if self._pool is None and not self._gave_up:
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self.workers - 1,
                 mp_context=multiprocessing.get_context("spawn"),
@@ -382,6 +391,7 @@ class RoutePlanner:
                 error,
             )
             self.failures += 1
+            self._gave_up = True
             self.close()
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ import dataclasses
 import gc
 import logging
 import os
+import pickle
 import signal
 import time
 
@@ -76,6 +77,35 @@ def test_a_killed_route_worker_is_answered_here_and_the_run_is_unchanged(
     assert planner.failures == 1
     assert planner.remote_queries > 0  # before the kill
     assert any("route worker failed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_run_restored_after_a_worker_failure_starts_its_workers_again(
+    every_step_shared,
+):
+    """A failure gives up the workers of one process; a resumed run (a new one) tries again."""
+    alone, _ = _rule_run(1)
+    model = EvacuationModel(composition="A", rng=3, time_limit_s=25, route_workers=2)
+    try:
+        while model.tick < 12:
+            model.step()
+            if model.tick == 6:
+                for pid in list(model.route_planner._pool._processes):
+                    os.kill(pid, signal.SIGKILL)
+        assert model.route_planner.failures == 1
+        assert model.route_planner._pool is None
+        restored = pickle.loads(pickle.dumps(model))
+    finally:
+        model.close()
+    restored.attach("rules")
+    before = restored.route_planner.remote_queries
+    try:
+        while restored.running:
+            restored.step()
+        assert restored.route_planner.remote_queries > before  # workers up again
+        assert restored.route_planner.failures == 1  # the count is kept
+        _assert_same_run(alone, _frames(restored))
+    finally:
+        restored.close()
 
 
 @pytest.mark.parametrize("workers", [0, -1, 1.5])
