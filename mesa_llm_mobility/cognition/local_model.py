@@ -17,6 +17,7 @@ here wrote, and gives a real, slow, offline model for demos.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import socket
@@ -33,6 +34,12 @@ MODEL_ALIAS = "gemma3-270m"
 """The name the server answers to; the brain's model is ``"openai/gemma3-270m"``."""
 
 _START_TIMEOUT_S = 180.0
+
+PORTABLE_CMAKE_ARGS = (
+    "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+)
+"""How ``scripts/install-dev.sh`` builds llama.cpp: AVX2 kernels for any x86-64 CPU of the last
+decade, not the build machine's own (whose AMX kernels crash on some Xeons, llama.cpp #20824)."""
 
 
 def local_model_available() -> bool:
@@ -91,37 +98,79 @@ class LocalModelServer:
         return f"openai/{MODEL_ALIAS}"
 
     def start(self) -> Self:
-        """Start the server and wait until it lists its model.
+        """Start the server, wait until it lists its model, and check it can answer.
+
+        The check is a one-token completion: a llama.cpp build whose CPU kernels crash (the AMX
+        kernels of a build for the machine's own CPU do on some Xeons) would otherwise pass
+        the start and fail every decision later as a lost connection.
 
         Raises:
-            RuntimeError: when the server exits or does not answer within three minutes.
+            RuntimeError: when the server exits, crashes on its first completion, or does not
+                answer within three minutes.
         """
         path = self.model_path or gemma_model_path()
-        command = [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(path),
-            "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", str(self.context_tokens), "--n_threads", str(self.threads),
-        ]  # fmt: skip
         # the server logs a lot: into a file, since an unread pipe would fill and block it
         self._log = tempfile.TemporaryFile()  # noqa: SIM115  (closed in stop())
         self._process = subprocess.Popen(  # noqa: S603  (our own interpreter and arguments)
-            command, stdout=subprocess.DEVNULL, stderr=self._log
+            self._command(path), stdout=subprocess.DEVNULL, stderr=self._log
         )
         deadline = time.monotonic() + _START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                code = self._process.returncode
-                self._log.seek(0)
-                error = self._log.read()[-800:].decode(errors="replace")
-                self.stop()
-                raise RuntimeError(f"llama.cpp server exited with {code}: {error}")
+                raise self._failure("exited")
             if self._lists_model():
+                self._complete_one_token()
+                if self._process.poll() is not None:
+                    raise self._failure("crashed on its first completion")
                 return self
             time.sleep(0.5)
         self.stop()
         raise RuntimeError(
             f"llama.cpp server did not answer within {_START_TIMEOUT_S:.0f} s"
         )
+
+    def _command(self, path: Path) -> list[str]:
+        return [
+            sys.executable, "-m", "llama_cpp.server", "--model", str(path),
+            "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(self.port),
+            "--n_ctx", str(self.context_tokens), "--n_threads", str(self.threads),
+        ]  # fmt: skip
+
+    def _complete_one_token(self) -> None:
+        body = {
+            "model": MODEL_ALIAS,
+            "messages": [{"role": "user", "content": "Hi"}],
+            "max_tokens": 1,
+        }
+        request = urllib.request.Request(  # noqa: S310  (loopback)
+            f"{self.api_base}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=_START_TIMEOUT_S) as answer:  # noqa: S310  (loopback)
+                answer.read()
+        except (urllib.error.URLError, OSError):
+            # the caller tells a crash by the exit code, which follows the connection's reset
+            if self._process is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._process.wait(timeout=5)
+
+    def _failure(self, what: str) -> RuntimeError:
+        """The error of a server that ended: its exit code, the end of its log, and a hint."""
+        assert self._process is not None and self._log is not None
+        code = self._process.returncode
+        self._log.seek(0)
+        log = self._log.read().decode(errors="replace")
+        self.stop()
+        hint = ""
+        if "AMX" in log and code is not None and code < 0:
+            hint = (
+                " (llama.cpp's AMX kernels crash on some Xeons: reinstall llama-cpp-python "
+                f"without them, e.g. CMAKE_ARGS='{PORTABLE_CMAKE_ARGS}' pip install "
+                "--force-reinstall --no-cache-dir --no-deps llama-cpp-python)"
+            )
+        return RuntimeError(f"llama.cpp server {what} with {code}{hint}: {log[-800:]}")
 
     def stop(self) -> None:
         """Stop the server (terminate, then kill after ten seconds)."""
