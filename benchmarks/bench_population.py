@@ -248,11 +248,8 @@ def main() -> None:
     sizes = [n for n in args.sizes if args.max is None or n <= args.max]
     wall_goal, rss_goal = GOALS[args.model]
     # evacuation runs shorter than 720 steps are kept apart (not in the plot)
-    key = (
-        args.model
-        if args.model == "urban" or args.steps == 720
-        else f"{args.model}_{args.steps}_steps"
-    )
+    whole_run = args.model == "urban" or args.steps == 720
+    key = args.model if whole_run else f"{args.model}_{args.steps}_steps"
     if args.model == "evac" and args.route_workers > 1:
         key += f"_{args.route_workers}_route_workers"
     print(
@@ -292,10 +289,7 @@ def main() -> None:
             )
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
-    if 10000 in sizes and key in (
-        args.model,
-        f"evac_{args.route_workers}_route_workers",
-    ):
+    if 10000 in sizes and whole_run:
         row = results[key]["10000"]
         rss = row["peak_rss_mb"] + row.get("worker_peak_rss_mb", 0.0)  # both at once
         print(

@@ -150,6 +150,8 @@ class LocalModelServer:
         try:
             with urllib.request.urlopen(request, timeout=_START_TIMEOUT_S) as answer:  # noqa: S310  (loopback)
                 answer.read()
+        except urllib.error.HTTPError:
+            pass  # the server answered: it runs
         except (urllib.error.URLError, OSError):
             # the caller tells a crash by the exit code, which follows the connection's reset
             if self._process is not None:
