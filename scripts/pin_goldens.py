@@ -45,7 +45,9 @@ def main(names: list[str]) -> None:
     """Run the named golden cases (every case when none is named) and write their outputs."""
     unknown = sorted(set(names) - set(CASES))
     if unknown:
-        sys.exit(f"pin_goldens: no case {', '.join(unknown)}; cases: {', '.join(CASES)}")
+        sys.exit(
+            f"pin_goldens: no case {', '.join(unknown)}; cases: {', '.join(CASES)}"
+        )
     outputs.DATA.mkdir(parents=True, exist_ok=True)
     for case in names or CASES:
         for name, frame in CASES[case]().items():
