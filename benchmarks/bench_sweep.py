@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from mesa_llm_mobility.experiment.sweep import sweep
+from mesa_llm_mobility.experiment.sweeps import sweep
 from mesa_llm_mobility.urban import UrbanMobilityModel
 
 

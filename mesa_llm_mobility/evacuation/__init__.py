@@ -2,8 +2,10 @@
 
 The model (:class:`EvacuationModel`) runs offline with the rule brain; pedestrians decide through
 the ``EvacuationMove`` decision kind (:data:`EVACUATION_MOVE`), so any brain of
-:mod:`mesa_llm_mobility.cognition` can answer. :func:`run_evacuation` writes a run directory;
-:func:`outcome_measures` and :func:`summary_table` are functions over the model's tables.
+:mod:`mesa_llm_mobility.cognition` can answer. Its parameters are declared once
+(:class:`EvacuationParameters`); :func:`mesa_llm_mobility.experiment.start_run` writes a run
+directory (:mod:`.run_files`); :func:`outcome_measures` and :func:`summary_table` are
+functions over the model's tables.
 Importing this package has no side effects.
 """
 
@@ -22,6 +24,7 @@ from mesa_llm_mobility.evacuation.outputs import (
     plot_trajectories,
     summary_table,
 )
+from mesa_llm_mobility.evacuation.parameters import EvacuationParameters
 from mesa_llm_mobility.evacuation.personality import (
     ARCHETYPES,
     COMPOSITIONS,
@@ -33,34 +36,25 @@ from mesa_llm_mobility.evacuation.plaza import (
     load_plaza,
     parse_plaza,
 )
-from mesa_llm_mobility.evacuation.runner import (
-    EvacuationConfig,
-    EvacuationRun,
-    evacuation_config,
-    run_evacuation,
-    run_tables,
-)
+from mesa_llm_mobility.evacuation.run_files import run_tables
 
 __all__ = [
     "ARCHETYPES",
     "COMPOSITIONS",
     "EVACUATION_MOVE",
-    "EvacuationConfig",
     "EvacuationContext",
     "EvacuationDecision",
     "EvacuationModel",
-    "EvacuationRun",
+    "EvacuationParameters",
     "GateSchedule",
     "Personality",
     "Plaza",
     "PlazaFormatError",
     "StimulusIntensities",
-    "evacuation_config",
     "load_plaza",
     "outcome_measures",
     "parse_plaza",
     "plot_trajectories",
-    "run_evacuation",
     "run_tables",
     "summary_table",
 ]

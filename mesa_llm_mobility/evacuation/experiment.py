@@ -2,7 +2,7 @@
 
 The design (paper Sec. 3.2) is 8 compositions (A-H) x 8 matched blocks of 11 pedestrians, 704
 pedestrians. :func:`run_experiment` runs it as one
-:func:`~mesa_llm_mobility.experiment.sweep.sweep` (serial, process or Ray executor, progress
+:func:`~mesa_llm_mobility.experiment.sweeps.sweep` (serial, process or Ray executor, progress
 bar, finished runs skipped on resume, failures recorded in the run's folder), then pools the
 runs' tables into the analysis frames of :mod:`.analysis` and writes the report
 (:mod:`.report`)::
@@ -37,7 +37,7 @@ from mesa_llm_mobility.evacuation.timing import MAX_BLOCK, MIN_BLOCK
 from mesa_llm_mobility.experiment.executors import ExecutorName
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.experiment.storage import write_json
-from mesa_llm_mobility.experiment.sweep import is_complete
+from mesa_llm_mobility.experiment.sweeps import is_complete
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ def run_experiment(
     """
     # imported here: the sweep engine imports every model
     from mesa_llm_mobility.evacuation.model import EvacuationModel  # noqa: PLC0415
-    from mesa_llm_mobility.experiment.sweep import sweep  # noqa: PLC0415
+    from mesa_llm_mobility.experiment.sweeps import sweep  # noqa: PLC0415
 
     letters = (
         parse_compositions(compositions)

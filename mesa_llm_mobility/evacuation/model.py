@@ -13,9 +13,10 @@ from __future__ import annotations
 import copyreg
 import logging
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from time import perf_counter
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 import mesa
 import numpy as np
@@ -32,6 +33,7 @@ from mesa_llm_mobility.cognition.kinds import (
     dispatch,
 )
 from mesa_llm_mobility.cognition.settings import BrainOptions
+from mesa_llm_mobility.evacuation import run_files
 from mesa_llm_mobility.evacuation.adversary_moves import attack, propose_move
 from mesa_llm_mobility.evacuation.affect import (
     StimulusIntensities,
@@ -88,6 +90,7 @@ from mesa_llm_mobility.evacuation.movement import (
     resolve_moves,
 )
 from mesa_llm_mobility.evacuation.outputs import outcome_measures
+from mesa_llm_mobility.evacuation.parameters import EvacuationParameters
 from mesa_llm_mobility.evacuation.perception import (
     Perception,
     RepeatedViews,
@@ -109,13 +112,15 @@ from mesa_llm_mobility.evacuation.plaza import (
 )
 from mesa_llm_mobility.evacuation.route_planner import RoutePlanner
 from mesa_llm_mobility.evacuation.routing import GridGraph, bearing_deg
+from mesa_llm_mobility.evacuation.run_files import MEMORY_EMBEDDING
 from mesa_llm_mobility.evacuation.timing import (
     DT_S,
     STEPS_PER_SECOND,
     due_step,
 )
-from mesa_llm_mobility.experiment.base_model import MobilityModel
+from mesa_llm_mobility.experiment.base_model import MobilityModel, Progress
 from mesa_llm_mobility.experiment.collector import LongRun
+from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
@@ -144,31 +149,28 @@ class EvacuationModel(MobilityModel):
     """Crowd evacuation under a moving threat on a plaza raster.
 
     Args:
-        plaza: A :class:`Plaza`, a plaza file path, or ``None`` / ``"reference"``.
-        composition: ``"A"``-``"H"`` (paper compositions) or archetype counts, e.g.
-            ``{"rule_following": 6, "anxious_conformist": 5}``.
-        block: Matched block (1-8): profiles are re-assigned among the start cells by a fixed
-            permutation of the block number; ``None`` keeps the listed order.
-        brain: Brain setting (``"rules"``, ``"llm:<model>"``) or a :class:`Brain`.
-        rng: Seed or generator (Mesa ``rng``).
+        parameters: The run's :class:`~.parameters.EvacuationParameters` (default: all
+            defaults). ``plaza`` may be a loaded :class:`Plaza` and ``brain`` a
+            :class:`Brain`.
         brain_options: Further :func:`make_brain` arguments (``api_base``, ``timeout_s``,
             ``ledger``, ...).
-        time_limit_s: Run length limit (240 s in the paper).
-        gate_schedule: When gates close.
-        random_spawn: Place pedestrians on random walkable cells instead of the start cells
-            (default: only when there are more pedestrians than start cells).
+        rng: Seed or generator (a seed overrides the ``seed`` parameter).
+        stimuli: Fear stimulus intensities (default: the paper's).
         record_positions: Keep the per-step positions table (large for big crowds).
-        stimuli: Fear stimulus intensities.
-        rejection: What happens to an LLM answer that fails validation: ``"paper"`` (default)
-            rejects it, the pedestrian keeps its previous route, goal and capsule and is told
-            why on its next turn; ``"repair"`` re-prompts with the errors, then falls back to
-            the rule policy in the same turn.
         memory_store: A :class:`~mesa_llm_mobility.memory.MemoryStore` whose per-agent streams
             receive every long-term memory revision (``None``: the ``memory_versions`` table
             only).
         route_workers: Processes that plan a step's routes, this one included (1: none
             started). The results are the same for any number; more workers only make large
             crowds faster (:mod:`.route_planner`).
+        checkpoint_every_s: A run's checkpoint interval in simulated seconds (``None``: at
+            the start and the end only); used by the run lifecycle, changes no result.
+        **overrides: Parameter values by name (``composition="H", block=2``).
+
+    With ``rejection="paper"`` an LLM answer that fails validation is rejected: the pedestrian
+    keeps its previous route, goal and capsule and is told why on its next turn; with
+    ``"repair"`` it is re-prompted with the errors, then the rule policy answers in the same
+    turn.
 
     LLM brains sample at temperature 0.2 (the paper's) unless ``brain_options`` says otherwise.
 
@@ -177,6 +179,12 @@ class EvacuationModel(MobilityModel):
     :meth:`step` (recorded at step 0, as before).
     """
 
+    parameters_class: ClassVar[type[EvacuationParameters]] = EvacuationParameters
+    parameters: EvacuationParameters
+    keep_checkpoints: ClassVar[int | None] = 2
+    """The latest two (the one before, should the latest be torn): one holds the whole model,
+    about 0.6 GB for 10,000 pedestrians."""
+    command: ClassVar[str] = "evac"
     time_columns: ClassVar[tuple[str, ...]] = ("request_step", "applied_step", "time_s")
     decision_columns: ClassVar[tuple[str, ...]] = (
         "trigger",
@@ -207,50 +215,39 @@ class EvacuationModel(MobilityModel):
 
     def __init__(
         self,
-        plaza: Plaza | str | Path | None = None,
-        composition: str | Mapping[str, int] = "A",
-        block: int | None = None,
-        brain: str | Brain | None = "rules",
-        rng: int | np.random.Generator | None = None,
-        time_limit_s: float = 240.0,
-        gate_schedule: GateSchedule | None = None,
-        random_spawn: bool | None = None,
-        record_positions: bool = True,
-        stimuli: StimulusIntensities | None = None,
+        parameters: EvacuationParameters | None = None,
+        /,
+        *,
         brain_options: BrainOptions | None = None,
-        rejection: Rejection = "paper",
+        rng: int | np.random.Generator | None = None,
+        stimuli: StimulusIntensities | None = None,
+        record_positions: bool = True,
         memory_store: MemoryStore | None = None,
         route_workers: int = 1,
+        checkpoint_every_s: float | None = None,
+        **overrides: Any,
     ) -> None:
-        if rejection not in REJECTION_MODES:
-            raise ValueError(
-                f"rejection must be one of {', '.join(REJECTION_MODES)}, got {rejection!r}"
-            )
-        if time_limit_s <= 0:
-            raise ValueError(f"time_limit_s must be positive, got {time_limit_s}")
-        if round(time_limit_s * STEPS_PER_SECOND) > np.iinfo(np.int16).max:
-            raise ValueError(
-                f"time_limit_s {time_limit_s} exceeds the belief store's step range"
-            )
-        plaza = plaza if isinstance(plaza, Plaza) else load_plaza(plaza)
         options = {"temperature": PAPER_TEMPERATURE, **(brain_options or {})}
-        super().__init__(brain=brain, brain_options=options, rng=rng)
-        self.rejection: Rejection = rejection
-        self.on_invalid: OnInvalid = REJECTION_MODES[rejection]
+        super().__init__(parameters, brain_options=options, rng=rng, **overrides)
+        p = self.parameters
+        self.rejection: Rejection = p.rejection
+        self.on_invalid: OnInvalid = REJECTION_MODES[p.rejection]
         self.memory_store = memory_store
         self.memory_queue: list[DecisionRequest[MemoryContext, MemoryRevision]] = []
         """Memory revisions stated this step, sent with the step's decision requests."""
         self.memory_due: list[tuple[int, int, MemoryResult]] = []
         """Memory answers waiting for their boundary: (due step, request step, result)."""
         self.memory_rows: list[tuple[object, ...]] = []
+        self.checkpoint_every_steps = _checkpoint_steps(checkpoint_every_s)
         try:
+            plaza = p.plaza if isinstance(p.plaza, Plaza) else load_plaza(p.plaza)
             self._build(
                 plaza,
-                composition,
-                block,
-                time_limit_s,
-                gate_schedule,
-                random_spawn,
+                p.composition,
+                p.block,
+                p.time_limit_s,
+                GateSchedule(p.gates_closing_at_s, p.gates_closed_at_s),
+                p.random_spawn,
                 record_positions,
                 stimuli,
                 route_workers,
@@ -739,7 +736,7 @@ class EvacuationModel(MobilityModel):
 
     def __setstate__(self, state: dict[str, object]) -> None:
         """Restore a checkpoint; its grid's cells share one class again (see below)."""
-        super().__setstate__(state)
+        self.__dict__.update(state)
         _share_one_cell_class(self.grid)
 
     def attach(
@@ -780,6 +777,118 @@ class EvacuationModel(MobilityModel):
             self.memory_store.flush()
         super().close()
 
+    # ------------------------------------------------------------------ run contract
+    @classmethod
+    def load_inputs(cls, parameters: EvacuationParameters) -> Plaza:
+        """Load and check the plaza once, so a bad file writes nothing."""
+        plaza = parameters.plaza
+        return plaza if isinstance(plaza, Plaza) else load_plaza(plaza)
+
+    @classmethod
+    def for_run(
+        cls,
+        parameters: EvacuationParameters,
+        run: RunDirectory,
+        inputs: Plaza,
+        brain_options: BrainOptions,
+        *,
+        memory_stream: bool = False,
+        **options: Any,
+    ) -> Self:
+        """The model of a run; ``memory_stream`` keeps revisions in ``memory/`` (Chroma).
+
+        ``options``: ``route_workers``, ``checkpoint_every_s``, ``record_positions``.
+        """
+        store = None
+        if memory_stream:
+            store = MemoryStore.persistent(run.memory_dir, embedding=MEMORY_EMBEDDING)
+            store.defer_writes = True
+        try:
+            return cls(
+                parameters.replace(plaza=inputs),
+                brain_options=brain_options,
+                memory_store=store,
+                **options,
+            )
+        except BaseException:
+            if store is not None:
+                store.close()
+            raise
+
+    def progress(self) -> Progress:
+        """Steps of the time limit."""
+        return Progress(self.tick, self.limit_steps, "step")
+
+    def progress_status(self) -> dict[str, Any]:
+        """Pedestrians still in the plaza, evacuated and reached, once a second."""
+        if self.tick % STEPS_PER_SECOND:
+            return {}
+        return {
+            "active": self.active_count,
+            "evacuated": self.evacuated_count,
+            "reached": self.reached_count,
+        }
+
+    def checkpoint_due(self) -> bool:
+        """Every ``checkpoint_every_s`` simulated seconds, and at the end."""
+        every = self.checkpoint_every_steps
+        return not self.running or bool(every and self.tick % every == 0)
+
+    def checkpoint_number(self) -> int:
+        """Steps taken."""
+        return self.tick
+
+    def final_tables(self) -> dict[str, pd.DataFrame]:
+        """Every table of :data:`~.run_files.TABLES`."""
+        return run_files.run_tables(self)
+
+    def write_outputs(self, run: RunDirectory) -> list[Path]:
+        """The knowledge graph, the run's metadata and the trajectory plot."""
+        return run_files.write_outputs(self, run)
+
+    def summary_lines(self, run: RunDirectory) -> list[str]:
+        """Where and when the run ended, and the outcome table."""
+        return run_files.summary_lines(self, run)
+
+    def memory_embedding(self) -> str:
+        """The memory streams' offline embedding."""
+        return MEMORY_EMBEDDING
+
+    def long_run(self) -> AbstractContextManager[Any]:
+        """The collector leaves the world built before the run out of its passes."""
+        return LongRun()
+
+    def restore(
+        self,
+        run: RunDirectory,
+        number: int,
+        memory_store: MemoryStore | None,
+        brain_options: BrainOptions,
+        *,
+        route_workers: int | None = None,
+        **options: Any,
+    ) -> None:
+        """The brain, the memory store and the route workers back."""
+        self.attach(self.parameters.brain, memory_store, brain_options, route_workers)
+
+    def apply_parameters(self, parameters: EvacuationParameters) -> None:
+        """A longer (or shorter) time limit from now on."""
+        self.time_limit_s = parameters.time_limit_s
+        self.limit_steps = round(parameters.time_limit_s * STEPS_PER_SECOND)
+        self.running = (
+            bool(np.any(self.status == ACTIVE)) and self.tick < self.limit_steps
+        )
+        super().apply_parameters(parameters.replace(plaza=self.parameters.plaza))
+
+    @classmethod
+    def check_fork(cls, parameters: EvacuationParameters, number: int) -> None:
+        """A fork's time limit lies after its checkpoint."""
+        if round(parameters.time_limit_s * STEPS_PER_SECOND) <= number:
+            raise ValueError(
+                f"time_limit_s={parameters.time_limit_s:g} ends before the checkpoint of "
+                f"step {number}"
+            )
+
     def outcomes_frame(self) -> pd.DataFrame:
         """Per-pedestrian outcome measures (spec list; see :mod:`.outputs`)."""
         return outcome_measures(
@@ -790,6 +899,19 @@ class EvacuationModel(MobilityModel):
             self.pocket,
             self.cell_size_m,
         )
+
+
+def _checkpoint_steps(every_s: float | None) -> int:
+    """Steps between a run's checkpoints (0: at the start and the end only), checked."""
+    if every_s is None:
+        return 0
+    steps = round(every_s * STEPS_PER_SECOND)
+    if not every_s > 0 or steps < 1:
+        raise ValueError(
+            f"checkpoint_every_s must be at least one step (1/{STEPS_PER_SECOND} s), "
+            f"got {every_s!r}"
+        )
+    return steps
 
 
 def _share_one_cell_class(grid: OrthogonalMooreGrid) -> None:

@@ -5,8 +5,8 @@ model without its brain and memory store. Resuming it needs two more things, the
 model:
 
 - the memory store as it was then: :func:`snapshot_memory` copies ``memory/`` to
-  ``checkpoints/<unit>_<n>_memory/`` before the checkpoint is indexed, and :func:`restore_memory`
-  puts that copy back;
+  ``checkpoints/checkpoint_<n>_memory/`` before the checkpoint is indexed, and
+  :func:`restore_memory` puts that copy back;
 - the LLM answers already paid for after the checkpoint (the day or steps under way when the run
   stopped): :func:`replay_after` takes their records out of the ledger and indexes them, so
   the resumed brain answers the same requests again without calling the model.
@@ -19,7 +19,6 @@ import logging
 import os
 import shutil
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from mesa_llm_mobility.cognition.ledger import Ledger, ReplayIndex
@@ -29,19 +28,14 @@ from mesa_llm_mobility.memory import MemoryStore
 logger = logging.getLogger(__name__)
 
 
-def snapshot_dir(run: RunDirectory, number: int) -> Path:
-    """``checkpoints/<unit>_<n>_memory/``: the memory store as it was at checkpoint ``number``."""
-    return run.checkpoints_dir / f"{run.checkpoint_unit}_{number}_memory"
-
-
 def snapshot_memory(run: RunDirectory, number: int, store: MemoryStore) -> str:
-    """Flush ``store`` and copy ``memory/`` to :func:`snapshot_dir`; returns the folder's name.
+    """Flush ``store`` and copy ``memory/`` to checkpoint ``number``'s snapshot; returns its name.
 
     The copy goes through a temporary folder, so a crash never leaves a partial snapshot under
     that name. Write the checkpoint after it, so an indexed checkpoint always has its snapshot.
     """
     store.flush()
-    snapshot = snapshot_dir(run, number)
+    snapshot = run.memory_snapshot_path(number)
     temporary = snapshot.with_name(f".{snapshot.name}.tmp")
     for folder in (temporary, snapshot):
         if folder.exists():
@@ -51,27 +45,21 @@ def snapshot_memory(run: RunDirectory, number: int, store: MemoryStore) -> str:
     return snapshot.name
 
 
-def restore_memory(
-    run: RunDirectory, number: int, state: Mapping[str, Any], embedding: str
-) -> MemoryStore:
+def restore_memory(run: RunDirectory, number: int, embedding: str) -> MemoryStore:
     """Replace ``memory/`` by the snapshot of checkpoint ``number`` and open it.
 
     Args:
         run: The run directory.
-        number: The checkpoint's day or step.
-        state: The checkpoint (its ``memory_snapshot`` names the folder).
+        number: The checkpoint's number.
         embedding: The store's embedding setting.
 
     Raises:
         RunDirectoryError: If the snapshot is missing.
     """
-    snapshot = run.checkpoints_dir / str(
-        state.get("memory_snapshot", snapshot_dir(run, number).name)
-    )
+    snapshot = run.memory_snapshot_path(number)
     if not snapshot.is_dir():
         raise RunDirectoryError(
-            f"{snapshot}: memory snapshot of the {run.checkpoint_unit} {number} "
-            "checkpoint is missing"
+            f"{snapshot}: memory snapshot of checkpoint {number} is missing"
         )
     if run.memory_dir.exists():
         shutil.rmtree(run.memory_dir)

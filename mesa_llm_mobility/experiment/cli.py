@@ -63,7 +63,7 @@ def parse_parameters(items: list[str]) -> dict[str, Any]:
 
 def sweep_command(args: argparse.Namespace) -> int:
     """Handler of ``mlm sweep urban|evac``: run the sweep, print one line per run."""
-    from mesa_llm_mobility.experiment.sweep import sweep  # noqa: PLC0415  (fast --help)
+    from mesa_llm_mobility.experiment.sweeps import sweep  # noqa: PLC0415  (fast --help)
 
     if args.model == "urban":
         from mesa_llm_mobility.urban import UrbanMobilityModel as model_cls  # noqa: PLC0415, N813

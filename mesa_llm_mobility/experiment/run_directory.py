@@ -3,29 +3,29 @@
 A run directory is model-agnostic. It holds::
 
     <run>/
-        config.json          the resolved configuration (JSON)
-        metadata.json        package, Python and Mesa versions, creation time (UTC), extras
+        config.json          the run's parameters (JSON)
+        metadata.json        format version, the model, package, Python and Mesa versions,
+                             creation time (UTC), extras
         ledger.jsonl         the decision ledger (written by the brain, see cognition.ledger)
         memory/              the agents' memory store (Chroma), if any
         tables/<name>.parquet               a whole-run table
         tables/<name>/day=<d>.parquet       one part per day of a per-day table
-        checkpoints/day_<d>.pkl             model state after day d (pickle; ``step_<s>.pkl``
-                                            after step s for a model that counts steps)
-        checkpoints/index.json              day (or step), file, sha256 and creation time of
-                                            each checkpoint
+        checkpoints/checkpoint_<n>.pkl      the model's state at its checkpoint n (pickle); what
+                                            n counts is the model's (urban: days completed,
+                                            evacuation: steps, trajectory: days generated)
+        checkpoints/checkpoint_<n>_memory/  the memory store then, if the model has one
+        checkpoints/index.json              number, file, sha256 and creation time of each
         plots/               figures
 
 Every file the class writes is written atomically (a temporary file in the same folder, then
 ``os.replace``), so a crash never leaves a half-written config, table part or checkpoint under
 its final name. Appending a day writes one new table part and never rewrites earlier ones.
 
-The layout follows the model's time unit: a model that runs day by day (urban) writes per-day
-table parts and a checkpoint per day; a model that runs once (evacuation) writes whole-run tables
-and numbers its checkpoints by step (:attr:`RunDirectory.checkpoint_unit`, set at
-:meth:`RunDirectory.create`). A run can be resumed from :meth:`RunDirectory.latest_checkpoint`
-and forked from any checkpoint with changed parameters by :func:`fork`; the fork records where
-it came from, so a brain can replay the source's ledger
-(:attr:`RunDirectory.source_ledger_path`).
+``metadata.json`` carries :data:`FORMAT_VERSION` and the model's name: :meth:`RunDirectory.open`
+refuses, in one line that says what to do, a folder of another format or another model. A run
+can be resumed from :meth:`RunDirectory.latest_checkpoint` and forked from any checkpoint with
+changed parameters by :func:`fork`; the fork records where it came from, so a brain can replay
+the source's ledger (:attr:`RunDirectory.source_ledger_path`).
 
 Checkpoints are pickles: open only run directories you trust.
 """
@@ -64,8 +64,9 @@ CHECKPOINTS_DIR = "checkpoints"
 PLOTS_DIR = "plots"
 CHECKPOINT_INDEX = "index.json"
 
-CHECKPOINT_UNITS = ("day", "step")
-"""What a checkpoint's number can count: days completed (the default) or steps completed."""
+FORMAT_VERSION = 2
+"""The run-directory layout this version writes and reads (``metadata.json``'s
+``format_version``). 2: checkpoints numbered neutrally, the model named in the metadata."""
 
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _PART_NAME = re.compile(r"^day=(\d+)\.parquet$")
@@ -92,23 +93,12 @@ def _read_json(path: Path) -> Any:
         ) from error
 
 
-def _check_day(day: Any, unit: str = "day") -> int:
-    if isinstance(day, np.integer):
-        day = int(day)
-    if isinstance(day, bool) or not isinstance(day, int) or day < 0:
-        raise ValueError(f"{unit} must be a whole number >= 0, got {day!r}")
-    return day
-
-
-def _merge(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-    """Return ``base`` updated by ``changes``; nested mappings merge key by key."""
-    merged = dict(base)
-    for key, value in changes.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
+def _check_number(number: Any, what: str = "day") -> int:
+    if isinstance(number, np.integer):
+        number = int(number)
+    if isinstance(number, bool) or not isinstance(number, int) or number < 0:
+        raise ValueError(f"{what} must be a whole number >= 0, got {number!r}")
+    return number
 
 
 def _utc_now() -> str:
@@ -128,12 +118,12 @@ class RunDirectory:
 
     Example::
 
-        run = RunDirectory.create("runs/baseline", {"days": 3, "seed": 0})
+        run = RunDirectory.create("runs/baseline", {"days": 3, "seed": 0}, model="urban")
         run.write_table("trips", trips, day=1)
         run.write_checkpoint(1, {"model": state})
         ...
-        run = RunDirectory.open("runs/baseline")
-        day, state = run.latest_checkpoint()
+        run = RunDirectory.open("runs/baseline", model="urban")
+        number, state = run.latest_checkpoint()
 
     Args:
         path: The run's folder.
@@ -152,21 +142,23 @@ class RunDirectory:
         path: str | os.PathLike[str],
         config: Mapping[str, Any],
         *,
+        model: str,
+        model_class: str | None = None,
         overwrite: bool = False,
         extra: Mapping[str, Any] | None = None,
-        checkpoint_unit: str = "day",
     ) -> RunDirectory:
         """Create a run directory with its ``config.json`` and ``metadata.json``.
 
         Args:
             path: The run's folder (created with its parents).
-            config: The resolved configuration; converted by :func:`to_jsonable`.
+            config: The run's parameters; converted by :func:`to_jsonable`.
+            model: The model's name (``"urban"``), checked by :meth:`open`.
+            model_class: The model class's import path (``module.Class``), which the run
+                lifecycle imports to resume the run.
             overwrite: Replace an existing run directory (one with a ``config.json``). A
                 non-empty folder that is not a run directory is never deleted.
             extra: Free-form metadata, e.g. the embedding actually used (also settable later
                 with :meth:`update_metadata`).
-            checkpoint_unit: What the run's checkpoint numbers count (:data:`CHECKPOINT_UNITS`):
-                ``"day"`` (urban) or ``"step"`` (evacuation).
 
         Returns:
             The new run directory.
@@ -176,11 +168,6 @@ class RunDirectory:
                 False, or a non-empty folder that is not a run directory.
             TypeError, ValueError: If the config holds a value JSON cannot hold.
         """
-        if checkpoint_unit not in CHECKPOINT_UNITS:
-            raise ValueError(
-                f"checkpoint_unit must be one of {', '.join(CHECKPOINT_UNITS)}, "
-                f"got {checkpoint_unit!r}"
-            )
         run = cls(path)
         config_json = to_jsonable(dict(config), "config")
         extra_json = to_jsonable(dict(extra or {}), "extra")
@@ -203,24 +190,28 @@ class RunDirectory:
             shutil.rmtree(target)
         target.mkdir(parents=True, exist_ok=True)
         write_json(run.config_path, config_json)
-        write_json(run.metadata_path, _base_metadata(extra_json, checkpoint_unit))
+        write_json(run.metadata_path, _base_metadata(extra_json, model, model_class))
         logger.info("created run directory %s", target)
         return run
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> RunDirectory:
-        """Open an existing run directory, checking its config and metadata.
+    def open(
+        cls, path: str | os.PathLike[str], *, model: str | None = None
+    ) -> RunDirectory:
+        """Open an existing run directory, checking its config, metadata, format and model.
 
         Args:
             path: The run's folder.
+            model: The model the caller expects (``"urban"``); None accepts any.
 
         Returns:
             The run directory.
 
         Raises:
             RunDirectoryError: If the folder does not exist, is not a run directory (no
-                ``config.json``), lacks ``metadata.json``, or either file is not valid JSON
-                (the message gives the line and column).
+                ``config.json``), lacks ``metadata.json``, either file is not valid JSON
+                (the message gives the line and column), it was written in another format
+                (:data:`FORMAT_VERSION`) or by another model.
         """
         run = cls(path)
         if not run.path.exists():
@@ -236,8 +227,26 @@ class RunDirectory:
                 f"{run.path}: incomplete run directory (missing {METADATA_FILE})"
             )
         run.config  # noqa: B018 - parse now, so that errors show at open
-        run.metadata  # noqa: B018
+        metadata = run.metadata
+        version = metadata.get("format_version")
+        if version != FORMAT_VERSION:
+            written = metadata.get("package_version", "an unknown version")
+            raise RunDirectoryError(
+                f"{run.path}: written by mesa-llm-mobility {written} in run-directory format "
+                f"{version if version is not None else 1}; this version reads format "
+                f"{FORMAT_VERSION}: run it again, or open it with the version that wrote it"
+            )
+        if model is not None and metadata.get("model") != model:
+            raise RunDirectoryError(
+                f"{run.path}: a run of the {metadata.get('model')} model, not of the "
+                f"{model} model: open it with its own model's command"
+            )
         return run
+
+    @property
+    def model_name(self) -> str:
+        """The name of the model that wrote the run (``metadata.json``)."""
+        return str(self.metadata.get("model"))
 
     # ------------------------------------------------------------------ locations
     @property
@@ -333,7 +342,7 @@ class RunDirectory:
             )
         if day is None:
             return self.tables_dir / f"{name}.parquet"
-        return self.tables_dir / name / f"day={_check_day(day)}.parquet"
+        return self.tables_dir / name / f"day={_check_number(day)}.parquet"
 
     def write_table(
         self, name: str, frame: pd.DataFrame, *, day: int | None = None
@@ -444,26 +453,8 @@ class RunDirectory:
         """``checkpoints/index.json``."""
         return self.checkpoints_dir / CHECKPOINT_INDEX
 
-    @property
-    def checkpoint_unit(self) -> str:
-        """What the checkpoints' numbers count: ``"day"`` or ``"step"`` (``metadata.json``).
-
-        Runs written before the field existed count days.
-        """
-        unit = self.metadata.get("checkpoint_unit", "day")
-        if unit not in CHECKPOINT_UNITS:
-            raise RunDirectoryError(
-                f"{self.metadata_path}: checkpoint_unit must be one of "
-                f"{', '.join(CHECKPOINT_UNITS)}, got {unit!r}"
-            )
-        return unit
-
     def checkpoint_index(self) -> list[dict[str, Any]]:
-        """Entries of the checkpoint index (day or step, file, sha256, created), in order.
-
-        Each entry's number is under ``"day"`` or ``"step"``, the run's
-        :attr:`checkpoint_unit`.
-        """
+        """Entries of the checkpoint index (number, file, sha256, created), in number order."""
         if not self.checkpoint_index_path.is_file():
             return []
         data = _read_json(self.checkpoint_index_path)
@@ -472,98 +463,108 @@ class RunDirectory:
             raise CheckpointError(
                 f"{self.checkpoint_index_path}: expected an object with a 'checkpoints' list"
             )
-        unit = self.checkpoint_unit
         for k, entry in enumerate(entries):
             if not (
                 isinstance(entry, dict)
-                and isinstance(entry.get(unit), int)
+                and isinstance(entry.get("number"), int)
                 and isinstance(entry.get("file"), str)
                 and isinstance(entry.get("sha256"), str)
             ):
                 raise CheckpointError(
                     f"{self.checkpoint_index_path}: checkpoints[{k}] needs an integer "
-                    f"{unit!r} and string 'file' and 'sha256', got {entry!r}"
+                    f"'number' and string 'file' and 'sha256', got {entry!r}"
                 )
-        return sorted(entries, key=lambda entry: entry[unit])
+        return sorted(entries, key=lambda entry: entry["number"])
 
-    def checkpoint_days(self) -> list[int]:
-        """Days (or steps, see :attr:`checkpoint_unit`) with a checkpoint, ascending."""
-        unit = self.checkpoint_unit
-        return [entry[unit] for entry in self.checkpoint_index()]
+    def checkpoint_numbers(self) -> list[int]:
+        """The numbers of the run's checkpoints, ascending (what they count is the model's)."""
+        return [entry["number"] for entry in self.checkpoint_index()]
 
-    def checkpoint_path(self, day: int) -> Path:
-        """``checkpoints/day_<d>.pkl`` (``step_<s>.pkl`` for a run that counts steps)."""
-        unit = self.checkpoint_unit
-        return self.checkpoints_dir / f"{unit}_{_check_day(day, unit)}.pkl"
+    def checkpoint_path(self, number: int) -> Path:
+        """``checkpoints/checkpoint_<n>.pkl``."""
+        return (
+            self.checkpoints_dir
+            / f"checkpoint_{_check_number(number, 'checkpoint')}.pkl"
+        )
 
-    def write_checkpoint(self, day: int, state: Mapping[str, Any]) -> Path:
-        """Write the state after ``day`` atomically and record it in the index.
+    def memory_snapshot_path(self, number: int) -> Path:
+        """``checkpoints/checkpoint_<n>_memory/``: the memory store at checkpoint ``number``."""
+        return (
+            self.checkpoints_dir
+            / f"checkpoint_{_check_number(number, 'checkpoint')}_memory"
+        )
+
+    def write_checkpoint(self, number: int, state: Mapping[str, Any]) -> Path:
+        """Write a state atomically as checkpoint ``number`` and record it in the index.
 
         The pickle is written to a temporary file and moved into place, then the index is
         rewritten the same way; a crash leaves at worst an unindexed (ignored) checkpoint.
 
         Args:
-            day: Day (or step, see :attr:`checkpoint_unit`) the state follows (0 for the
-                initial state).
-            state: Picklable mapping, e.g. ``{"model": ..., "rng": ...}``.
+            number: The checkpoint's number (0 for the initial state; what it counts is the
+                model's: days completed, steps).
+            state: Picklable mapping, e.g. ``{"model": ...}``.
 
         Returns:
             The checkpoint file.
         """
-        day = _check_day(day, self.checkpoint_unit)
+        number = _check_number(number, "checkpoint")
         if not isinstance(state, Mapping):
             raise TypeError(
                 f"checkpoint state must be a mapping, got {type(state).__name__}"
             )
         data = pickle.dumps(dict(state), protocol=pickle.HIGHEST_PROTOCOL)
-        path = self.checkpoint_path(day)
+        path = self.checkpoint_path(number)
         write_atomic(path, data)
-        self._index_checkpoint(day, path, _sha256(data))
-        logger.info(
-            "checkpoint of %s %d written to %s", self.checkpoint_unit, day, path
-        )
+        self._index_checkpoint(number, path, _sha256(data))
+        logger.info("checkpoint %d written to %s", number, path)
         return path
 
-    def remove_checkpoint(self, day: int) -> None:
-        """Remove the checkpoint of ``day`` (or step): first from the index, then its file.
+    def remove_checkpoint(self, number: int) -> None:
+        """Remove checkpoint ``number``: first from the index, then its file and snapshot.
 
         A crash in between leaves at worst an unindexed (ignored) file.
 
         Raises:
             CheckpointError: If there is no such checkpoint.
         """
-        unit = self.checkpoint_unit
-        day = _check_day(day, unit)
+        number = _check_number(number, "checkpoint")
         entries = self.checkpoint_index()
-        kept = [entry for entry in entries if entry[unit] != day]
+        kept = [entry for entry in entries if entry["number"] != number]
         if len(kept) == len(entries):
             raise CheckpointError(
-                f"{self.checkpoints_dir}: no checkpoint for {unit} {day} to remove"
+                f"{self.checkpoints_dir}: no checkpoint {number} to remove"
             )
         write_json(self.checkpoint_index_path, {"checkpoints": kept})
         for entry in entries:
-            if entry[unit] == day:
+            if entry["number"] == number:
                 (self.checkpoints_dir / entry["file"]).unlink(missing_ok=True)
+        shutil.rmtree(self.memory_snapshot_path(number), ignore_errors=True)
 
-    def _index_checkpoint(self, day: int, path: Path, sha256: str) -> None:
-        unit = self.checkpoint_unit
-        entries = [entry for entry in self.checkpoint_index() if entry[unit] != day]
+    def _index_checkpoint(self, number: int, path: Path, sha256: str) -> None:
+        entries = [e for e in self.checkpoint_index() if e["number"] != number]
         entries.append(
-            {unit: day, "file": path.name, "sha256": sha256, "created": _utc_now()}
+            {
+                "number": number,
+                "file": path.name,
+                "sha256": sha256,
+                "created": _utc_now(),
+            }
         )
-        entries.sort(key=lambda entry: entry[unit])
+        entries.sort(key=lambda entry: entry["number"])
         write_json(self.checkpoint_index_path, {"checkpoints": entries})
 
-    def _checkpoint_bytes(self, day: int) -> bytes:
-        """Return the verified bytes of the checkpoint of ``day`` (or step)."""
-        unit = self.checkpoint_unit
-        day = _check_day(day, unit)
-        entry = next((e for e in self.checkpoint_index() if e[unit] == day), None)
+    def _checkpoint_bytes(self, number: int) -> bytes:
+        """Return the verified bytes of checkpoint ``number``."""
+        number = _check_number(number, "checkpoint")
+        entry = next(
+            (e for e in self.checkpoint_index() if e["number"] == number), None
+        )
         if entry is None:
-            days = self.checkpoint_days()
+            numbers = self.checkpoint_numbers()
             raise CheckpointError(
-                f"{self.checkpoints_dir}: no checkpoint for {unit} {day} "
-                f"({unit}s: {days or 'none'})"
+                f"{self.checkpoints_dir}: no checkpoint {number} "
+                f"(checkpoints: {', '.join(map(str, numbers)) or 'none'})"
             )
         path = self.checkpoints_dir / entry["file"]
         try:
@@ -576,21 +577,15 @@ class RunDirectory:
             )
         return data
 
-    def read_checkpoint(self, day: int) -> dict[str, Any]:
-        """Read and verify the checkpoint of ``day``.
-
-        Args:
-            day: Day (or step, see :attr:`checkpoint_unit`) of the checkpoint.
-
-        Returns:
-            The state mapping.
+    def read_checkpoint(self, number: int) -> dict[str, Any]:
+        """Read and verify checkpoint ``number``.
 
         Raises:
             CheckpointError: If there is no such checkpoint, the file is missing, its sha256
                 does not match the index (corrupt or truncated), or it cannot be unpickled.
         """
-        data = self._checkpoint_bytes(day)
-        path = self.checkpoint_path(day)
+        data = self._checkpoint_bytes(number)
+        path = self.checkpoint_path(number)
         try:
             # pickles of our own runs; the docs say to open only trusted run directories
             return pickle.loads(data)  # noqa: S301
@@ -602,29 +597,22 @@ class RunDirectory:
     def latest_checkpoint(
         self, *, skip_corrupt: bool = False
     ) -> tuple[int, dict[str, Any]] | None:
-        """Return the latest checkpoint as ``(day, state)``, or None if there is none.
-
-        ``day`` is a step for a run whose :attr:`checkpoint_unit` is ``"step"``.
+        """Return the latest checkpoint as ``(number, state)``, or None if there is none.
 
         Args:
             skip_corrupt: Fall back to the previous good checkpoint when the latest is corrupt,
                 truncated or missing (logging a warning that names the file) instead of raising.
 
-        Returns:
-            ``(day, state)`` or None.
-
         Raises:
             CheckpointError: If the latest checkpoint is bad and ``skip_corrupt`` is False.
         """
-        for day in reversed(self.checkpoint_days()):
+        for number in reversed(self.checkpoint_numbers()):
             try:
-                return day, self.read_checkpoint(day)
+                return number, self.read_checkpoint(number)
             except CheckpointError as error:
                 if not skip_corrupt:
                     raise
-                logger.warning(
-                    "skipping checkpoint of %s %d: %s", self.checkpoint_unit, day, error
-                )
+                logger.warning("skipping checkpoint %d: %s", number, error)
         return None
 
 
@@ -648,19 +636,23 @@ _INTERRUPTED_WRITE = re.compile(
 )
 
 
-def _base_metadata(extra: Mapping[str, Any], checkpoint_unit: str) -> dict[str, Any]:
+def _base_metadata(
+    extra: Mapping[str, Any], model: str, model_class: str | None
+) -> dict[str, Any]:
     try:
         mesa_version = importlib.metadata.version("mesa")
     except importlib.metadata.PackageNotFoundError:
         mesa_version = None
     return {
+        "format_version": FORMAT_VERSION,
+        "model": model,
+        "model_class": model_class,
         "package": "mesa-llm-mobility",
         "package_version": __version__,
         "python": platform.python_version(),
         "mesa_version": mesa_version,
         "platform": platform.platform(),
         "created": _utc_now(),
-        "checkpoint_unit": checkpoint_unit,
         "extra": dict(extra),
     }
 
@@ -670,82 +662,70 @@ def fork(
     source: RunDirectory | str | os.PathLike[str],
     target: str | os.PathLike[str],
     *,
-    from_day: int,
-    config_changes: Mapping[str, Any] | None = None,
+    at: int,
+    config: Mapping[str, Any],
+    changes: Mapping[str, Any],
     overwrite: bool = False,
-    copy_memory: bool = True,
 ) -> RunDirectory:
-    """Start a new run from a checkpoint of another, with changed parameters.
+    """Start a new run directory from checkpoint ``at`` of another, with a new config.
 
-    The fork gets the source config updated with ``config_changes`` (nested mappings merge key
-    by key; other values replace), metadata recording ``forked_from`` (the source path),
-    ``from_day`` and the changes, the verified checkpoint of ``from_day`` as its only (so
-    latest) checkpoint, keeping its day number so that days continue, the parts of per-day
-    tables for days ``<= from_day`` (whole-run tables are not copied: they describe the
-    source's whole run) and a copy of ``memory/`` if the source has one. The source's ledger is
-    not copied: :attr:`RunDirectory.source_ledger_path` points at it for replay.
-
-    ``memory/`` is the source's memory as it is now: if the source ran past ``from_day``, it may
-    hold memories of later days (a warning is logged). Fork from the run's last checkpoint, or
-    keep a memory snapshot in the checkpoint state, when that matters.
+    The fork gets ``config`` (the source's parameters with ``changes`` applied), metadata
+    recording ``forked_from`` (the source path), ``forked_at`` and the changes, the verified
+    checkpoint ``at`` as its only (so latest) checkpoint, keeping its number, that checkpoint's
+    memory snapshot if it has one, and the parts of per-day tables for days ``<= at`` (the
+    caller's model numbers its checkpoints by day when it writes per-day tables; whole-run
+    tables are not copied: they describe the source's whole run). The source's ledger is not
+    copied: :attr:`RunDirectory.source_ledger_path` points at it for replay.
 
     Args:
         source: The run to fork (a path or an opened run).
         target: The new run's folder.
-        from_day: Day of the source checkpoint to start from.
-        config_changes: Parameters to change.
+        at: The number of the source checkpoint to start from.
+        config: The fork's parameters.
+        changes: What differs from the source's (recorded in the metadata).
         overwrite: Replace an existing run directory at ``target``.
-        copy_memory: Copy the source's ``memory/``; False when the caller restores memory
-            from a snapshot of its own (as the urban runner does).
 
     Returns:
         The new run directory.
 
     Raises:
         RunDirectoryError: If ``source`` is not a run directory or ``target`` is taken.
-        CheckpointError: If the source has no good checkpoint for ``from_day``.
+        CheckpointError: If the source has no good checkpoint ``at``.
     """
     src = source if isinstance(source, RunDirectory) else RunDirectory.open(source)
-    from_day = _check_day(from_day)
-    changes = dict(config_changes or {})
-    data = src._checkpoint_bytes(from_day)  # verified before anything is written
+    at = _check_number(at, "checkpoint")
+    data = src._checkpoint_bytes(at)  # verified before anything is written
     if src.path.resolve() == Path(target).resolve():
         raise RunDirectoryError(f"{target}: a run cannot be forked into itself")
-    config = _merge(src.config, to_jsonable(changes, "config_changes"))
-    extra = dict(src.metadata.get("extra", {}))
+    metadata = src.metadata
     run = RunDirectory.create(
         target,
         config,
+        model=str(metadata.get("model")),
+        model_class=metadata.get("model_class"),
         overwrite=overwrite,
-        extra=extra,
-        checkpoint_unit=src.checkpoint_unit,
+        extra=dict(metadata.get("extra", {})),
     )
-    metadata = run.metadata
-    metadata.update(
+    forked = run.metadata
+    forked.update(
         forked_from=str(src.path.resolve()),
-        from_day=from_day,
-        config_changes=to_jsonable(changes, "config_changes"),
+        forked_at=at,
+        changes=to_jsonable(dict(changes), "changes"),
     )
-    write_json(run.metadata_path, metadata)
+    write_json(run.metadata_path, forked)
 
-    path = run.checkpoint_path(from_day)
+    snapshot = src.memory_snapshot_path(at)
+    if snapshot.is_dir():
+        shutil.copytree(snapshot, run.memory_snapshot_path(at))
+    path = run.checkpoint_path(at)
     write_atomic(path, data)
-    run._index_checkpoint(from_day, path, _sha256(data))
+    run._index_checkpoint(at, path, _sha256(data))
 
     for name in src.table_names():
         for day in src.table_days(name):
-            if day <= from_day:
+            if day <= at:
                 part = run.table_path(name, day)
                 part.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src.table_path(name, day), part)
-
-    if copy_memory and src.memory_dir.is_dir():
-        if any(day > from_day for day in src.checkpoint_days()):
-            logger.warning(
-                "forking %s from day %d: its memory/ may hold memories of later days",
-                src.path,
-                from_day,
-            )
-        shutil.copytree(src.memory_dir, run.memory_dir)
-    logger.info("forked %s (day %d) into %s", src.path, from_day, run.path)
+    logger.info("forked %s (checkpoint %d) into %s", src.path, at, run.path)
     return run

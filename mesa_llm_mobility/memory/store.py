@@ -256,6 +256,7 @@ class MemoryStore:
         self.path = path
         self._prefix = prefix
         self._streams: dict[str, MemoryStream] = {}
+        self._closed = False
         self.defer_writes = False
 
     @classmethod
@@ -623,8 +624,12 @@ class MemoryStore:
         """Write pending updates and release the store; an ephemeral store deletes its collections.
 
         A persistent store also closes its Chroma client, so that the folder can be replaced
-        (e.g. by a checkpoint's memory snapshot) and reopened in the same process.
+        (e.g. by a checkpoint's memory snapshot) and reopened in the same process. Closing a
+        closed store does nothing.
         """
+        if self._closed:
+            return
+        self._closed = True
         if self.path is not None:
             self.flush()
             self._client.close()

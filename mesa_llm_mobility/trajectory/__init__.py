@@ -39,6 +39,7 @@ from mesa_llm_mobility.trajectory.orchestrator import (
     ActivityChain,
     ChainContext,
 )
+from mesa_llm_mobility.trajectory.parameters import TrajectoryParameters
 from mesa_llm_mobility.trajectory.staypoints import (
     STAY_COLUMNS,
     HistorySplit,
@@ -74,6 +75,7 @@ __all__ = [
     "StayPointError",
     "SyntheticCity",
     "TrajectoryModel",
+    "TrajectoryParameters",
     "VisitDuration",
     "VisitDurationContext",
     "WorkflowSettings",

@@ -25,7 +25,8 @@ import dataclasses
 import hashlib
 import itertools
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import mesa
@@ -37,7 +38,9 @@ from mesa_llm_mobility.clock import MINUTES_PER_DAY
 from mesa_llm_mobility.cognition.brain import Brain
 from mesa_llm_mobility.cognition.kinds import DecisionRequest, DecisionResult, Outcome
 from mesa_llm_mobility.cognition.settings import BrainOptions
-from mesa_llm_mobility.experiment.base_model import MobilityModel
+from mesa_llm_mobility.experiment.base_model import MobilityModel, Progress
+from mesa_llm_mobility.experiment.parameters import ParameterError
+from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.trajectory.activities import ACTIVITIES, ACTIVITY_INDEX
 from mesa_llm_mobility.trajectory.durations import (
     DAY_DURATIONS,
@@ -48,9 +51,16 @@ from mesa_llm_mobility.trajectory.durations import (
 from mesa_llm_mobility.trajectory.evidence import (
     EvidenceBook,
     IndividualEvidence,
-    build_evidence,
 )
 from mesa_llm_mobility.trajectory.orchestrator import ACTIVITY_CHAIN, ChainContext
+from mesa_llm_mobility.trajectory.parameters import TrajectoryParameters
+from mesa_llm_mobility.trajectory.run_files import (
+    GenerationInputs,
+    check_stays_file,
+    read_inputs,
+    record_generation,
+    workflow_success_rate,
+)
 from mesa_llm_mobility.trajectory.staypoints import STAY_COLUMNS
 from mesa_llm_mobility.trajectory.workflow import (
     INVALID_POI,
@@ -223,54 +233,68 @@ class TrajectoryModel(MobilityModel):
     """Generates daily trajectories of every individual of a history (TrajGenAgent on Mesa).
 
     Args:
-        history: The evidence: a valid stay-point table.
-        days: Dates to generate, from ``start_date`` (default: the day after the history).
-        start_date: First date to generate.
-        dates: The exact dates to generate (instead of ``days`` and ``start_date``), e.g. the
-            held-out dates.
-        settings: Workflow parameters.
-        evidence: A prebuilt evidence book of ``history`` (built if ``None``).
-        brain: ``"rules"``, ``"llm:<model>"`` or a brain.
-        brain_options: Further brain options.
-        rng: Seed or generator. A seed is the entropy of every individual's stream; a
-            generator (or ``None``) gives that entropy with one draw.
+        parameters: The run's :class:`~.parameters.TrajectoryParameters`, or the history
+            itself (a valid stay-point table or its file) with the other parameters as
+            keyword arguments.
+        dates: The exact dates to generate (instead of ``days`` and ``start_date``); the
+            held-out dates when the parameters hold out days.
+        settings: Further workflow settings (its ``durations``, ``alpha`` and ``peers`` are
+            the parameters').
+        evidence: A prebuilt evidence book of the history (built if ``None``).
         individuals: Generate only these individuals of the evidence (ids; default: all);
             the evidence, and so every peer pool, stays the whole history's.
+        brain_options: Further brain options.
+        rng: Seed or generator. A seed is the entropy of every individual's stream; a
+            generator gives that entropy with one draw.
+        **overrides: Parameter values by name (``days=3, durations="visit"``).
 
     Raises:
-        StayPointError: If an individual has fewer history days than
+        StayPointError: For a bad history, or an individual with fewer history days than
             ``settings.min_history_days``.
         ValueError: For an id of ``individuals`` the history does not have.
     """
 
+    parameters_class: ClassVar[type[TrajectoryParameters]] = TrajectoryParameters
+    parameters: TrajectoryParameters
     time_columns: ClassVar[tuple[str, ...]] = ("day", "date")
     decision_columns: ClassVar[tuple[str, ...]] = ("visit",)
     agent_class: ClassVar[type[IndividualAgent]] = IndividualAgent
     """The agents' class: a subclass states other orchestrator requests (the baselines)."""
+    checkpoint_unit: ClassVar[str] = "day"
+    keep_checkpoints: ClassVar[int | None] = 2
+    command: ClassVar[str] = "traj"
 
     def __init__(
         self,
-        history: pd.DataFrame,
+        parameters: TrajectoryParameters | pd.DataFrame | str | Path | None = None,
+        /,
         *,
-        days: int = 7,
-        start_date: str | pd.Timestamp | None = None,
         dates: Sequence[str | pd.Timestamp] | None = None,
         settings: WorkflowSettings | None = None,
         evidence: EvidenceBook | None = None,
-        brain: str | Brain | None = "rules",
+        individuals: Sequence[Hashable] | None = None,
         brain_options: BrainOptions | None = None,
         rng: int | np.random.Generator | None = None,
-        individuals: Sequence[Hashable] | None = None,
+        **overrides: Any,
     ) -> None:
-        super().__init__(brain=brain, brain_options=brain_options, rng=rng)
-        self.settings = settings or WorkflowSettings()
-        self.book = evidence or build_evidence(
-            history,
-            peers=self.settings.peers,
-            min_history_days=self.settings.min_history_days,
-        )
+        if parameters is not None and not isinstance(parameters, TrajectoryParameters):
+            overrides["history"], parameters = parameters, None
+        super().__init__(parameters, brain_options=brain_options, rng=rng, **overrides)
+        p = self.parameters
+        inputs = read_inputs(p, settings=settings, evidence=evidence)
+        self.settings = inputs.settings
+        self.book = inputs.book
+        self.held_out = inputs.held_out
+        self.stays_file: Path | None = None
+        """Where a run also writes its generated stay points (the ``stays`` run option)."""
         self.worker = LocationWorker(self.book, self.settings)
-        self.dates = _resolve_dates(self.book, history, days, start_date, dates)
+        self.dates = _resolve_dates(
+            self.book,
+            inputs.history,
+            p.days,
+            p.start_date,
+            dates if dates is not None else inputs.dates,
+        )
         entropy = self.seed if self.seed is not None else int(self.rng.integers(2**63))
         for item in self._selected(individuals):
             self.agent_class(self, item, individual_stream(entropy, item.agent_id))
@@ -285,6 +309,13 @@ class TrajectoryModel(MobilityModel):
             "end": [],
         }
         self._workflow_rows: list[dict[str, Any]] = []
+        self.datacollector = mesa.DataCollector(
+            model_reporters={
+                "day": "day",
+                "visits": "visits_generated",
+                "workflow_success_rate": "success_rate",
+            }
+        )
 
     def _selected(
         self, individuals: Sequence[Hashable] | None
@@ -361,6 +392,7 @@ class TrajectoryModel(MobilityModel):
         )
         self.day += 1
         self.running = self.day < len(self.dates)
+        self.datacollector.collect(self)
 
     def _durations_per_day(
         self,
@@ -520,6 +552,16 @@ class TrajectoryModel(MobilityModel):
             drop=True
         )
 
+    @property
+    def visits_generated(self) -> int:
+        """Visits generated so far (every individual, every day)."""
+        return len(self._visits["agent_id"])
+
+    @property
+    def success_rate(self) -> float:
+        """:meth:`workflow_success_rate` so far (a reporter of the data collector)."""
+        return self.workflow_success_rate()
+
     def workflow_frame(self) -> pd.DataFrame:
         """One row per generated day: visits planned and grounded, and every fallback counted."""
         return pd.DataFrame(self._workflow_rows, columns=list(WORKFLOW_COLUMNS))
@@ -528,22 +570,108 @@ class TrajectoryModel(MobilityModel):
         """Share of the kept visits that got a POI, a start and a duration (1.0 when none)."""
         return workflow_success_rate(self.workflow_frame())
 
+    # ------------------------------------------------------------------ run contract
+    @classmethod
+    def load_inputs(cls, parameters: TrajectoryParameters) -> GenerationInputs:
+        """Read and check the history once, so a bad file writes nothing."""
+        if parameters.hold_out == 0 and parameters.days == 0:
+            raise ParameterError(
+                "trajectory: nothing to generate: days is 0 and no hold-out"
+            )
+        return read_inputs(parameters)
 
-def workflow_success_rate(workflow: pd.DataFrame) -> float:
-    """Share of the kept visits of a workflow table that got a POI, a start and a duration.
+    @classmethod
+    def for_run(
+        cls,
+        parameters: TrajectoryParameters,
+        run: RunDirectory,
+        inputs: GenerationInputs,
+        brain_options: BrainOptions,
+        *,
+        stays: str | Path | None = None,
+        **options: Any,
+    ) -> Self:
+        """The model of a run; ``stays`` also writes the generated stay points to a file."""
+        model = cls(
+            parameters.replace(history=inputs.history, hold_out=0),
+            dates=inputs.dates,
+            settings=inputs.settings,
+            evidence=inputs.book,
+            brain_options=brain_options,
+            **options,
+        )
+        model.held_out = inputs.held_out
+        model.stays_file = None if stays is None else check_stays_file(stays)
+        return model
 
-    Args:
-        workflow: A :meth:`TrajectoryModel.workflow_frame` (or several merged).
+    def progress(self) -> Progress:
+        """Days generated."""
+        return Progress(self.day, len(self.dates), "day")
 
-    Returns:
-        (grounded - invalid locations) / (visits - trimmed); 1.0 when no visit was kept.
-    """
-    kept = workflow["visits"].sum() - workflow["trimmed_visits"].sum()
-    if kept <= 0:
-        return 1.0
-    return float(
-        (workflow["grounded_visits"].sum() - workflow["invalid_locations"].sum()) / kept
-    )
+    def checkpoint_due(self) -> bool:
+        """After every generated day."""
+        return True
+
+    def checkpoint_number(self) -> int:
+        """Days generated."""
+        return self.day
+
+    @classmethod
+    def ledger_after(cls, number: int) -> Callable[[Mapping[str, Any]], bool]:
+        """The records of the days after day ``number``."""
+        return lambda record: int((record.get("tags") or {}).get("day", 0)) > number
+
+    def final_tables(self) -> dict[str, pd.DataFrame]:
+        """The generated stay points, the decisions, the workflow and the held-out days."""
+        tables = {
+            "trajectories": self.trajectories_frame(),
+            "decisions": self.decisions_frame(),
+            "workflow": self.workflow_frame(),
+        }
+        if not self.held_out.empty:
+            tables["held_out"] = self.held_out.drop(
+                columns="source_row", errors="ignore"
+            )
+        return tables
+
+    def write_outputs(self, run: RunDirectory) -> list[Path]:
+        """The run's metadata; the stay-point file when asked for one."""
+        return record_generation(
+            run,
+            {
+                "trajectories": self.trajectories_frame(),
+                "workflow": self.workflow_frame(),
+            },
+            brain=self.brain.name,
+            individuals=len(self.individuals),
+            dates=[date.date().isoformat() for date in self.dates],
+            stays_file=self.stays_file,
+        )
+
+    def summary_lines(self, run: RunDirectory) -> list[str]:
+        """Individuals, days, visits and the workflow's success."""
+        people, days = len(self.individuals), len(self.dates)
+        visits = self.visits_generated
+        line = (
+            f"{people} individuals x {days} days, brain {self.brain.name}, seed "
+            f"{self.seed}: {visits} visits ({visits / max(people * days, 1):.2f} per day), "
+            f"workflow success {self.workflow_success_rate():.1%}"
+        )
+        return [line]
+
+    def apply_parameters(self, parameters: TrajectoryParameters) -> None:
+        """More (or fewer) days after the history (a fork of a run without a hold-out)."""
+        if parameters.days != self.parameters.days and not self.held_out.empty:
+            raise ParameterError(
+                "days: a run with held-out days generates those dates; it cannot change"
+            )
+        if parameters.days != self.parameters.days:
+            first = self.dates[0]
+            self.dates = [first + pd.Timedelta(days=k) for k in range(parameters.days)]
+            self.running = self.day < len(self.dates)
+        super().apply_parameters(
+            parameters.replace(history=self.parameters.history, hold_out=0)
+        )
 
 
 def generate(
@@ -574,12 +702,16 @@ def generate(
     Returns:
         The generated stay points, one row per visit.
     """
+    settings = settings or WorkflowSettings()
     with TrajectoryModel(
         history,
         days=days,
-        start_date=start_date,
+        start_date=None if start_date is None else str(start_date),
         dates=dates,
         settings=settings,
+        durations=settings.durations,
+        alpha=settings.alpha,
+        peers=settings.peers,
         brain=brain,
         brain_options=brain_options,
         rng=rng,

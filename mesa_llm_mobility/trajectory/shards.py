@@ -7,7 +7,8 @@ history order), generates each shard as its own :class:`~.model.TrajectoryModel`
 (:mod:`~.runner`). Every shard's model holds the whole history's evidence (so every peer pool is
 the same) and generates only its individuals; each individual draws from their own stream
 (:func:`~.model.individual_stream`), so the merged result is the unsharded one, whatever the
-executor and the number of shards. The run directory gains a ``shards/`` folder::
+executor and the number of shards. The run directory is the one an unsharded run writes
+(:mod:`~.run_files`, without checkpoints) and gains a ``shards/`` folder::
 
     <run>/
         config.json, metadata.json, ledger.jsonl, tables/   as unsharded (merged)
@@ -24,12 +25,11 @@ the next call tries it again, its LLM answers replayed from the failed attempt's
 replayed fallback draws nothing from the individual's stream, so their later draws can differ
 from an uninterrupted run's; rule-brain shards are always the same). LLM
 shards share their endpoint's budget as a sweep's runs do
-(:func:`~mesa_llm_mobility.experiment.sweep.share_endpoint_budget`).
+(:func:`~mesa_llm_mobility.experiment.sweeps.share_endpoint_budget`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import json
@@ -53,20 +53,18 @@ from mesa_llm_mobility.experiment.executors import (
     ExecutorName,
     make_executor,
 )
+from mesa_llm_mobility.experiment.lifecycle import LLM_SUMMARY_TABLE
 from mesa_llm_mobility.experiment.run_directory import LEDGER_FILE, RunDirectory
 from mesa_llm_mobility.experiment.storage import write_atomic, write_json
-from mesa_llm_mobility.experiment.sweep import endpoint_of, share_endpoint_budget
+from mesa_llm_mobility.experiment.sweeps import endpoint_of, share_endpoint_budget
 from mesa_llm_mobility.trajectory.durations import VISIT_DURATION
 from mesa_llm_mobility.trajectory.model import WORKFLOW_COLUMNS, TrajectoryModel
 from mesa_llm_mobility.trajectory.orchestrator import ACTIVITY_CHAIN
-from mesa_llm_mobility.trajectory.runner import (
-    GenerationConfig,
+from mesa_llm_mobility.trajectory.parameters import TrajectoryParameters
+from mesa_llm_mobility.trajectory.run_files import (
     GenerationInputs,
-    GenerationRun,
-    check_output,
-    default_run_dir,
-    read_inputs,
-    write_results,
+    check_stays_file,
+    record_generation,
 )
 
 logger = logging.getLogger(__name__)
@@ -123,7 +121,7 @@ class ShardTask:
         index: The shard's index.
         path: Its folder.
         inputs: The run's ``shards/inputs.pickle``.
-        config: The run's configuration.
+        config: The run's parameters (``config.json``).
         brain_options: Brain options (the shard's share of the endpoint budget included).
     """
 
@@ -213,9 +211,10 @@ def run_shard(task: ShardTask) -> ShardOutcome:
 def _generate_shard(task: ShardTask, path: Path) -> dict[str, Any]:
     """Run the shard's model and write its tables; return what ``done.json`` holds."""
     shard = load_inputs(task.inputs)
-    inputs, config = shard.inputs, task.config
+    inputs = shard.inputs
+    parameters = TrajectoryParameters.from_config(task.config, where=task.inputs)
     options = dict(task.brain_options)
-    if parse_brain_setting(str(config["brain"]))[0] == "llm":
+    if parse_brain_setting(parameters.brain)[0] == "llm":
         ledger = path / LEDGER_FILE
         if ledger.is_file():  # a failed attempt: replay what it was answered
             ledger.replace(path / RETRY_LEDGER_FILE)
@@ -227,14 +226,11 @@ def _generate_shard(task: ShardTask, path: Path) -> dict[str, Any]:
         options["ledger"] = ledger
     run = RunDirectory(path)
     with TrajectoryModel(
-        inputs.history,
-        days=config["days"],
+        parameters.replace(history=inputs.history, hold_out=0),
         dates=inputs.dates,
         settings=inputs.settings,
         evidence=inputs.book,
-        brain=config["brain"],
         brain_options=BrainOptions(**options),
-        rng=config["seed"],
         individuals=shard.shards[task.index],
     ) as model:
         model.run()
@@ -331,11 +327,27 @@ def _merge_ledgers(run: RunDirectory, count: int) -> None:
 
 
 # ---------------------------------------------------------------------------- the run
+@dataclass(frozen=True)
+class ShardedRun:
+    """What :func:`run_sharded_generation` returns.
+
+    Attributes:
+        run: The run directory (merged).
+        shards: How many shards it was split into.
+        tables: The merged ``trajectories``, ``decisions`` and ``workflow``.
+        outputs: The stay-point file, if one was asked for.
+    """
+
+    run: RunDirectory
+    shards: int
+    tables: dict[str, pd.DataFrame]
+    outputs: list[Path]
+
+
 def run_sharded_generation(
-    output: str | Path,
-    config: GenerationConfig,
+    parameters: TrajectoryParameters,
+    run_dir: str | Path,
     *,
-    run_dir: str | Path | None = None,
     overwrite: bool = False,
     brain_options: BrainOptions | None = None,
     progress: bool = False,
@@ -344,22 +356,23 @@ def run_sharded_generation(
     shards: int | None = None,
     ray_address: str | None = None,
     num_cpus: int | None = None,
-) -> GenerationRun:
+    stays: str | Path | None = None,
+) -> ShardedRun:
     """Generate in shards of individuals on an executor; merge into one run directory.
 
     Example::
 
-        from mesa_llm_mobility.trajectory.runner import generation_config, run_generation
+        from mesa_llm_mobility.trajectory import TrajectoryParameters
+        from mesa_llm_mobility.trajectory.shards import run_sharded_generation
 
         if __name__ == "__main__":  # the process executor spawns workers
-            config = generation_config("data/", days=7, seed=0)
-            run_generation("gen.parquet", config, executor="process", workers=2)
+            parameters = TrajectoryParameters(history="data/", days=7, seed=0)
+            run_sharded_generation(parameters, "runs/gen", executor="process", workers=2)
 
     Args:
-        output: The generated stay-point file (``.parquet`` or ``.csv``).
-        config: As built by :func:`~.runner.generation_config`; needs a seed.
-        run_dir: The run directory (default: :func:`~.runner.default_run_dir`).
-        overwrite: Replace an earlier run in ``run_dir`` (else a run of the same config
+        parameters: The run's parameters; needs a seed.
+        run_dir: The run directory.
+        overwrite: Replace an earlier run in ``run_dir`` (else a run of the same parameters
             there is resumed).
         brain_options: Extra brain options; ``max_concurrency`` is the endpoint's budget,
             shared by the shards running at once. The ledger is the run's: no ``ledger``.
@@ -370,9 +383,10 @@ def run_sharded_generation(
             individual); a resumed run keeps its plan.
         ray_address: Ray cluster address (``"ray"``; ``None``: a local instance).
         num_cpus: CPUs of a local Ray instance.
+        stays: Also write the generated stay points to this ``.parquet`` or ``.csv`` file.
 
     Returns:
-        The merged run (``model`` is ``None``).
+        The merged run.
 
     Raises:
         StayPointError: For a bad history (nothing is written).
@@ -381,8 +395,8 @@ def run_sharded_generation(
             the plan of the run being resumed.
         ShardsFailedError: When shards failed; the finished ones are kept for the next call.
     """
-    output = check_output(output)
-    if config["seed"] is None:
+    stays_file = None if stays is None else check_stays_file(stays)
+    if parameters.seed is None:
         raise ValueError(
             "sharded generation needs a seed: every individual's stream is derived from it"
         )
@@ -391,15 +405,16 @@ def run_sharded_generation(
             "sharded generation writes its ledger into the run directory; "
             "drop brain_options['ledger']"
         )
-    path = Path(run_dir or default_run_dir(output))
+    config = parameters.to_config()
+    path = Path(run_dir)
     inputs_path = path / SHARDS_DIR / INPUTS_FILE
     resumed = not overwrite and _same_run(path, config)
-    fresh = None if resumed else read_inputs(config)
+    fresh = None if resumed else TrajectoryModel.load_inputs(parameters)
     with make_executor(
         executor, max_workers=workers, address=ray_address, num_cpus=num_cpus
     ) as pool:
         if resumed:
-            run = RunDirectory.open(path)
+            run = RunDirectory.open(path, model=parameters.model_name)
             plan = load_inputs(inputs_path)
             if shards is not None and shards != len(plan.shards):
                 raise ValueError(
@@ -413,7 +428,13 @@ def run_sharded_generation(
                 fresh,
                 split_individuals(ids, shards or SHARDS_PER_WORKER * pool.workers),
             )
-            run = RunDirectory.create(path, dict(config), overwrite=overwrite)
+            run = RunDirectory.create(
+                path,
+                config,
+                model=parameters.model_name,
+                model_class=f"{TrajectoryModel.__module__}.{TrajectoryModel.__qualname__}",
+                overwrite=overwrite,
+            )
             write_atomic(inputs_path, pickle.dumps(plan))
             write_json(
                 path / SHARDS_DIR / PLAN_FILE,
@@ -430,22 +451,31 @@ def run_sharded_generation(
     if failures:
         raise ShardsFailedError(path, failures, len(plan.shards))
     tables = merge_shards(path, plan.shards)
+    if not plan.inputs.held_out.empty:
+        tables["held_out"] = plan.inputs.held_out.drop(
+            columns="source_row", errors="ignore"
+        )
+    for name, table in tables.items():
+        run.write_table(name, table)
     _merge_ledgers(run, len(plan.shards))
+    if run.ledger_path.is_file():
+        run.write_table(
+            LLM_SUMMARY_TABLE, Ledger.summarize_file(run.ledger_path).reset_index()
+        )
     done = json.loads((shard_dir(path, 0) / DONE_FILE).read_text(encoding="utf-8"))
-    result = write_results(
+    outputs = record_generation(
         run,
-        output,
         tables,
-        plan.inputs.held_out,
         brain=done["brain"],
         individuals=len(plan.inputs.book.individuals),
         dates=done["dates"],
+        stays_file=stays_file,
         extra={"shards": len(plan.shards), "executor": executor_name},
     )
-    return dataclasses.replace(result, shards=len(plan.shards))
+    return ShardedRun(run, len(plan.shards), tables, outputs)
 
 
-def _same_run(path: Path, config: GenerationConfig) -> bool:
+def _same_run(path: Path, config: Mapping[str, Any]) -> bool:
     """Whether ``path`` holds a sharded run of this very config (to resume)."""
     if not (path / SHARDS_DIR / INPUTS_FILE).is_file():
         return False
@@ -460,7 +490,7 @@ def _run_shards(
     pool: Executor,
     run: RunDirectory,
     plan: ShardInputs,
-    config: GenerationConfig,
+    config: Mapping[str, Any],
     inputs_path: Path,
     brain_options: BrainOptions | None,
     progress: bool,

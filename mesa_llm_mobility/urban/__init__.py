@@ -19,7 +19,8 @@ Submodules are imported on demand so that ``import mesa_llm_mobility.urban`` sta
 - :mod:`.population`: narrative person profiles, households and the validating loader.
 - :mod:`.synthesis`: Table 2 statistics, the rule and LLM population synthesisers.
 - :mod:`.plots`: departure histograms, traffic snapshots and mode shares from the tidy frames.
-- :mod:`.runner`: runs into a run directory, checkpointed daily; resume and fork.
+- :mod:`.parameters`: :class:`~.parameters.UrbanParameters`, the model's declared parameters.
+- :mod:`.run_files`: what a run writes into its run directory (day tables, plots, summary).
 """
 
 from __future__ import annotations
@@ -34,15 +35,8 @@ if TYPE_CHECKING:
     from mesa_llm_mobility.urban.demand import simulate_demand
     from mesa_llm_mobility.urban.model import UrbanMobilityModel
     from mesa_llm_mobility.urban.outputs import UrbanSummary
+    from mesa_llm_mobility.urban.parameters import UrbanParameters
     from mesa_llm_mobility.urban.population import Population, load_population
-    from mesa_llm_mobility.urban.runner import (
-        UrbanConfig,
-        UrbanRunResult,
-        fork_urban,
-        resume_urban,
-        run_urban,
-        urban_config,
-    )
     from mesa_llm_mobility.urban.scenario import Event, Scenario, load_scenario
     from mesa_llm_mobility.urban.traffic import TrafficEngine
 
@@ -53,17 +47,12 @@ _EXPORTS = {
     "Scenario": "scenario",
     "TrafficEngine": "traffic",
     "TravellerAgent": "agents",
-    "UrbanConfig": "runner",
     "UrbanMobilityModel": "model",
-    "UrbanRunResult": "runner",
+    "UrbanParameters": "parameters",
     "UrbanSummary": "outputs",
-    "fork_urban": "runner",
     "load_population": "population",
     "load_scenario": "scenario",
-    "resume_urban": "runner",
-    "run_urban": "runner",
     "simulate_demand": "demand",
-    "urban_config": "runner",
 }
 
 __all__ = [
@@ -73,17 +62,12 @@ __all__ = [
     "Scenario",
     "TrafficEngine",
     "TravellerAgent",
-    "UrbanConfig",
     "UrbanMobilityModel",
-    "UrbanRunResult",
+    "UrbanParameters",
     "UrbanSummary",
-    "fork_urban",
     "load_population",
     "load_scenario",
-    "resume_urban",
-    "run_urban",
     "simulate_demand",
-    "urban_config",
 ]
 
 

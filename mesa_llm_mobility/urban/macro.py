@@ -4,7 +4,7 @@
 departure and on-time count, punctuality of all commutes, mean delay, mode shares, the distinct
 paths used in the morning peak and the **relative gap** (:func:`relative_gap`), the standard
 convergence measure of day-to-day and dynamic user-equilibrium models. :func:`run_macro_experiment`
-runs the days for every seed through :func:`~mesa_llm_mobility.experiment.sweep.sweep` and
+runs the days for every seed through :func:`~mesa_llm_mobility.experiment.sweeps.sweep` and
 :func:`summarise` gives each metric's mean and 95 % interval (Student t) per day.
 """
 
@@ -204,7 +204,7 @@ def run_macro_experiment(
     95 % interval per day and metric) and ``figure10.png`` (the traffic snapshots at 07:00,
     07:30, 08:00 and 08:30 of each day of the first seed) into ``out``. ``executor``,
     ``max_workers``, ``ray_address`` and ``num_cpus`` are those of
-    :func:`~mesa_llm_mobility.experiment.sweep.sweep`.
+    :func:`~mesa_llm_mobility.experiment.sweeps.sweep`.
 
     Returns:
         ``(per_run, summary)``.
@@ -212,7 +212,7 @@ def run_macro_experiment(
     Raises:
         RuntimeError: If a run failed (its error is named).
     """
-    from mesa_llm_mobility.experiment.sweep import sweep  # noqa: PLC0415
+    from mesa_llm_mobility.experiment.sweeps import sweep  # noqa: PLC0415
     from mesa_llm_mobility.urban.model import UrbanMobilityModel  # noqa: PLC0415
 
     out = Path(out)

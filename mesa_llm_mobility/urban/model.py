@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -43,17 +43,22 @@ import pandas as pd
 
 from mesa_llm_mobility.cognition import Brain, DecisionRequest
 from mesa_llm_mobility.cognition.kinds import DecisionKind, DecisionResult, dispatch
-from mesa_llm_mobility.cognition.settings import BrainOptions
-from mesa_llm_mobility.experiment.base_model import MobilityModel
+from mesa_llm_mobility.cognition.settings import (
+    BrainOptions,
+    environment_options,
+    parse_brain_setting,
+)
+from mesa_llm_mobility.experiment.base_model import MobilityModel, Progress
+from mesa_llm_mobility.experiment.run_directory import RunDirectory, RunDirectoryError
 from mesa_llm_mobility.memory import MemoryStore
-from mesa_llm_mobility.urban import outputs
+from mesa_llm_mobility.urban import outputs, run_files
 from mesa_llm_mobility.urban.agents import (
     DayState,
     TravellerAgent,
     TripRecord,
     personas_from_population,
 )
-from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
+from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm
 from mesa_llm_mobility.urban.contexts import FacilityPair, WorldView
 from mesa_llm_mobility.urban.conversations import (
     Conversation,
@@ -86,6 +91,7 @@ from mesa_llm_mobility.urban.itinerary import (
 )
 from mesa_llm_mobility.urban.network_space import build_network_space
 from mesa_llm_mobility.urban.outputs import UrbanSummary
+from mesa_llm_mobility.urban.parameters import TRIP_IMPORTANCE_MODES, UrbanParameters
 from mesa_llm_mobility.urban.plans import DailyPlan, issue_rule
 from mesa_llm_mobility.urban.routing import (
     MODES,
@@ -109,9 +115,6 @@ __all__ = [
     "scale_personas",
 ]
 
-TRIP_IMPORTANCE_MODES = ("creation", "reflection")
-"""When LLM travellers score their trip memories: on arrival, or at the daily reflection."""
-
 
 def _load_population(
     population: str | Path | Population | Sequence[PersonaFacts], scenario: Scenario
@@ -121,6 +124,10 @@ def _load_population(
     from mesa_llm_mobility.urban import population as population_module  # noqa: PLC0415
 
     return population_module.load_population(str(population), scenario)
+
+
+def _uses_llm(brain: object) -> bool:
+    return isinstance(brain, str) and parse_brain_setting(brain)[0] == "llm"
 
 
 def free_flow_table(
@@ -220,37 +227,23 @@ class UrbanMobilityModel(MobilityModel):
     """GATSim in Mesa: generative (or rule-based) travellers on a multimodal network.
 
     Args:
-        scenario: Scenario name (bundled), path, or a :class:`Scenario`.
-        population: Population name (bundled), path, a ``Population``, or a list of
-            :class:`PersonaFacts`.
-        days: Days to simulate.
-        start_date: Date of day 1 (ISO; default Monday 2025-03-10, as in the paper).
-        brain: ``"rules"``, ``"llm:<model>"`` or a :class:`Brain`.
-        embedding: Memory embedding: ``"auto"`` (the default: all-MiniLM-L6-v2 when it loads
-            offline, else the hash; :attr:`memory_store` ``.embedding`` says which was used),
-            ``"minilm"`` or ``"hash"`` (offline and deterministic).
-        rng: Seed or generator.
-        events: ``True``/``False`` for the scenario's events, or a list of :class:`Event`.
-        run_dir: Directory for a persistent memory store (``None``: in memory).
-        n_agents: Subsample or replicate households to this many travellers.
-        chat_probability: Chance that a traveller with contacts opens a chat in the morning.
-        daytime_chat_probability: Chance that a traveller reconsidering during an activity
-            calls (or talks to, when together) a contact staying at an activity; at most one
-            daytime chat a day each.
-        tools: LLM travellers may call tools (travel times, metro timetable, congestion,
-            occupancy) before planning and before reconsidering en route: one ``TravelQuery``
-            decision each, at most :data:`~.tools.MAX_TOOL_CALLS` calls.
-        collect_every: Minutes between data collections.
+        parameters: The run's :class:`~.parameters.UrbanParameters` (default: all defaults).
+            ``scenario`` may be a loaded :class:`Scenario`, ``population`` a ``Population``
+            or a list of :class:`PersonaFacts`, ``events`` a list of :class:`Event` and
+            ``brain`` a :class:`Brain`.
         brain_options: Further :func:`make_brain` arguments (``api_base``, ...).
-        trip_importance: When an LLM traveller scores the importance of its trip memories:
-            ``"creation"`` (the default, as in the paper: on arrival, one ``TripImportance``
-            decision per traveller and minute of arrivals, batched with the minute's others)
-            or ``"reflection"`` (once a day, in the daily reflection). Rule travellers keep the
-            formula (:func:`~.decisions.trip_importance.formula_importance`) either way.
-        reaction_minutes: ``d``: a revision asked at minute ``t`` is applied at ``t + d``
-            while the traffic moves on, so an LLM's answers of many minutes overlap
-            (:mod:`~mesa_llm_mobility.urban.decision_schedule`); ``0`` keeps Algorithm 1's
-            synchronous minute.
+        rng: Seed or generator (a seed overrides the ``seed`` parameter).
+        run_dir: Directory for a persistent memory store (``None``: in memory).
+        **overrides: Parameter values by name (``days=2, n_agents=20``).
+
+    With ``trip_importance="creation"`` (the paper's) an LLM traveller scores its trip
+    memories on arrival, one ``TripImportance`` decision per traveller and minute of arrivals,
+    batched with the minute's others; rule travellers keep the formula
+    (:func:`~.decisions.trip_importance.formula_importance`) either way. With
+    ``reaction_minutes=d`` a revision asked at minute ``t`` is applied at ``t + d`` while the
+    traffic moves on (:mod:`~mesa_llm_mobility.urban.decision_schedule`). With ``tools`` an
+    LLM traveller may call up to :data:`~.tools.MAX_TOOL_CALLS` tools before planning and
+    before reconsidering en route (one ``TravelQuery`` decision each).
 
     Attributes:
         travellers: Every traveller by name.
@@ -263,53 +256,43 @@ class UrbanMobilityModel(MobilityModel):
         minute: Minutes simulated (the next step simulates this absolute minute).
     """
 
+    parameters_class: ClassVar[type[UrbanParameters]] = UrbanParameters
+    parameters: UrbanParameters
     time_columns: ClassVar[tuple[str, ...]] = ("day", "minute")
     decision_columns: ClassVar[tuple[str, ...]] = ("action",)
+    checkpoint_unit: ClassVar[str] = "day"
+    command: ClassVar[str] = "urban"
 
     def __init__(
         self,
-        scenario: str | Path | Scenario = "nguyen_dupuis",
-        population: str | Path | Population | Sequence[PersonaFacts] = "population_70",
-        days: int = 1,
-        start_date: str = "2025-03-10",
-        brain: str | Brain = "rules",
-        embedding: str = "auto",
-        rng: int | np.random.Generator | None = None,
-        events: bool | Sequence[Event] = True,
-        run_dir: str | Path | None = None,
-        n_agents: int | None = None,
-        chat_probability: float = 0.15,
-        daytime_chat_probability: float = 0.05,
-        tools: bool = False,
-        collect_every: int = 15,
+        parameters: UrbanParameters | None = None,
+        /,
+        *,
         brain_options: BrainOptions | None = None,
-        reaction_minutes: int = 0,
-        trip_importance: str = "creation",
+        rng: int | np.random.Generator | None = None,
+        run_dir: str | Path | None = None,
+        **overrides: Any,
     ) -> None:
-        if days < 1:
-            raise ValueError(f"days must be >= 1, got {days}")
-        if trip_importance not in TRIP_IMPORTANCE_MODES:
-            raise ValueError(
-                f"trip_importance must be one of {', '.join(TRIP_IMPORTANCE_MODES)}, "
-                f"got {trip_importance!r}"
-            )
-        self.trip_importance = trip_importance
-        super().__init__(brain=brain, brain_options=brain_options, rng=rng)
+        super().__init__(parameters, brain_options=brain_options, rng=rng, **overrides)
+        p = self.parameters
+        scenario = p.scenario
         town = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-        if events is False:
+        if p.events is False:
             town = dataclasses.replace(town, events=())
-        elif events is not True:
-            town = dataclasses.replace(town, events=tuple(events))
+        elif p.events is not True:
+            town = dataclasses.replace(town, events=tuple(p.events))
+        self.trip_importance = p.trip_importance
         self.town = town
-        self.days = int(days)
-        self.start_date = dt.date.fromisoformat(start_date)
-        self.chat_probability = float(chat_probability)
-        self.daytime_chat_probability = float(daytime_chat_probability)
+        self.days = p.days
+        self.start_date = dt.date.fromisoformat(p.start_date)
+        self.chat_probability = p.chat_probability
+        self.daytime_chat_probability = p.daytime_chat_probability
         self.conversations: list[Conversation] = []
+        tools, embedding, n_agents = p.tools, p.embedding, p.n_agents
         self.tools = bool(tools)
         self.tool_calls: list[ToolCallRecord] = []
-        self.collect_every = int(collect_every)
-        self.reactions = ReactionSchedule(reaction_minutes)
+        self.collect_every = p.collect_every
+        self.reactions = ReactionSchedule(p.reaction_minutes)
         self.minute = 0
         self.engine = TrafficEngine(town, record_facility_states=False)
         self.space = build_network_space(town, random=self.random)
@@ -327,7 +310,7 @@ class UrbanMobilityModel(MobilityModel):
             self.engine.index, town, self.facilities
         )
 
-        loaded = _load_population(population, town)
+        loaded = _load_population(p.population, town)
         personas = (
             list(loaded)
             if isinstance(loaded, list)
@@ -386,12 +369,6 @@ class UrbanMobilityModel(MobilityModel):
         state["memory_store"] = None
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """Restore a checkpoint; one pickled before reaction times existed decides as ``d = 0``."""
-        state.setdefault("reactions", ReactionSchedule(0))
-        state.setdefault("trip_importance", "reflection")  # what it did then
-        super().__setstate__(state)
-
     def attach(
         self,
         brain: str | Brain,
@@ -413,6 +390,152 @@ class UrbanMobilityModel(MobilityModel):
         self.attach_brain(brain, brain_options)
         self.view.uses_llm = self.uses_llm
         self.view.trips_scored_on_arrival = self._scores_on_arrival
+
+    # ------------------------------------------------------------------ run contract
+    @classmethod
+    def load_inputs(cls, parameters: UrbanParameters) -> None:
+        """Load the scenario and the population once, so a bad file writes nothing."""
+        scenario = parameters.scenario
+        town = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+        _load_population(parameters.population, town)
+
+    @classmethod
+    def for_run(
+        cls,
+        parameters: UrbanParameters,
+        run: RunDirectory,
+        inputs: Any,
+        brain_options: BrainOptions,
+        **options: Any,
+    ) -> Self:
+        """The model of a run, its memory store under the run directory."""
+        model = cls(
+            parameters, brain_options=brain_options, run_dir=run.path, **options
+        )
+        run.update_metadata({"memory": model.memory_store.run_metadata()})
+        return model
+
+    def progress(self) -> Progress:
+        """Simulated minutes of all the days."""
+        return Progress(self.minute, self.days * MINUTES_PER_DAY, "min")
+
+    def progress_status(self) -> dict[str, Any]:
+        """The day, the clock and the trips under way, once an hour."""
+        if self.minute % 60:
+            return {}
+        return {
+            "day": self.day,
+            "clock": format_hhmm(self.minute),
+            "trips": self.trips_in_progress,
+        }
+
+    def checkpoint_due(self) -> bool:
+        """At the end of each day."""
+        return self.minute % MINUTES_PER_DAY == 0
+
+    def checkpoint_number(self) -> int:
+        """Days completed."""
+        return self.minute // MINUTES_PER_DAY
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """The model, without the link rows of the days written (they are in the tables)."""
+        self.engine.link_history_stored_until = float(self.minute)
+        return {"model": self}
+
+    def period_tables(self) -> dict[str, pd.DataFrame]:
+        """The day's part of each of :data:`~.run_files.DAY_TABLES`."""
+        day = self.checkpoint_number()
+        return run_files.day_tables(self, day) if day >= 1 else {}
+
+    def final_tables(self) -> dict[str, pd.DataFrame]:
+        """The memories of every traveller at the end."""
+        return {"memories": self.memories_frame()}
+
+    def write_outputs(self, run: RunDirectory) -> list[Path]:
+        """The paper's plots and ``summary.json``."""
+        figures = run_files.write_plots(run, self)
+        run_files.write_summary(run, run_files.run_summary(run, self))
+        return figures
+
+    def summary_lines(self, run: RunDirectory) -> list[str]:
+        """The per-day table, the summary and the embedding used."""
+        with pd.option_context("display.width", 160):
+            daily = run_files.daily_table(run.read_table("trips")).to_string(
+                index=False
+            )
+        lines = [daily, "", *run_files.summary_lines(run_files.run_summary(run, self))]
+        embedding = run.metadata.get("extra", {}).get("memory", {}).get("embedding")
+        if embedding:
+            lines.append(f"embedding: {embedding['name']} ({embedding['backend']})")
+        return lines
+
+    def memory_embedding(self) -> str:
+        """The run's embedding setting."""
+        return self.parameters.embedding
+
+    @classmethod
+    def ledger_after(cls, number: int) -> Callable[[Mapping[str, Any]], bool]:
+        """The records of the days after day ``number``."""
+        return lambda record: int((record.get("tags") or {}).get("day", 0)) > number
+
+    @classmethod
+    def prepare(
+        cls, parameters: UrbanParameters, brain_options: BrainOptions, where: str
+    ) -> tuple[UrbanParameters, BrainOptions]:
+        """An LLM run's tool calling: its parameter's, else the options', else the environment's.
+
+        A run keeps the tool calling it started with.
+
+        Raises:
+            ValueError: Naming ``where`` when the options ask for another one than the run's.
+        """
+        if not _uses_llm(parameters.brain):
+            return parameters, brain_options
+        saved, given = parameters.tool_calling, brain_options.get("tool_calling")
+        if saved is not None and given is not None and given != saved:
+            raise ValueError(
+                f"{where}: tool_calling is {saved!r}, the brain options ask for {given!r}; "
+                "a run keeps the tool calling it was started with"
+            )
+        choice = saved or given or environment_options().get("tool_calling") or "auto"
+        parameters = parameters.replace(tool_calling=choice)
+        return parameters, BrainOptions(**{**brain_options, "tool_calling": choice})
+
+    def restore(
+        self,
+        run: RunDirectory,
+        number: int,
+        memory_store: MemoryStore | None,
+        brain_options: BrainOptions,
+        **options: Any,
+    ) -> None:
+        """The link rows of the days written, the memory store and the brain back."""
+        if memory_store is None:
+            raise RunDirectoryError(
+                f"{run.checkpoints_dir}: checkpoint {number} has no memory snapshot"
+            )
+        run_files.restore_link_history(run, self, number)
+        self.attach(self.parameters.brain, memory_store, brain_options)
+
+    def apply_parameters(self, parameters: UrbanParameters) -> None:
+        """More (or fewer) days; the scenario's events on or off from now on."""
+        if parameters.events != self.parameters.events:
+            events = (
+                load_scenario(parameters.scenario).events if parameters.events else ()
+            )
+            self.replace_events(events)
+        self.days = parameters.days
+        if self.minute < self.days * MINUTES_PER_DAY:
+            self.running = True
+        super().apply_parameters(parameters)
+
+    @classmethod
+    def check_fork(cls, parameters: UrbanParameters, number: int) -> None:
+        """A fork's days reach at least past its checkpoint's day."""
+        if parameters.days < max(number, 1):
+            raise ValueError(
+                f"days={parameters.days} is before the checkpoint of day {number}"
+            )
 
     def replace_events(self, events: Sequence[Event]) -> None:
         """Replace the scenario's events from now on (e.g. a fork with events switched off).

@@ -19,12 +19,13 @@ from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import FakeLLMServer
 from mesa_llm_mobility.evacuation import scripted_llm as pedestrian
 from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.experiment.lifecycle import start_run
 from mesa_llm_mobility.trajectory import scripted_llm as individual
 from mesa_llm_mobility.trajectory.model import TrajectoryModel
 from mesa_llm_mobility.trajectory.synth import synthesize
-from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
 from mesa_llm_mobility.urban import scripted_llm as traveller
-from mesa_llm_mobility.urban.runner import run_urban, urban_config
+from mesa_llm_mobility.urban.model import UrbanMobilityModel
+from mesa_llm_mobility.urban.parameters import UrbanParameters
 
 DATA = Path(__file__).parent / "data"
 COMPOSITIONS = "ABCDEFGH"
@@ -34,9 +35,10 @@ LEDGER_FIELDS = ("kind", "agent_id", "outcome", "reason", "tags")
 def urban_rule_run() -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     """``mlm urban run --days 3 --seed 0``: summary, trips, plans, revisions, decisions."""
     with tempfile.TemporaryDirectory() as folder:
-        result = run_urban(
+        result = start_run(
+            UrbanMobilityModel,
+            UrbanParameters(days=3, seed=0, embedding="hash"),
             Path(folder) / "run",
-            urban_config(days=3, seed=0, embedding="hash"),
             progress=False,
         )
         tables = {
@@ -89,16 +91,17 @@ def _llm_options(server: FakeLLMServer, **extra: Any) -> dict[str, Any]:
 
 def urban_llm_run() -> dict[str, pd.DataFrame]:
     """One day of 8 travellers through the LLM brain against the local server: ledger, tables."""
-    config = urban_config(
+    parameters = UrbanParameters(
         days=1, n_agents=8, seed=5, brain="llm:openai/fake-model", embedding="hash"
     )
     with (
         tempfile.TemporaryDirectory() as folder,
         FakeLLMServer(traveller.respond) as server,
     ):
-        result = run_urban(
+        result = start_run(
+            UrbanMobilityModel,
+            parameters,
             Path(folder) / "run",
-            config,
             progress=False,
             brain_options=_llm_options(server),
         )
@@ -145,9 +148,7 @@ def trajectory_rule_runs() -> dict[str, pd.DataFrame]:
     history = synthesize(24, 2, seed=0).stays
     frames: dict[str, list[pd.DataFrame]] = {}
     for durations in ("day", "visit"):
-        model = TrajectoryModel(
-            history, days=3, settings=WorkflowSettings(durations=durations), rng=0
-        )
+        model = TrajectoryModel(history, days=3, durations=durations, rng=0)
         with model:
             model.run()
         for name, frame in _trajectory_tables(model).items():
@@ -166,7 +167,7 @@ def trajectory_llm_run() -> dict[str, pd.DataFrame]:
         model = TrajectoryModel(
             history,
             days=2,
-            settings=WorkflowSettings(durations="visit"),
+            durations="visit",
             brain="llm:openai/fake-model",
             brain_options=_llm_options(server, ledger=ledger),
             rng=2,

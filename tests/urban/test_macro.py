@@ -109,7 +109,7 @@ def test_experiment_runs_seeds_on_the_sweep_engine(tmp_path, capsys):
 
 
 def test_experiment_takes_the_sweep_executor_flags(tmp_path, monkeypatch):
-    from mesa_llm_mobility.experiment import sweep as sweep_module  # noqa: PLC0415
+    from mesa_llm_mobility.experiment import sweeps as sweep_module  # noqa: PLC0415
 
     asked = {}
 

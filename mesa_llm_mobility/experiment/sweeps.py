@@ -6,19 +6,20 @@ returns the same tidy table, one row per run and collected step, with the column
 ``iteration`` (the seed's index), ``Step``, the parameters, ``seed``, the model reporters of the
 model's :class:`~mesa.DataCollector`, then ``run_dir`` and ``error``.
 
-Each run writes a run directory under ``out`` named after its parameters and seed, through the
-model's own runner where there is one (urban: :func:`~mesa_llm_mobility.urban.runner.run_urban`;
-evacuation: :func:`~mesa_llm_mobility.evacuation.runner.run_evacuation`), else through a generic
-path for any :class:`~mesa_llm_mobility.experiment.base_model.MobilityModel` (or Mesa model with
-a ``datacollector``). Besides what the runner writes, a finished run holds
+A model of this package (a :class:`~mesa_llm_mobility.experiment.base_model.MobilityModel`) is
+swept through the one run lifecycle (:mod:`~mesa_llm_mobility.experiment.lifecycle`): the grid's
+keys are its declared parameters, every combination is checked against their types and bounds
+before any run starts, and each run writes a run directory under ``out`` named after its
+parameters and seed. Any other Mesa model with a ``datacollector`` is run by its constructor's
+keyword arguments. Besides what the run writes, a finished run holds
 ``tables/sweep_reporters.parquet`` (its reporter rows) and then ``sweep.json`` (written last:
 the run is complete). A failed run holds ``sweep_error.txt`` (the traceback) and its rows carry
 the error; it does not stop the sweep.
 
 Sweeps resume: a run whose directory is complete is not run again; its rows are read back. An
-interrupted urban run of the same config continues from its latest day checkpoint
-(:func:`~mesa_llm_mobility.urban.runner.resume_urban`, the LLM ledger replaying the day under
-way); any other failed or interrupted run is run again from the start.
+interrupted run of the same parameters continues from its latest checkpoint past the start
+(:func:`~mesa_llm_mobility.experiment.lifecycle.resume_run`, an LLM ledger replaying what was
+under way); any other failed or interrupted run is run again from the start.
 
 Runs execute on an :mod:`~mesa_llm_mobility.experiment.executors` executor (``"serial"``,
 ``"process"``, ``"ray"``). Every run is seeded by its own seed alone, so the table is the same
@@ -56,6 +57,8 @@ from mesa_llm_mobility.experiment.executors import (
     ExecutorName,
     make_executor,
 )
+from mesa_llm_mobility.experiment.lifecycle import resume_run, start_run
+from mesa_llm_mobility.experiment.parameters import ParameterError
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.experiment.storage import write_json
 
@@ -70,28 +73,6 @@ ERROR_FILE = "sweep_error.txt"
 REPORTERS_TABLE = "sweep_reporters"
 """A finished run's reporter rows (``tables/sweep_reporters.parquet``)."""
 
-RUN_COLUMNS = ("RunId", "iteration", "Step")
-"""The first columns of a sweep's table, as in :func:`mesa.batch_run`."""
-
-_URBAN_PARAMETERS = (
-    "days",
-    "brain",
-    "scenario",
-    "population",
-    "n_agents",
-    "events",
-    "embedding",
-    "start_date",
-    "reaction_minutes",
-    "tools",
-)
-_EVACUATION_PARAMETERS = (
-    "plaza",
-    "composition",
-    "block",
-    "brain",
-    "time_limit_s",
-)
 _SLUG = re.compile(r"[^A-Za-z0-9.+-]+")
 
 
@@ -260,41 +241,35 @@ def _share_budgets(
 
 
 # ---------------------------------------------------------------------------- one run
-def _kind(model_cls: type) -> str:
-    # imported here: importing a sweep module must not import every model
-    from mesa_llm_mobility.evacuation.model import EvacuationModel  # noqa: PLC0415
-    from mesa_llm_mobility.urban.model import UrbanMobilityModel  # noqa: PLC0415
-
-    if issubclass(model_cls, UrbanMobilityModel):
-        return "urban"
-    if issubclass(model_cls, EvacuationModel):
-        return "evacuation"
-    return "generic"
-
-
-def _check_parameters(
+def check_parameters(
     model_cls: type, parameters: Mapping[str, Any], max_steps: int | None
 ) -> None:
-    kind = _kind(model_cls)
-    if kind == "generic":
-        signature = inspect.signature(model_cls)
-        takes_any = any(
-            p.kind is inspect.Parameter.VAR_KEYWORD
-            for p in signature.parameters.values()
-        )
-        known: Sequence[str] = [n for n in signature.parameters if n != "rng"]
-        if takes_any:
-            known = list(parameters)
-    else:
+    """Refuse, before any run, a parameter the model does not have.
+
+    A model of this package checks names, types and bounds of every combination
+    (:meth:`~mesa_llm_mobility.experiment.parameters.Parameters.from_values`); another Mesa
+    model its constructor's keyword arguments.
+
+    Raises:
+        ParameterError: One line naming the parameter and the problem.
+    """
+    if issubclass(model_cls, MobilityModel):
         if max_steps is not None:
-            raise ValueError(
-                f"max_steps applies to generic models; {model_cls.__name__} runs to its "
-                "own end (urban: the days parameter; evacuation: time_limit_s)"
+            raise ParameterError(
+                f"max_steps applies to other Mesa models; {model_cls.__name__} runs to its "
+                "own end (set its parameters)"
             )
-        known = _URBAN_PARAMETERS if kind == "urban" else _EVACUATION_PARAMETERS
-    unknown = [name for name in parameters if name not in known]
+        for combination in parameter_grid(parameters):
+            model_cls.parameters_class.from_values(combination)
+        return
+    signature = inspect.signature(model_cls)
+    takes_any = any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()
+    )
+    known = [n for n in signature.parameters if n != "rng"]
+    unknown = [name for name in parameters if name not in known and not takes_any]
     if unknown:
-        raise ValueError(
+        raise ParameterError(
             f"{model_cls.__name__} has no parameter {', '.join(map(repr, unknown))}; "
             f"sweepable: {', '.join(known)} (the seed comes from seeds=)"
         )
@@ -359,79 +334,58 @@ def _run(task: RunTask) -> pd.DataFrame:
     path = Path(task.run_dir)
     # an earlier attempt that failed or stopped is replaced (never a folder of something else)
     overwrite = (path / "config.json").is_file()
-    kind = _kind(task.model_cls)
-    if kind == "urban":
-        from mesa_llm_mobility.urban.runner import (  # noqa: PLC0415
-            resume_urban,
-            run_urban,
-            urban_config,
-        )
-
-        config = urban_config(**task.parameters, seed=task.seed)
-        options = BrainOptions(**task.brain_options)
-        if _resumable_urban(path, config):
-            logger.info("run %s: resuming from its latest checkpoint", path)
-            result = resume_urban(path, progress=False, brain_options=options)
-        else:
-            result = run_urban(
-                path, config, overwrite=overwrite, progress=False, brain_options=options
-            )
-        # the final checkpoint is the finished model, its DataCollector included
-        _, state = result.run.latest_checkpoint()
-        return reporter_frame(state["model"])
-    if kind == "evacuation":
-        from mesa_llm_mobility.evacuation.runner import (  # noqa: PLC0415
-            evacuation_config,
-            run_evacuation,
-        )
-
-        config = evacuation_config(**task.parameters, seed=task.seed)
-        outcome = run_evacuation(
+    cls = task.model_cls
+    if not issubclass(cls, MobilityModel):
+        return _run_generic(task, overwrite=overwrite)
+    parameters = cls.parameters_class.from_values(
+        {**task.parameters, "seed": task.seed}
+    )
+    options = BrainOptions(**task.brain_options)
+    if _resumable(path, parameters.to_config()):
+        logger.info("run %s: resuming from its latest checkpoint", path)
+        result = resume_run(path, brain_options=options, progress=False)
+    else:
+        result = start_run(
+            cls,
+            parameters,
             path,
-            config,
             overwrite=overwrite,
-            brain_options=BrainOptions(**task.brain_options),
+            progress=False,
+            brain_options=options,
         )
-        return reporter_frame(outcome.model)
-    return _run_generic(task, overwrite=overwrite)
+    return reporter_frame(result.model)
 
 
-def _resumable_urban(path: Path, config: Mapping[str, Any]) -> bool:
-    """Whether ``path`` holds an interrupted urban run of this very config, past its day 0.
+def _resumable(path: Path, config: Mapping[str, Any]) -> bool:
+    """Whether ``path`` holds an interrupted run of this very config, past its start.
 
-    Such a run continues from its latest checkpoint (:func:`resume_urban`) instead of starting
-    again; a folder of another config, or one with no checkpoint after the initial state,
-    starts from the beginning.
+    Such a run continues from its latest checkpoint instead of starting again; a folder of
+    another config, of another format, or with no checkpoint after the start starts from the
+    beginning.
     """
     if not (path / "config.json").is_file():
         return False
     try:
         run = RunDirectory.open(path)
         same = run.config == json.loads(json.dumps(dict(config)))
-        days = run.checkpoint_days() if same else []
+        numbers = run.checkpoint_numbers() if same else []
     except (OSError, ValueError) as error:
         logger.info("run %s: not resumable (%s); starting again", path, error)
         return False
-    return max(days, default=0) >= 1
+    return max(numbers, default=0) >= 1
 
 
 def _run_generic(task: RunTask, *, overwrite: bool) -> pd.DataFrame:
-    """Any model with a DataCollector: construct, step to its end or max_steps, close."""
+    """Another Mesa model with a DataCollector: construct, step to its end or max_steps."""
     cls = task.model_cls
     RunDirectory.create(
         task.run_dir,
-        {
-            "model": f"{cls.__module__}.{cls.__qualname__}",
-            "parameters": task.parameters,
-            "seed": task.seed,
-            "max_steps": task.max_steps,
-        },
+        {**task.parameters, "seed": task.seed, "max_steps": task.max_steps},
+        model=cls.__name__,
+        model_class=f"{cls.__module__}.{cls.__qualname__}",
         overwrite=overwrite,
     )
-    kwargs = dict(task.parameters)
-    if issubclass(cls, MobilityModel) and task.brain_options:
-        kwargs.setdefault("brain_options", BrainOptions(**task.brain_options))
-    model = cls(**kwargs, rng=task.seed)
+    model = cls(**task.parameters, rng=task.seed)
     try:
         limit = 1000 if task.max_steps is None else task.max_steps
         while model.running and model.steps < limit:
@@ -474,7 +428,6 @@ def sweep(
     seeds: int | Iterable[int] = 1,
     *,
     out: str | Path,
-    days: int | None = None,
     max_steps: int | None = None,
     executor: ExecutorName | Executor = "serial",
     max_workers: int | None = None,
@@ -488,28 +441,25 @@ def sweep(
 
     Example::
 
+        from mesa_llm_mobility.experiment import sweep
         from mesa_llm_mobility.urban import UrbanMobilityModel
-        from mesa_llm_mobility.experiment.sweep import sweep
 
         results = sweep(
             UrbanMobilityModel,
-            {"n_agents": [70, 140], "events": [True, False]},
+            {"days": 1, "n_agents": [70, 140], "events": [True, False]},
             seeds=3,
-            days=1,
             executor="process",
             out="runs/sweep",
         )
 
     Args:
-        model_cls: The model class (urban, evacuation, or any model with a DataCollector).
-        parameters: Name -> value or list of values (the grid is their product). Urban: the
-            parameters of :func:`~mesa_llm_mobility.urban.runner.urban_config`; evacuation:
-            those of :func:`~mesa_llm_mobility.evacuation.runner.evacuation_config`; other
-            models: their constructor's keyword arguments.
+        model_cls: The model class: one of this package's (its declared parameters are the
+            grid's keys) or any Mesa model with a DataCollector (its constructor's keyword
+            arguments).
+        parameters: Name -> value or list of values (the grid is their product).
         seeds: A number of seeds (``0..n-1``) or the seeds themselves.
         out: The sweep's folder; one run directory per run inside it.
-        days: Shorthand for ``parameters["days"]`` (urban).
-        max_steps: Step limit of a generic model (default 1000, as in ``batch_run``).
+        max_steps: Step limit of another Mesa model (default 1000, as in ``batch_run``).
         executor: ``"serial"``, ``"process"``, ``"ray"`` or an
             :class:`~mesa_llm_mobility.experiment.executors.Executor`.
         max_workers: Worker processes (``"process"``).
@@ -527,16 +477,15 @@ def sweep(
         already) and ``failed`` run counts.
 
     Raises:
-        ValueError: For an unknown parameter name, an empty list of values, no seeds, or an
-            unknown executor.
+        ParameterError: For an unknown parameter, a value of the wrong type or out of bounds
+            (before any run starts).
+        ValueError: For an empty list of values, no seeds, or an unknown executor.
     """
     parameters = dict(parameters)
-    if days is not None:
-        parameters.setdefault("days", days)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
     if not seed_list:
         raise ValueError("a sweep needs at least one seed")
-    _check_parameters(model_cls, parameters, max_steps)
+    check_parameters(model_cls, parameters, max_steps)
     grid = parameter_grid(parameters)
     root = Path(out)
     names: set[str] = set()
