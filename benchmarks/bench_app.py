@@ -17,12 +17,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mesa_llm_mobility.experiment.lifecycle import start_run
 from mesa_llm_mobility.urban.app import charts
 from mesa_llm_mobility.urban.app.saved_run import SavedRun
 from mesa_llm_mobility.urban.app.sources import LiveSource, ReplaySource
 from mesa_llm_mobility.urban.app.town_map import draw_town
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
-from mesa_llm_mobility.urban.runner import run_urban, urban_config
+from mesa_llm_mobility.urban.parameters import UrbanParameters
 
 
 def median_ms(call: Callable[[], object], repeat: int) -> float:
@@ -92,9 +93,10 @@ def main() -> None:
         run_dir = args.run
         if run_dir is None:
             run_dir = str(Path(scratch) / "run")
-            run_urban(
+            start_run(
+                UrbanMobilityModel,
+                UrbanParameters(days=args.day, n_agents=args.agents),
                 run_dir,
-                urban_config(days=args.day, n_agents=args.agents),
                 progress=False,
             )
         start = time.perf_counter()

@@ -28,7 +28,10 @@ from mesa_llm_mobility.cognition.testing import (
     provider_faults,
     with_faults,
 )
-from mesa_llm_mobility.urban.runner import run_urban, urban_config
+from mesa_llm_mobility.experiment.lifecycle import start_run
+from mesa_llm_mobility.urban.model import UrbanMobilityModel
+from mesa_llm_mobility.urban.parameters import UrbanParameters
+from mesa_llm_mobility.urban.run_files import run_summary
 from mesa_llm_mobility.urban.scripted_llm import respond
 
 KEY = "bench-soak-key-0c4f2a9d77"
@@ -47,13 +50,14 @@ def main() -> None:
     args = parser.parse_args()
     faults = provider_faults(retry_after_s=0.5, hang_s=3600.0)
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp()) / "soak"
-    config = urban_config(days=args.days, seed=0, brain="llm:openai/fake-model")
+    parameters = UrbanParameters(days=args.days, seed=0, brain="llm:openai/fake-model")
     responder = with_faults(respond, faults, every=args.every)
     with FakeLLMServer(responder, latency_s=args.latency) as server:
         started = time.perf_counter()
-        result = run_urban(
+        result = start_run(
+            UrbanMobilityModel,
+            parameters,
             out,
-            config,
             overwrite=True,
             progress=True,
             brain_options={
@@ -67,7 +71,7 @@ def main() -> None:
         )
         wall = time.perf_counter() - started
         received = server.request_count
-    llm = result.summary["llm"]
+    llm = run_summary(result.run, result.model)["llm"]
     decisions = result.run.read_table("decisions")
     agents = decisions["agent_id"].nunique()
     agent_days = agents * args.days

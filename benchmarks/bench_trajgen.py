@@ -27,7 +27,6 @@ from mesa_llm_mobility.trajectory.evidence import build_evidence
 from mesa_llm_mobility.trajectory.metrics import evaluate
 from mesa_llm_mobility.trajectory.model import TrajectoryModel
 from mesa_llm_mobility.trajectory.synth import synthesize
-from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
 
 INDIVIDUALS = 1200
 WEEKS = 4
@@ -83,7 +82,7 @@ def bench_llm(
         model = TrajectoryModel(
             history,
             days=days,
-            settings=WorkflowSettings(durations=durations),
+            durations=durations,
             brain="llm:openai/fake-model",
             brain_options={
                 "api_base": api_base,

@@ -32,19 +32,20 @@ import pandas as pd
 
 
 def _generate(args: argparse.Namespace, name: str, extra: list[str]) -> dict:
-    out = Path(args.out) / name / "gen.parquet"
+    run_dir = Path(args.out) / name / "gen.run"
+    out = run_dir / "tables" / "trajectories.parquet"
     command = [
         sys.executable,
         "-m",
         "mesa_llm_mobility.cli",
         "traj",
-        "generate",
+        "run",
         "--history",
         str(Path(args.out) / "city"),
         "--days",
         str(args.days),
         "--out",
-        str(out),
+        str(run_dir),
         "--overwrite",
         "--no-progress",
         *extra,

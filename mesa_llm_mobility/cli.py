@@ -18,10 +18,17 @@ from mesa_llm_mobility import __version__
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
 from mesa_llm_mobility.cognition.redaction import redact
 from mesa_llm_mobility.evacuation.cli import add_evac_commands
+from mesa_llm_mobility.evacuation.parameters import EvacuationParameters
 from mesa_llm_mobility.experiment.cli import add_sweep_commands
+from mesa_llm_mobility.experiment.lifecycle import RunInterrupted
 from mesa_llm_mobility.trajectory.cli import add_traj_commands
+from mesa_llm_mobility.trajectory.parameters import TrajectoryParameters
 from mesa_llm_mobility.urban.cli import add_urban_commands
+from mesa_llm_mobility.urban.parameters import UrbanParameters
 from mesa_llm_mobility.viz.cli import add_viz_commands
+
+MODELS = (UrbanParameters, EvacuationParameters, TrajectoryParameters)
+"""Every model's declared parameters: the ``mlm sweep`` commands, one per model."""
 
 
 def _demo_cognition(args: argparse.Namespace) -> int:
@@ -110,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_urban_commands(commands)
     add_evac_commands(commands)
     add_traj_commands(commands)
-    add_sweep_commands(commands)
+    add_sweep_commands(commands, list(MODELS))
     add_viz_commands(commands)
     return parser
 
@@ -120,8 +127,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     A user error (a bad value, or a file that is missing, a directory, unreadable, not UTF-8
     or malformed: the loaders name the file, and the line and column or field where they know
-    them) prints one redacted line ``mlm: error: ...`` and exits with status 2. A closed output
-    pipe (``mlm ... | head -1``) ends quietly.
+    them) prints one redacted line ``mlm: error: ...`` and exits with status 2. Ctrl-C prints
+    one line (for a run: the command that resumes it) and exits with status 130. A closed
+    output pipe (``mlm ... | head -1``) ends quietly.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -134,6 +142,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return 0
+    except RunInterrupted as interrupted:
+        print(f"mlm: {interrupted}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("mlm: interrupted", file=sys.stderr)
+        return 130
     except (ValueError, OSError) as error:
         print(f"mlm: error: {redact(_one_line(error))}", file=sys.stderr)
         return 2

@@ -24,7 +24,7 @@ from mesa_llm_mobility.evacuation import scripted_llm as pedestrian
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.memory.store import MIN_HNSW_CACHE_SIZE, MemoryStore
 from mesa_llm_mobility.urban import scripted_llm as traveller
-from mesa_llm_mobility.urban.runner import run_urban, urban_config
+from tests.urban.runs import kpis, run_urban
 
 KEY = "soak-suite-key-5e1d7c0a93"
 RESOLVED = {"ok", "repaired", "fallback"}
@@ -75,7 +75,7 @@ def _assert_no_secret(folder):
 def urban_soak(request, tmp_path_factory):
     out = tmp_path_factory.mktemp("soak") / "urban"
     # the reference town: 60 travellers, more than enough to evict indexes from a small cache
-    config = urban_config(days=1, seed=4, brain="llm:openai/fake-model")
+    config = {"days": 1, "seed": 4, "brain": "llm:openai/fake-model"}
     with FakeLLMServer(
         with_faults(traveller.respond, FAULTS, every=4), latency_s=_slow_sometimes
     ) as server:
@@ -103,7 +103,7 @@ def test_urban_day_completes_with_every_decision_resolved(urban_soak):
 
 def test_urban_summary_counts_equal_the_servers(urban_soak):
     result, received = urban_soak
-    llm = result.summary["llm"].loc["all"]
+    llm = kpis(result)["llm"].loc["all"]
     records = Ledger.read(result.run.ledger_path)
     assert llm["http_calls"] == received
     assert llm["decisions"] == len(records) == len(result.run.read_table("decisions"))

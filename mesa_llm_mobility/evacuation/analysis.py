@@ -178,7 +178,7 @@ def threat_evidence(decisions: pd.DataFrame) -> pd.Series:
 def run_tables_for_analysis(
     tables: dict[str, pd.DataFrame], *, cell_size_m: float = 0.4
 ) -> RunAnalysis:
-    """One run's analysis frames from its tables (as :func:`~.runner.run_tables` names them).
+    """One run's analysis frames from its tables (as :func:`~.run_files.run_tables` names them).
 
     Args:
         tables: ``positions, decisions, events, pedestrians, opening_observations,

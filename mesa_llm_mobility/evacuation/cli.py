@@ -1,6 +1,9 @@
-"""``mlm evac ...`` commands: run one evacuation and print its summary; draw a pedestrian's lanes.
+"""``mlm evac ...`` commands: run, resume and fork an evacuation; its lanes, experiment, report.
 
-The lead's ``mesa_llm_mobility/cli.py`` calls :func:`add_evac_commands` on its subparsers.
+``run``, ``resume`` and ``fork`` come from the shared lifecycle's command line
+(:func:`~mesa_llm_mobility.experiment.cli.add_run_commands`, flags from
+:class:`~.parameters.EvacuationParameters` and :class:`~.parameters.EvacuationRunOptions`).
+``mesa_llm_mobility/cli.py`` calls :func:`add_evac_commands` on its subparsers.
 """
 
 from __future__ import annotations
@@ -9,105 +12,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from mesa_llm_mobility.cognition.arguments import (
-    add_brain_arguments,
-    brain_options,
-    non_negative_float,
-    positive_int,
-)
-from mesa_llm_mobility.experiment.cli import add_executor_arguments
-
-if TYPE_CHECKING:
-    from mesa_llm_mobility.evacuation.runner import EvacuationRun
-
-CHECKPOINT_EVERY_S = 60.0
-"""``mlm evac run``'s default checkpoint interval (simulated seconds)."""
-
-
-def _composition(text: str) -> str | dict[str, int]:
-    """``H`` or ``rule_following=6,anxious_conformist=5``."""
-    if "=" not in text:
-        return text.strip().upper()
-    counts: dict[str, int] = {}
-    for part in text.split(","):
-        name, _, count = part.partition("=")
-        try:
-            counts[name.strip()] = int(count)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"bad archetype count {part!r}: use name=count"
-            ) from None
-    return counts
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """Handler of ``mlm evac run``: run, write the run directory, print the summary table."""
-    from mesa_llm_mobility.evacuation.layers import GateSchedule  # noqa: PLC0415  (fast --help)
-    from mesa_llm_mobility.evacuation.runner import (  # noqa: PLC0415
-        evacuation_config,
-        run_evacuation,
-    )
-
-    config = evacuation_config(
-        plaza=args.plaza,
-        composition=args.composition,
-        block=args.block,
-        seed=args.seed,
-        brain=args.brain,
-        time_limit_s=args.time_limit,
-        gate_schedule=GateSchedule(args.gates_closing_at, args.gates_closed_at),
-        rejection=args.rejection,
-    )
-    result = run_evacuation(
-        args.out,
-        config,
-        overwrite=args.overwrite,
-        brain_options=brain_options(args),
-        memory_stream=args.memory_stream,
-        route_workers=args.route_workers,
-        checkpoint_every_s=args.checkpoint_every or None,
-        progress=not args.no_progress,
-    )
-    return _print_result(result)
-
-
-def resume_command(args: argparse.Namespace) -> int:
-    """Handler of ``mlm evac resume``: continue a run from its checkpoint, print its summary."""
-    from mesa_llm_mobility.evacuation.runner import resume_evacuation  # noqa: PLC0415
-
-    result = resume_evacuation(
-        args.run_dir,
-        brain_options=brain_options(args),
-        route_workers=args.route_workers,
-        progress=not args.no_progress,
-    )
-    return _print_result(result)
-
-
-def _print_result(result: EvacuationRun) -> int:
-    """Print a finished run's summary table (and its LLM use); returns the exit status 0."""
-    from mesa_llm_mobility.cognition.ledger import llm_summary_lines  # noqa: PLC0415
-    from mesa_llm_mobility.evacuation.outputs import summary_table  # noqa: PLC0415
-    from mesa_llm_mobility.evacuation.runner import LLM_SUMMARY_TABLE  # noqa: PLC0415
-
-    model = result.model
-    table = summary_table(model.outcomes_frame(), model.pedestrians_frame())
-    print(
-        f"plaza {model.plaza.name}, composition {json.dumps(model.composition)}, block {model.block}, "
-        f"brain {model.brain.name}, seed {result.run.config['seed']}: ended at {model.time_s:.1f} s ({model.tick} steps)"
-    )
-    with pd.option_context("display.width", 160, "display.max_columns", 20):
-        print(table.to_string())
-    if LLM_SUMMARY_TABLE in result.run.table_names():
-        summary = result.run.read_table(LLM_SUMMARY_TABLE).set_index("kind")
-        for line in llm_summary_lines(summary):
-            print(line)
-    print(f"\nrun written to {result.run.path} (trajectory plot: {result.plot})")
-    return 0
+from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
+from mesa_llm_mobility.evacuation.parameters import EvacuationParameters
+from mesa_llm_mobility.experiment.cli import add_executor_arguments, add_run_commands
 
 
 def lanes_command(args: argparse.Namespace) -> int:
@@ -197,106 +105,15 @@ def _print_report(out: str) -> int:
     return 0
 
 
-def _add_route_workers(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--route-workers",
-        type=positive_int,
-        default=1,
-        help="processes that plan the routes, this one included (default 1); the run is "
-        "the same for any number, large crowds finish sooner with 2 on 2 cores",
-    )
-
-
 def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``evac run``, ``evac resume``, ``evac lanes``, ``evac experiment`` and ``evac report``."""
+    """Register ``evac run | resume | fork | lanes | experiment | report``."""
     evac = subparsers.add_parser(
         "evac", help="crowd evacuation under a moving threat (plaza)"
     )
     commands = evac.add_subparsers(
         dest="evac_command", required=True, metavar="COMMAND"
     )
-    run = commands.add_parser(
-        "run",
-        help="run one evacuation offline and write its run directory",
-        description="Run the plaza evacuation with the rule brain (or an LLM brain) and write its run directory: config, metadata, the ledger (LLM brains), positions, decisions, events, outcomes (Parquet tables) and a trajectory plot.",
-    )
-    run.add_argument(
-        "--composition",
-        type=_composition,
-        default="A",
-        help="A-H, or archetype counts like rule_following=6,anxious_conformist=5 (default A)",
-    )
-    run.add_argument(
-        "--block",
-        type=int,
-        default=None,
-        help="matched block 1-8: start-cell permutation (default: none)",
-    )
-    run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    run.add_argument(
-        "--plaza",
-        default=None,
-        help="plaza map file (default: the shipped reference plaza)",
-    )
-    run.add_argument(
-        "--time-limit", type=float, default=240.0, help="seconds (default 240)"
-    )
-    run.add_argument(
-        "--gates-closing-at",
-        type=float,
-        default=5.0,
-        help="seconds until gates start closing (default 5)",
-    )
-    run.add_argument(
-        "--gates-closed-at",
-        type=float,
-        default=35.0 / 3.0,
-        help="seconds until gates are closed (default 11.67)",
-    )
-    run.add_argument(
-        "--rejection",
-        choices=("paper", "repair"),
-        default="paper",
-        help="an invalid LLM answer: 'paper' rejects it (the pedestrian keeps its plan and is "
-        "told why next turn), 'repair' re-prompts then falls back to the rule policy "
-        "(default paper)",
-    )
-    run.add_argument(
-        "--memory-stream",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="also store every memory revision in the pedestrians' Chroma streams under "
-        "memory/ (default on; the memory_versions table is written either way)",
-    )
-    _add_route_workers(run)
-    run.add_argument(
-        "--checkpoint-every",
-        type=non_negative_float,
-        default=CHECKPOINT_EVERY_S,
-        metavar="SECONDS",
-        help="write a checkpoint every this many simulated seconds, at the start and at the "
-        f"end, for 'mlm evac resume' (default {CHECKPOINT_EVERY_S:g}; 0: none)",
-    )
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
-    run.add_argument("--out", required=True, help="run directory to write")
-    run.add_argument(
-        "--overwrite", action="store_true", help="replace an earlier run in --out"
-    )
-    add_brain_arguments(run)
-    run.set_defaults(handler=run_command)
-    resume = commands.add_parser(
-        "resume",
-        help="continue an interrupted evacuation from its latest good checkpoint",
-        description="Continue a run written by 'mlm evac run' from its latest good checkpoint "
-        "(a corrupt one is skipped) to its end; the run is the same as one never interrupted. "
-        "An LLM brain answers the requests of the steps that were under way from the run's "
-        "ledger. A finished run's outputs are written again.",
-    )
-    resume.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
-    _add_route_workers(resume)
-    resume.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_brain_arguments(resume, choose_brain=False)
-    resume.set_defaults(handler=resume_command)
+    add_run_commands(commands, EvacuationParameters)
     lanes = commands.add_parser(
         "lanes",
         help="draw one pedestrian's perception, affect, appraisal, decision and memory lanes",

@@ -90,7 +90,10 @@ from mesa_llm_mobility.evacuation.movement import (
     resolve_moves,
 )
 from mesa_llm_mobility.evacuation.outputs import outcome_measures
-from mesa_llm_mobility.evacuation.parameters import EvacuationParameters
+from mesa_llm_mobility.evacuation.parameters import (
+    EvacuationParameters,
+    EvacuationRunOptions,
+)
 from mesa_llm_mobility.evacuation.perception import (
     Perception,
     RepeatedViews,
@@ -184,7 +187,7 @@ class EvacuationModel(MobilityModel):
     keep_checkpoints: ClassVar[int | None] = 2
     """The latest two (the one before, should the latest be torn): one holds the whole model,
     about 0.6 GB for 10,000 pedestrians."""
-    command: ClassVar[str] = "evac"
+    run_options_class: ClassVar[type[EvacuationRunOptions]] = EvacuationRunOptions
     time_columns: ClassVar[tuple[str, ...]] = ("request_step", "applied_step", "time_s")
     decision_columns: ClassVar[tuple[str, ...]] = (
         "trigger",
@@ -241,6 +244,13 @@ class EvacuationModel(MobilityModel):
         self.checkpoint_every_steps = _checkpoint_steps(checkpoint_every_s)
         try:
             plaza = p.plaza if isinstance(p.plaza, Plaza) else load_plaza(p.plaza)
+            if plaza.gates and not plaza.exits:
+                logger.warning(
+                    "plaza %s has gates but no exits: once the gates close (%.1f s), "
+                    "nobody can leave",
+                    plaza.name,
+                    p.gates_closed_at_s,
+                )
             self._build(
                 plaza,
                 p.composition,
@@ -792,12 +802,12 @@ class EvacuationModel(MobilityModel):
         inputs: Plaza,
         brain_options: BrainOptions,
         *,
-        memory_stream: bool = False,
+        memory_stream: bool,
         **options: Any,
     ) -> Self:
-        """The model of a run; ``memory_stream`` keeps revisions in ``memory/`` (Chroma).
+        """The model of a run (:class:`~.parameters.EvacuationRunOptions`).
 
-        ``options``: ``route_workers``, ``checkpoint_every_s``, ``record_positions``.
+        ``memory_stream`` keeps the memory revisions in ``memory/`` (Chroma).
         """
         store = None
         if memory_stream:
@@ -865,10 +875,13 @@ class EvacuationModel(MobilityModel):
         memory_store: MemoryStore | None,
         brain_options: BrainOptions,
         *,
-        route_workers: int | None = None,
+        route_workers: int,
         **options: Any,
     ) -> None:
-        """The brain, the memory store and the route workers back."""
+        """The brain, the memory store and the route workers back.
+
+        The checkpoint interval stays the run's.
+        """
         self.attach(self.parameters.brain, memory_store, brain_options, route_workers)
 
     def apply_parameters(self, parameters: EvacuationParameters) -> None:

@@ -13,7 +13,11 @@ from typing import ClassVar, Literal
 
 from mesa_llm_mobility.evacuation.personality import composition_profiles
 from mesa_llm_mobility.evacuation.timing import STEPS_PER_SECOND
-from mesa_llm_mobility.experiment.parameters import Parameters, parameter
+from mesa_llm_mobility.experiment.parameters import (
+    Parameters,
+    RunOptions,
+    parameter,
+)
 
 MAX_TIME_LIMIT_S = 32767 / STEPS_PER_SECOND
 """The longest run the belief store's 16-bit step numbers hold."""
@@ -56,6 +60,8 @@ class EvacuationParameters(Parameters):
     """
 
     model_name: ClassVar[str] = "evacuation"
+    command: ClassVar[str] = "evac"
+    model_class: ClassVar[str] = "mesa_llm_mobility.evacuation.model.EvacuationModel"
 
     plaza: str | Path | None = parameter(
         None, "plaza map file (none: the shipped reference plaza)", loaded=True
@@ -117,3 +123,41 @@ class EvacuationParameters(Parameters):
                 f"gates_closed_at_s ({self.gates_closed_at_s:g})"
             )
         composition_profiles(self.composition)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvacuationRunOptions(RunOptions):
+    """How an evacuation run is carried out (none of it changes a result).
+
+    Attributes:
+        route_workers: Processes that plan the routes, this one included.
+        checkpoint_every_s: Simulated seconds between checkpoints (none: at the start and the
+            end only).
+        memory_stream: Also keep every memory revision in the pedestrians' Chroma streams.
+        record_positions: Keep the per-step positions table (large for big crowds).
+    """
+
+    model_name: ClassVar[str] = "evacuation"
+
+    route_workers: int = parameter(
+        1,
+        "processes that plan the routes, this one included; the run is the same for any "
+        "number, large crowds finish sooner with 2 on 2 cores",
+        ge=1,
+    )
+    checkpoint_every_s: float | None = parameter(
+        60.0,
+        "simulated seconds between checkpoints, for 'mlm evac resume' (none: at the start "
+        "and the end only)",
+        unit="s",
+        gt=0,
+        flag="checkpoint_every",
+    )
+    memory_stream: bool = parameter(
+        False,
+        "also store every memory revision in the pedestrians' Chroma streams under memory/ "
+        "(the memory_versions table is written either way)",
+    )
+    record_positions: bool = parameter(
+        True, "keep the per-step positions table (large for big crowds)"
+    )

@@ -46,7 +46,7 @@ from mesa_llm_mobility.cognition.brain import Brain, RuleBrain
 from mesa_llm_mobility.cognition.kinds import DecisionRequest, DecisionResult
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.settings import BrainOptions, make_brain
-from mesa_llm_mobility.experiment.parameters import Parameters
+from mesa_llm_mobility.experiment.parameters import Parameters, RunOptions
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.experiment.run_directory import RunDirectory
@@ -98,8 +98,8 @@ class MobilityModel(mesa.Model):
     keep_checkpoints: ClassVar[int | None] = None
     """How many checkpoints a run keeps (the latest ones); ``None``: all (any can be forked)."""
 
-    command: ClassVar[str] = ""
-    """The model's ``mlm`` command group (``"urban"``), for the messages of a stopped run."""
+    run_options_class: ClassVar[type[RunOptions]] = RunOptions
+    """How the model's runs may be carried out (declared options that change no result)."""
 
     memory_store: MemoryStore | None = None
     """The agents' memory store, if the model has one (checkpointed with the model)."""
@@ -113,9 +113,7 @@ class MobilityModel(mesa.Model):
         rng: int | np.random.Generator | None = None,
         **overrides: Any,
     ) -> None:
-        if parameters is not None and not isinstance(
-            parameters, self.parameters_class
-        ):
+        if parameters is not None and not isinstance(parameters, self.parameters_class):
             raise TypeError(
                 f"{type(self).__name__} takes {self.parameters_class.__name__}, "
                 f"got {type(parameters).__name__}"
@@ -286,7 +284,7 @@ class MobilityModel(mesa.Model):
             run: Its run directory (for a persistent memory store).
             inputs: What :meth:`load_inputs` read.
             brain_options: The brain options, the run's ledger included.
-            **options: The model's run options (not parameters: they change no result).
+            **options: The model's run options (:attr:`run_options_class`), checked.
         """
         return cls(parameters, brain_options=brain_options, **options)
 

@@ -135,6 +135,7 @@ def start_run(
         parameters, BrainOptions(**(brain_options or {})), "parameters"
     )
     config = parameters.to_config()
+    options = model_cls.run_options_class.from_values(options).values()
     inputs = model_cls.load_inputs(parameters)
     run = RunDirectory.create(
         out,
@@ -155,7 +156,7 @@ def start_run(
         shutil.rmtree(run.path, ignore_errors=True)  # a refused start leaves nothing
         raise
     try:
-        _checkpoint(run, model)
+        _checkpoint(run, model, start=True)
     except BaseException:
         model.close()
         shutil.rmtree(run.path, ignore_errors=True)
@@ -254,6 +255,7 @@ def resume_run(
         raise RunDirectoryError(
             f"{run.path}: no usable checkpoint to resume from (see {run.checkpoints_dir})"
         )
+    options = model_cls.run_options_class.from_values(options).values()
     number, state = latest
     restored: MobilityModel = state["model"]
     parameters, options_given = model_cls.prepare(
@@ -269,6 +271,7 @@ def resume_run(
     ):
         replay = replay_after(run, model_cls.ledger_after(number))
     try:
+        restored.apply_parameters(parameters)
         restored.restore(
             run,
             number,
@@ -276,7 +279,6 @@ def resume_run(
             _brain_options(run, parameters, options_given, replay),
             **options,
         )
-        restored.apply_parameters(parameters)
     except BaseException:
         if store is not None:
             store.close()
@@ -382,24 +384,28 @@ def _run_to_end(
                     ):
                         logger.info("%s: stopped after checkpoint %d", run.path, number)
                         return RunResult(run, model, finished=False, outputs=[])
-        outputs = _write_end(run, model)
+        outputs = write_end(run, model)
     except KeyboardInterrupt:
         numbers = run.checkpoint_numbers()
         raise RunInterrupted(
             run,
             numbers[-1] if numbers else None,
-            model.command or model.parameters.model_name,
+            model.parameters.command or model.parameters.model_name,
         ) from None
     finally:
         model.close()
     return RunResult(run, model, finished=True, outputs=outputs)
 
 
-def _checkpoint(run: RunDirectory, model: MobilityModel) -> int:
-    """Write the day's table parts, then the checkpoint (memory snapshot first); prune."""
+def _checkpoint(run: RunDirectory, model: MobilityModel, *, start: bool = False) -> int:
+    """Write the day's table parts, then the checkpoint (memory snapshot first); prune.
+
+    The checkpoint of a run's start has no day behind it: no table parts.
+    """
     number = model.checkpoint_number()
-    for name, frame in model.period_tables().items():
-        run.write_table(name, frame, day=number)
+    if not start:
+        for name, frame in model.period_tables().items():
+            run.write_table(name, frame, day=number)
     state = model.checkpoint_state()
     if model.memory_store is not None:
         state["memory_snapshot"] = snapshot_memory(run, number, model.memory_store)
@@ -410,8 +416,16 @@ def _checkpoint(run: RunDirectory, model: MobilityModel) -> int:
     return number
 
 
-def _write_end(run: RunDirectory, model: MobilityModel) -> list[Path]:
-    """The whole-run tables, the LLM summary, then the model's other outputs."""
+def write_end(run: RunDirectory, model: MobilityModel) -> list[Path]:
+    """Write what a run writes at its end: whole-run tables, LLM summary, other outputs.
+
+    Args:
+        run: The run directory.
+        model: The model, at its end (or wherever it stands: a live app saving its run).
+
+    Returns:
+        The files of :meth:`~.base_model.MobilityModel.write_outputs`.
+    """
     for name, frame in model.final_tables().items():
         run.write_table(name, frame)
     if run.ledger_path.is_file():

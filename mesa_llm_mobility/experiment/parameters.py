@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import math
 import numbers
 import types
@@ -36,10 +37,13 @@ from typing import Any, ClassVar, Literal, Self, get_args, get_origin
 from mesa_llm_mobility.cognition.settings import parse_brain_setting
 
 __all__ = [
+    "Declared",
     "ParameterError",
     "ParameterSpec",
     "Parameters",
+    "RunOptions",
     "add_parameter_arguments",
+    "load_model_class",
     "parameter",
     "parameters_from_arguments",
 ]
@@ -270,28 +274,17 @@ def _parse_text(text: str, kind: _FieldType, spec: ParameterSpec) -> Any:
 
 # ---------------------------------------------------------------------------- the base
 @dataclass(frozen=True, kw_only=True)
-class Parameters:
-    """Base of every model's declared parameters (a frozen, validated dataclass).
+class Declared:
+    """Base of a frozen, validated dataclass of :func:`parameter` fields.
 
-    Subclasses add :func:`parameter` fields and may override :meth:`check` for rules that
-    involve several fields. Every model has ``seed`` and ``brain``.
-
-    Attributes:
-        seed: The random seed of the run.
-        brain: Who decides: ``"rules"`` or ``"llm:<litellm model>"``.
+    :class:`Parameters` (what a run's results depend on, its ``config.json``) and
+    :class:`RunOptions` (how a run is carried out: processes, checkpoints, extra files) are
+    both declared this way. Subclasses may override :meth:`check` for rules that involve
+    several fields.
     """
 
     model_name: ClassVar[str] = "model"
     """The model's name in run directories, the command line and errors."""
-
-    seed: int | None = parameter(0, "random seed (none: a fresh one)")
-    brain: str = parameter(
-        "rules",
-        "who decides: 'rules' (offline) or 'llm:<litellm model>'",
-        forkable=True,
-        command_line=False,  # the shared brain flags carry it
-        loaded=True,  # or a Brain
-    )
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -317,8 +310,10 @@ class Parameters:
 
     def check(self) -> None:
         """Rules across fields; raise ``ValueError`` (one line) when one is broken."""
-        if isinstance(self.brain, str):
-            parse_brain_setting(self.brain)
+
+    def values(self) -> dict[str, Any]:
+        """Name -> value of every field."""
+        return {name: getattr(self, name) for name in self.names()}
 
     # ------------------------------------------------------------------ reading the fields
     @classmethod
@@ -447,13 +442,71 @@ class Parameters:
             values.append(value)
         return field, values
 
+
+@dataclass(frozen=True, kw_only=True)
+class Parameters(Declared):
+    """Base of every model's declared parameters: what a run's results depend on.
+
+    Every model has ``seed`` and ``brain``.
+
+    Attributes:
+        seed: The random seed of the run.
+        brain: Who decides: ``"rules"`` or ``"llm:<litellm model>"``.
+    """
+
+    command: ClassVar[str] = ""
+    """The model's ``mlm`` command group (``"urban"``)."""
+
+    model_class: ClassVar[str] = ""
+    """The import path of the model class (``"package.module.Class"``), loaded on use."""
+
+    seed: int | None = parameter(0, "random seed (none: a fresh one)")
+    brain: str = parameter(
+        "rules",
+        "who decides: 'rules' (offline) or 'llm:<litellm model>'",
+        forkable=True,
+        command_line=False,  # the shared brain flags carry it
+        loaded=True,  # or a Brain
+    )
+
+    def check(self) -> None:
+        """The brain setting is one the package understands."""
+        if isinstance(self.brain, str):
+            parse_brain_setting(self.brain)
+
     @classmethod
     def forkable(cls) -> list[str]:
         """The parameters a fork may change."""
         return [name for name, spec in _specs(cls).items() if spec.forkable]
 
 
-def _specs(cls: type[Parameters]) -> dict[str, ParameterSpec]:
+@dataclass(frozen=True, kw_only=True)
+class RunOptions(Declared):
+    """Base of a model's run options: how a run is carried out, never what it gives.
+
+    A model's run options (route worker processes, the checkpoint interval, an extra output
+    file) are declared like its parameters, so the command line offers them as flags, but they
+    are not part of ``config.json`` and change no result.
+    """
+
+
+def load_model_class(parameters_class: type[Parameters]) -> type[Any]:
+    """The model class a parameters class names (:attr:`Parameters.model_class`).
+
+    Raises:
+        TypeError: If the name cannot be imported.
+    """
+    module, _, name = parameters_class.model_class.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        raise TypeError(
+            f"{parameters_class.__name__}.model_class {parameters_class.model_class!r} "
+            "cannot be imported"
+        ) from None
+
+
+def _specs(cls: type[Declared]) -> dict[str, ParameterSpec]:
     cached = cls.__dict__.get("_spec_cache")
     if cached is None:
         cached = {}
@@ -468,7 +521,7 @@ def _specs(cls: type[Parameters]) -> dict[str, ParameterSpec]:
     return cached
 
 
-def _types(cls: type[Parameters]) -> dict[str, _FieldType]:
+def _types(cls: type[Declared]) -> dict[str, _FieldType]:
     cached = cls.__dict__.get("_type_cache")
     if cached is None:
         hints = typing.get_type_hints(cls)
@@ -485,7 +538,7 @@ def _flag(name: str, spec: ParameterSpec) -> str:
     return "--" + (spec.flag or name).replace("_", "-")
 
 
-def _help(cls: type[Parameters], name: str, *, show_default: bool) -> str:
+def _help(cls: type[Declared], name: str, *, show_default: bool) -> str:
     spec = cls.spec(name)
     text = spec.help + (f" [{spec.unit}]" if spec.unit else "")
     if show_default:
@@ -497,10 +550,11 @@ def _help(cls: type[Parameters], name: str, *, show_default: bool) -> str:
 
 def add_parameter_arguments(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
-    cls: type[Parameters],
+    cls: type[Declared],
     *,
     only: Iterable[str] | None = None,
     defaults: bool = True,
+    prefix: str = "parameter_",
 ) -> None:
     """Add one flag per command-line parameter of ``cls`` to a command.
 
@@ -513,6 +567,7 @@ def add_parameter_arguments(
         cls: The model's parameters.
         only: Add only these parameters (e.g. the forkable ones).
         defaults: Show the defaults in the help (False for a fork: unchanged by default).
+        prefix: The namespace attributes' prefix (``option_`` for run options).
     """
     wanted = None if only is None else set(only)
     for name in cls.names():
@@ -521,7 +576,7 @@ def add_parameter_arguments(
             continue
         kind = cls.field_type(name)
         options: dict[str, Any] = {
-            "dest": f"parameter_{name}",
+            "dest": f"{prefix}{name}",
             "default": argparse.SUPPRESS,
             "help": _help(cls, name, show_default=defaults),
         }
@@ -543,7 +598,7 @@ def _metavar(kind: _FieldType, name: str) -> str:
     return name.upper()
 
 
-def _argument_type(cls: type[Parameters], name: str) -> Callable[[str], Any]:
+def _argument_type(cls: type[Declared], name: str) -> Callable[[str], Any]:
     kind = cls.field_type(name)
     spec = cls.spec(name)
 
@@ -559,10 +614,17 @@ def _argument_type(cls: type[Parameters], name: str) -> Callable[[str], Any]:
     return parse
 
 
-def parameters_from_arguments(args: argparse.Namespace) -> dict[str, Any]:
-    """The parameter values of the flags that were given (field name -> value)."""
+def parameters_from_arguments(
+    args: argparse.Namespace, prefix: str = "parameter_"
+) -> dict[str, Any]:
+    """The values of the flags that were given (field name -> value).
+
+    Args:
+        args: The parsed command line.
+        prefix: As given to :func:`add_parameter_arguments`.
+    """
     return {
-        key.removeprefix("parameter_"): value
+        key.removeprefix(prefix): value
         for key, value in vars(args).items()
-        if key.startswith("parameter_")
+        if key.startswith(prefix)
     }

@@ -566,7 +566,9 @@ def run_benchmark(
         or reference["agent_id"].nunique() < history["agent_id"].nunique()
     ):
         reference = None  # some individuals have too few days for a reference
-    run = RunDirectory.create(out, dict(config), overwrite=overwrite)
+    run = RunDirectory.create(
+        out, dict(config), model="trajectory_benchmark", overwrite=overwrite
+    )
     options = dict(brain_options or {})
     options.setdefault("temperature", PAPER_TEMPERATURE)
     settings = WorkflowSettings()

@@ -1,4 +1,9 @@
-"""``mlm traj ...`` commands: synthesize a history, generate trajectories, evaluate, benchmark.
+"""``mlm traj ...`` commands: synthesize a history, run, evaluate, benchmark.
+
+``run``, ``resume`` and ``fork`` come from the shared lifecycle's command line
+(:func:`~mesa_llm_mobility.experiment.cli.add_run_commands`, flags from
+:class:`~.parameters.TrajectoryParameters`); ``run`` also generates in shards on an executor
+(``--executor``, ``--shards``: :mod:`~.shards`).
 
 ``mlm traj realism`` runs the realism detectors (:func:`~.realism.realism`).
 
@@ -18,7 +23,11 @@ from mesa_llm_mobility.cognition.arguments import (
     add_brain_arguments,
     brain_options,
 )
-from mesa_llm_mobility.experiment.cli import add_executor_arguments
+from mesa_llm_mobility.cognition.redaction import redact
+from mesa_llm_mobility.experiment import cli as lifecycle_cli
+from mesa_llm_mobility.experiment.cli import add_executor_arguments, add_run_commands
+from mesa_llm_mobility.experiment.parameters import parameters_from_arguments
+from mesa_llm_mobility.trajectory.parameters import TrajectoryParameters
 
 _positive_int = _positive(int)
 
@@ -36,70 +45,57 @@ def synth_command(args: argparse.Namespace) -> int:
     days = stays.groupby(["agent_id", stays["start"].dt.normalize()]).ngroups
     print(
         f"{args.individuals} individuals, {days} daily trajectories, {len(stays)} stays "
-        f"({len(stays) / days:.2f} per day), {len(city.pois)} POIs, seed {args.seed}: "
+        f"({len(stays) / days:.2f} per day), {stays['poi_id'].nunique()} POIs visited "
+        f"(written to poi.parquet; the city has {len(city.pois)}), seed {args.seed}: "
         f"{time.perf_counter() - began:.1f} s"
     )
     print(f"written {stays_path}, {pois_path} and people.parquet")
     return 0
 
 
-def generate_command(args: argparse.Namespace) -> int:
-    """Handler of ``mlm traj generate``: generate into a file and a run directory."""
-    from mesa_llm_mobility.cognition.ledger import llm_summary_lines  # noqa: PLC0415
-    from mesa_llm_mobility.trajectory.runner import (  # noqa: PLC0415
-        LLM_SUMMARY_TABLE,
-        generation_config,
-        run_generation,
+def run_command(args: argparse.Namespace) -> int:
+    """Handler of ``mlm traj run``: the shared run, or sharded on an executor when asked."""
+    if args.executor is None and args.shards is None:
+        return lifecycle_cli.run_command(args)
+    # the model's modules load only when generating (mlm --help stays fast)
+    from mesa_llm_mobility.trajectory.shards import (  # noqa: PLC0415
+        ShardsFailedError,
+        run_sharded_generation,
     )
 
-    config = generation_config(
-        args.history,
-        days=args.days,
-        hold_out=args.hold_out,
-        seed=args.seed,
-        brain=args.brain,
-        durations=args.durations,
-        alpha=args.alpha,
-        peers=args.peers,
-        timezone=args.timezone,
-    )
-    from mesa_llm_mobility.cognition.redaction import redact  # noqa: PLC0415
-    from mesa_llm_mobility.trajectory.shards import ShardsFailedError  # noqa: PLC0415
-
-    began = time.perf_counter()
+    values = parameters_from_arguments(args)
+    values["brain"] = args.brain
+    parameters = TrajectoryParameters.from_values(values)
+    options = parameters_from_arguments(args, lifecycle_cli.OPTION_PREFIX)
     try:
-        result = run_generation(
+        result = run_sharded_generation(
+            parameters,
             args.out,
-            config,
-            run_dir=args.run_dir,
             overwrite=args.overwrite,
             brain_options=brain_options(args),
             progress=not args.no_progress,
-            executor=args.executor,
+            executor=args.executor or "serial",
             workers=args.workers,
             shards=args.shards,
             ray_address=args.ray_address,
             num_cpus=args.num_cpus,
+            stays=options.get("stays"),
         )
     except ShardsFailedError as error:
         print(f"mlm: error: {redact(str(error))}", file=sys.stderr)
         return 1
-    trajectories = result.trajectories
-    sharded = f", {result.shards} shards" if result.shards else ""
+    trajectories = result.tables["trajectories"]
+    extra = result.run.metadata["extra"]
+    people, days = extra["individuals"], len(extra["dates"])
+    print(f"run directory: {result.run.path}")
     print(
-        f"{result.individuals} individuals x {len(result.dates)} days, brain "
-        f"{result.brain}, seed {args.seed}{sharded}: {len(trajectories)} visits "
-        f"({len(trajectories) / max(result.individuals * len(result.dates), 1):.2f} per day), "
-        f"workflow success {result.workflow_success_rate:.1%}, "
-        f"{time.perf_counter() - began:.1f} s"
+        f"{people} individuals x {days} days, brain {extra['brain']}, seed "
+        f"{parameters.seed}, {result.shards} shards: {len(trajectories)} visits "
+        f"({len(trajectories) / max(people * days, 1):.2f} per day), workflow success "
+        f"{extra['workflow_success_rate']:.1%}"
     )
-    if LLM_SUMMARY_TABLE in result.run.table_names():
-        summary = result.run.read_table(LLM_SUMMARY_TABLE).set_index("kind")
-        for line in llm_summary_lines(summary):
-            print(line)
-    print(f"written {result.output} and the run directory {result.run.path}")
-    if not result.held_out.empty:
-        print(f"held-out days: {result.run.table_path('held_out')}")
+    if result.outputs:
+        print("written: " + ", ".join(str(path) for path in result.outputs))
     return 0
 
 
@@ -270,63 +266,16 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
     synth.add_argument("--out", required=True, help="folder to write")
     synth.set_defaults(handler=synth_command)
 
-    generate = commands.add_parser(
-        "generate",
-        help="generate daily trajectories from a history",
-        description="Generate every individual's daily trajectories from their history: the "
-        "orchestrator's activity chains, then the deterministic workflow (locations, travel "
-        "times, durations). Writes the stay points to --out and a run directory (config, "
-        "ledger, decisions, workflow counts) beside it.",
-    )
-    generate.add_argument(
-        "--history", required=True, help="NumoSim folder or stay-point file"
-    )
-    generate.add_argument(
-        "--days",
-        type=_positive_int,
-        default=7,
-        help="days after the history (default 7)",
-    )
-    generate.add_argument(
-        "--hold-out",
-        type=int,
-        default=0,
-        help="hold out each individual's last N days and generate those dates (default 0)",
-    )
-    generate.add_argument(
-        "--out", required=True, help="generated stay points (.parquet or .csv)"
-    )
-    generate.add_argument(
-        "--run-dir",
-        default=None,
-        help="run directory (default: <out>.run beside --out)",
-    )
-    generate.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    generate.add_argument(
-        "--durations",
-        choices=("day", "visit"),
-        default="day",
-        help="one duration decision per day (default) or per visit (the paper's)",
-    )
-    generate.add_argument(
-        "--alpha", type=float, default=0.3, help="exploration gate (default 0.3)"
-    )
-    generate.add_argument(
-        "--peers",
-        type=_positive_int,
-        default=10,
-        help="similar individuals K (default 10)",
-    )
-    _add_run_arguments(generate)
-    add_executor_arguments(generate, default=None)
-    generate.add_argument(
+    run = add_run_commands(commands, TrajectoryParameters)["run"]
+    add_executor_arguments(run, default=None)
+    run.add_argument(
         "--shards",
         type=_positive_int,
         default=None,
         help="split the individuals into N shards run on --executor (default: 4 per "
         "worker); the result is the unsharded one, and a rerun resumes",
     )
-    generate.set_defaults(handler=generate_command)
+    run.set_defaults(handler=run_command)
 
     evaluate = commands.add_parser(
         "evaluate",

@@ -53,7 +53,10 @@ from mesa_llm_mobility.trajectory.evidence import (
     IndividualEvidence,
 )
 from mesa_llm_mobility.trajectory.orchestrator import ACTIVITY_CHAIN, ChainContext
-from mesa_llm_mobility.trajectory.parameters import TrajectoryParameters
+from mesa_llm_mobility.trajectory.parameters import (
+    TrajectoryParameters,
+    TrajectoryRunOptions,
+)
 from mesa_llm_mobility.trajectory.run_files import (
     GenerationInputs,
     check_stays_file,
@@ -262,7 +265,7 @@ class TrajectoryModel(MobilityModel):
     """The agents' class: a subclass states other orchestrator requests (the baselines)."""
     checkpoint_unit: ClassVar[str] = "day"
     keep_checkpoints: ClassVar[int | None] = 2
-    command: ClassVar[str] = "traj"
+    run_options_class: ClassVar[type[TrajectoryRunOptions]] = TrajectoryRunOptions
 
     def __init__(
         self,
@@ -588,7 +591,7 @@ class TrajectoryModel(MobilityModel):
         inputs: GenerationInputs,
         brain_options: BrainOptions,
         *,
-        stays: str | Path | None = None,
+        stays: str | None,
         **options: Any,
     ) -> Self:
         """The model of a run; ``stays`` also writes the generated stay points to a file."""

@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from mesa_llm_mobility.experiment.parameters import Parameters, parameter
+from mesa_llm_mobility.experiment.parameters import (
+    Parameters,
+    RunOptions,
+    parameter,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +36,8 @@ class TrajectoryParameters(Parameters):
     """
 
     model_name: ClassVar[str] = "trajectory"
+    command: ClassVar[str] = "traj"
+    model_class: ClassVar[str] = "mesa_llm_mobility.trajectory.model.TrajectoryModel"
 
     history: str | Path = parameter(
         "", "NumoSim folder, NumoSim stay file or schema file", loaded=True
@@ -84,3 +90,18 @@ class TrajectoryParameters(Parameters):
                 raise ValueError(
                     f"start_date must be a date (YYYY-MM-DD), got {self.start_date!r}"
                 ) from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrajectoryRunOptions(RunOptions):
+    """How a trajectory run is carried out (none of it changes a result).
+
+    Attributes:
+        stays: Also write the generated stay points to this ``.parquet`` or ``.csv`` file.
+    """
+
+    model_name: ClassVar[str] = "trajectory"
+
+    stays: str | None = parameter(
+        None, "also write the generated stay points to this .parquet or .csv file"
+    )

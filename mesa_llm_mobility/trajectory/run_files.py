@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,8 @@ from mesa_llm_mobility.trajectory.staypoints import (
     validate_staypoints,
 )
 from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
+
+logger = logging.getLogger(__name__)
 
 STAY_SUFFIXES = (".parquet", ".csv")
 """The files generated stay points can be written to."""
@@ -92,6 +95,7 @@ def read_inputs(
     if parameters.hold_out > 0:
         if isinstance(history, pd.DataFrame):
             stays = validate_staypoints(stays)
+        _warn_short_histories(stays, parameters.hold_out)
         split = split_history(stays, parameters.hold_out)
         stays, held_out = split.history, split.held_out
         dates = sorted(set(held_out["start"].dt.normalize()))
@@ -101,6 +105,23 @@ def read_inputs(
         stays, peers=settings.peers, min_history_days=settings.min_history_days
     )
     return GenerationInputs(stays, held_out, dates, book, settings)
+
+
+def _warn_short_histories(stays: pd.DataFrame, hold_out: int) -> None:
+    """Warn when holding out ``hold_out`` days leaves individuals (nearly) no history."""
+    days = stays.groupby("agent_id")["start"].agg(lambda s: s.dt.normalize().nunique())
+    short = int((days <= hold_out).sum())
+    if short:
+        logger.warning(
+            "hold_out %d: %d of %d individuals have no more than %d days (at most %d), so "
+            "each keeps only its first day as evidence and the rest is held out; hold out "
+            "fewer days",
+            hold_out,
+            short,
+            len(days),
+            hold_out,
+            int(days.max()),
+        )
 
 
 def check_stays_file(path: str | Path) -> Path:

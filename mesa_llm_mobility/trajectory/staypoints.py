@@ -252,8 +252,11 @@ def validate_staypoints(stays: pd.DataFrame, source: str | None = None) -> pd.Da
 
 
 # ---------------------------------------------------------------------------- files
-def _read_table(path: Path, what: str) -> pd.DataFrame:
-    """Read a CSV or Parquet file (by suffix), with one-line errors naming it."""
+def _read_table(path: Path, what: str, *, rows: int | None = None) -> pd.DataFrame:
+    """Read a CSV or Parquet file (by suffix), with one-line errors naming it.
+
+    ``rows=0`` reads only a CSV's header.
+    """
     if not path.exists():
         raise StayPointError(f"{path}: no such {what}")
     if path.is_dir():
@@ -263,7 +266,12 @@ def _read_table(path: Path, what: str) -> pd.DataFrame:
         if suffix == ".parquet":
             return pd.read_parquet(path)
         if suffix in (".csv", ".gz"):
-            return pd.read_csv(path)
+            return pd.read_csv(path, encoding="utf-8", nrows=rows)
+    except UnicodeDecodeError as error:
+        raise StayPointError(
+            f"{path}: {what} is not UTF-8 text (byte 0x{error.object[error.start]:02x} "
+            f"at offset {error.start}); save it as UTF-8"
+        ) from None
     except Exception as error:
         raise StayPointError(f"{path}: cannot read {what} ({error})") from None
     raise StayPointError(
@@ -499,8 +507,8 @@ def read_history(path: str | Path, *, timezone: str | None = None) -> pd.DataFra
         return read_numosim(path, timezone=timezone or "America/Los_Angeles")
     if path.suffix.lower() == ".parquet" and path.exists():
         names = set(pd.read_parquet(path).columns) if path.stat().st_size else set()
-    elif path.suffix.lower() == ".csv" and path.exists():
-        names = set(pd.read_csv(path, nrows=0).columns)
+    elif path.suffix.lower() == ".csv" and path.is_file():
+        names = set(_read_table(path, "stay-point file", rows=0).columns)
     else:
         names = set()
     if "start_datetime" in names:

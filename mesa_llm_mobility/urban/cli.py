@@ -1,7 +1,10 @@
-"""The ``mlm urban`` command group: population synthesis now, model runs as they arrive.
+"""The ``mlm urban`` command group: runs, population synthesis, figures, the experiments.
 
 :func:`add_urban_commands` creates the ``urban`` command and its subcommands on the ``mlm``
-parser; each subcommand has its own ``add_urban_<name>_command`` so that more can join the group.
+parser: ``run``, ``resume`` and ``fork`` come from the shared lifecycle's command line
+(:func:`~mesa_llm_mobility.experiment.cli.add_run_commands`, flags from
+:class:`~.parameters.UrbanParameters`); each other subcommand has its own
+``add_urban_<name>_command`` so that more can join the group.
 Like ``mesa_llm_mobility.cli``, this module prints: summary tables are what a command line is for.
 Heavy imports happen inside the handlers, so ``mlm --help`` stays fast.
 """
@@ -12,7 +15,8 @@ import argparse
 from typing import Any
 
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
-from mesa_llm_mobility.experiment.cli import add_executor_arguments
+from mesa_llm_mobility.experiment.cli import add_executor_arguments, add_run_commands
+from mesa_llm_mobility.urban.parameters import UrbanParameters
 
 
 def add_urban_commands(commands: Any) -> Any:
@@ -33,231 +37,12 @@ def add_urban_commands(commands: Any) -> Any:
         dest="urban_command", required=True, metavar="URBAN_COMMAND"
     )
     add_urban_synthesize_command(urban_commands)
-    add_urban_run_command(urban_commands)
-    add_urban_resume_command(urban_commands)
-    add_urban_fork_command(urban_commands)
+    add_run_commands(urban_commands, UrbanParameters)
     add_urban_snapshot_command(urban_commands)
     add_urban_animate_command(urban_commands)
     add_urban_experiment_command(urban_commands)
     add_urban_believability_commands(urban_commands)
     return urban_commands
-
-
-def add_urban_run_command(urban_commands: Any) -> argparse.ArgumentParser:
-    """Register ``mlm urban run`` on the ``urban`` group's subparsers.
-
-    Returns:
-        The ``run`` parser.
-    """
-    parser = urban_commands.add_parser(
-        "run",
-        help="run the urban model into a run directory; prints a summary table, writes plots",
-        description=(
-            "Run the urban model (70 residents of the Nguyen-Dupuis town by default) for N days "
-            "on the offline rule brain or any LLM ('llm:<litellm model>'). Writes the resolved "
-            "config, per-day Parquet tables, the ledger, memories, summary.json and plots "
-            "into --out, and prints a summary table."
-        ),
-    )
-    parser.add_argument(
-        "--days", type=int, default=3, help="days to simulate (default 3)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument(
-        "--out", default="runs/urban", help="run directory (default runs/urban)"
-    )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an earlier run in --out"
-    )
-    parser.add_argument(
-        "--scenario", default="nguyen_dupuis", help="bundled scenario name or JSON file"
-    )
-    parser.add_argument(
-        "--population",
-        default="population_70",
-        help="bundled population name or JSON file",
-    )
-    parser.add_argument(
-        "--agents", type=int, default=None, help="scale the population to N travellers"
-    )
-    parser.add_argument(
-        "--no-events", action="store_true", help="switch the scenario's events off"
-    )
-    parser.add_argument(
-        "--embedding",
-        default="auto",
-        help="'auto' (default: MiniLM when installed, else hash; the run's metadata and "
-        "summary say which), 'minilm' or 'hash'",
-    )
-    parser.add_argument(
-        "--reaction-minutes",
-        type=int,
-        default=0,
-        metavar="D",
-        help="apply revisions D simulated minutes after they are asked while the traffic "
-        "moves on (asynchronous LLM decisions; default 0: Algorithm 1's synchronous minute)",
-    )
-    parser.add_argument(
-        "--tools",
-        action="store_true",
-        help="LLM travellers may look up travel times, the metro timetable, congestion "
-        "and occupancy before planning and en route (one extra decision each)",
-    )
-    parser.add_argument(
-        "--trip-importance",
-        choices=("creation", "reflection"),
-        default="creation",
-        help="when LLM travellers score their trip memories: on arrival (default, as in "
-        "the paper: one batched call per minute of arrivals) or at the daily reflection",
-    )
-    add_brain_arguments(parser)
-    _add_progress_option(parser)
-    parser.set_defaults(handler=_run)
-    return parser
-
-
-def _add_progress_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--no-progress", action="store_true", help="hide the progress bar"
-    )
-
-
-def _run(args: argparse.Namespace) -> int:
-    from mesa_llm_mobility.urban import runner  # noqa: PLC0415
-
-    config = runner.urban_config(
-        days=args.days,
-        brain=args.brain,
-        seed=args.seed,
-        scenario=args.scenario,
-        population=args.population,
-        n_agents=args.agents,
-        events=not args.no_events,
-        embedding=args.embedding,
-        reaction_minutes=args.reaction_minutes,
-        tools=args.tools,
-        trip_importance=args.trip_importance,
-    )
-    result = runner.run_urban(
-        args.out,
-        config,
-        overwrite=args.overwrite,
-        progress=not args.no_progress,
-        brain_options=brain_options(args),
-    )
-    return _print_result(result)
-
-
-def _print_result(result: Any) -> int:
-    """Print what ``run``, ``resume`` and ``fork`` print: daily table, summary, plots."""
-    import pandas as pd  # noqa: PLC0415
-
-    from mesa_llm_mobility.urban import runner  # noqa: PLC0415
-
-    print(f"run directory: {result.run.path}")
-    with pd.option_context("display.width", 160):
-        print(runner.daily_table(result.run.read_table("trips")).to_string(index=False))
-    print()
-    for line in runner.summary_lines(result.summary):
-        print(line)
-    print("plots: " + ", ".join(path.name for path in result.plots))
-    embedding = result.run.metadata.get("extra", {}).get("memory", {}).get("embedding")
-    if embedding:
-        print(f"embedding: {embedding['name']} ({embedding['backend']})")
-    return 0
-
-
-def add_urban_resume_command(urban_commands: Any) -> argparse.ArgumentParser:
-    """Register ``mlm urban resume`` on the ``urban`` group's subparsers.
-
-    Returns:
-        The ``resume`` parser.
-    """
-    parser = urban_commands.add_parser(
-        "resume",
-        help="continue an interrupted urban run from its latest good checkpoint",
-        description=(
-            "Continue a run written by 'mlm urban run' from its latest good checkpoint (a "
-            "corrupt one is skipped) to its last day. An LLM brain answers the requests of a "
-            "day that was under way from the run's ledger. A finished run is only reported."
-        ),
-    )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
-    add_brain_arguments(parser, choose_brain=False)
-    _add_progress_option(parser)
-    parser.set_defaults(handler=_resume)
-    return parser
-
-
-def _resume(args: argparse.Namespace) -> int:
-    from mesa_llm_mobility.urban import runner  # noqa: PLC0415
-
-    result = runner.resume_urban(
-        args.run_dir, progress=not args.no_progress, brain_options=brain_options(args)
-    )
-    return _print_result(result)
-
-
-def add_urban_fork_command(urban_commands: Any) -> argparse.ArgumentParser:
-    """Register ``mlm urban fork`` on the ``urban`` group's subparsers.
-
-    Returns:
-        The ``fork`` parser.
-    """
-    parser = urban_commands.add_parser(
-        "fork",
-        help="start a new urban run from a day's checkpoint of another, with changes",
-        description=(
-            "Copy the checkpoint of --from-day (and the tables up to it) of RUN_DIR into --out "
-            "and run on with another brain, more days or events off. An LLM brain answers "
-            "requests identical to the source's from the source's ledger, without calls."
-        ),
-    )
-    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run to fork")
-    parser.add_argument(
-        "--from-day",
-        type=int,
-        required=True,
-        help="day of the checkpoint to start from (0: the initial state)",
-    )
-    parser.add_argument("--out", required=True, help="the new run directory")
-    parser.add_argument(
-        "--days", type=int, default=None, help="total days of the fork (extend the run)"
-    )
-    parser.add_argument(
-        "--no-events",
-        action="store_true",
-        help="switch the scenario's events off from --from-day on",
-    )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an earlier run in --out"
-    )
-    add_brain_arguments(parser, default=None)
-    _add_progress_option(parser)
-    parser.set_defaults(handler=_fork)
-    return parser
-
-
-def _fork(args: argparse.Namespace) -> int:
-    from mesa_llm_mobility.urban import runner  # noqa: PLC0415
-
-    changes: dict[str, Any] = {}
-    if args.brain is not None:
-        changes["brain"] = args.brain
-    if args.days is not None:
-        changes["days"] = args.days
-    if args.no_events:
-        changes["events"] = False
-    result = runner.fork_urban(
-        args.run_dir,
-        args.out,
-        from_day=args.from_day,
-        changes=changes,
-        overwrite=args.overwrite,
-        progress=not args.no_progress,
-        brain_options=brain_options(args),
-    )
-    return _print_result(result)
 
 
 def _comma_list(
@@ -478,7 +263,7 @@ def add_urban_experiment_command(urban_commands: Any) -> argparse.ArgumentParser
     """
     parser = urban_commands.add_parser(
         "experiment",
-        help="the paper's macroscopic experiment over seeds: per-day means and 95 % intervals",
+        help="the paper's macroscopic experiment over seeds: per-day means and 95%% intervals",
         description=(
             "Run the urban model for --days days for each of --seeds seeds on the sweep engine "
             "(one run directory per seed under --out; finished runs are skipped) and print, per "
@@ -496,7 +281,9 @@ def add_urban_experiment_command(urban_commands: Any) -> argparse.ArgumentParser
     )
     add_executor_arguments(parser)
     add_brain_arguments(parser)
-    _add_progress_option(parser)
+    parser.add_argument(
+        "--no-progress", action="store_true", help="hide the progress bar"
+    )
     parser.set_defaults(handler=_experiment)
     return parser
 

@@ -38,12 +38,19 @@ def read_json_data(
     Raises:
         error: naming the file when it is not bundled, cannot be read, or is not valid JSON.
     """
-    if is_bundled_name(path):
-        bundled = (
-            resources.files("mesa_llm_mobility.urban") / "scenarios" / f"{path}.json"
-        )
+    if is_bundled_name(path) and not Path(path).exists():
+        folder = resources.files("mesa_llm_mobility.urban") / "scenarios"
+        bundled = folder / f"{path}.json"
         if not bundled.is_file():
-            raise error(f"{path}: no such bundled {what}")
+            names = sorted(
+                entry.name.removesuffix(".json")
+                for entry in folder.iterdir()
+                if entry.name.endswith(".json")
+            )
+            raise error(
+                f"{path}: no such bundled {what} and no such file (bundled: "
+                f"{', '.join(names)}; or give a path to a .json file)"
+            )
         source, text = f"{path}.json", bundled.read_text("utf-8")
     else:
         file_path = Path(path)

@@ -261,7 +261,6 @@ class UrbanMobilityModel(MobilityModel):
     time_columns: ClassVar[tuple[str, ...]] = ("day", "minute")
     decision_columns: ClassVar[tuple[str, ...]] = ("action",)
     checkpoint_unit: ClassVar[str] = "day"
-    command: ClassVar[str] = "urban"
 
     def __init__(
         self,
@@ -444,8 +443,7 @@ class UrbanMobilityModel(MobilityModel):
 
     def period_tables(self) -> dict[str, pd.DataFrame]:
         """The day's part of each of :data:`~.run_files.DAY_TABLES`."""
-        day = self.checkpoint_number()
-        return run_files.day_tables(self, day) if day >= 1 else {}
+        return run_files.day_tables(self, self.checkpoint_number())
 
     def final_tables(self) -> dict[str, pd.DataFrame]:
         """The memories of every traveller at the end."""

@@ -43,8 +43,10 @@ class UrbanParameters(Parameters):
     """
 
     model_name: ClassVar[str] = "urban"
+    command: ClassVar[str] = "urban"
+    model_class: ClassVar[str] = "mesa_llm_mobility.urban.model.UrbanMobilityModel"
 
-    days: int = parameter(3, "days to simulate", unit="day", ge=1, forkable=True)
+    days: int = parameter(1, "days to simulate", unit="day", ge=1, forkable=True)
     scenario: str | Path = parameter(
         "nguyen_dupuis", "bundled scenario name or JSON file", loaded=True
     )

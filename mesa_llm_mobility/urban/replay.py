@@ -1,6 +1,6 @@
 """Figures of a saved urban run, drawn from its run directory without running the model again.
 
-A run written by :func:`~mesa_llm_mobility.urban.runner.run_urban` (``mlm urban run``) names its
+A run of the urban model (``mlm urban run``) names its
 scenario in ``config.json`` and stores the state of every link at every minute of each day in
 ``tables/link_states/day=<d>.parquet``. From those:
 
@@ -28,6 +28,7 @@ from matplotlib.animation import FFMpegWriter, PillowWriter
 from mesa_llm_mobility.experiment.run_directory import RunDirectory, RunDirectoryError
 from mesa_llm_mobility.urban import plots
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_clock
+from mesa_llm_mobility.urban.parameters import UrbanParameters
 from mesa_llm_mobility.urban.scenario import ScenarioError, load_scenario, parse_clock
 
 if TYPE_CHECKING:
@@ -55,13 +56,9 @@ def open_urban_run(run_dir: str | os.PathLike[str] | RunDirectory) -> RunDirecto
     Raises:
         RunDirectoryError: If the folder is not a run directory, or not an urban run's.
     """
-    run = run_dir if isinstance(run_dir, RunDirectory) else RunDirectory.open(run_dir)
-    model = run.config.get("model")
-    if model != "urban":
-        raise RunDirectoryError(
-            f"{run.config_path}: not an urban run (model: {model!r})"
-        )
-    return run
+    if isinstance(run_dir, RunDirectory):
+        run_dir = run_dir.path
+    return RunDirectory.open(run_dir, model=UrbanParameters.model_name)
 
 
 def load_run_scenario(run_dir: str | os.PathLike[str] | RunDirectory) -> Scenario:

@@ -14,8 +14,8 @@ from mesa_llm_mobility.evacuation.exit_knowledge import (
 from mesa_llm_mobility.evacuation.layers import GateSchedule
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.plaza import load_plaza
-from mesa_llm_mobility.evacuation.runner import evacuation_config, run_evacuation
 from mesa_llm_mobility.evacuation.timing import DT_S
+from tests.evacuation.runs import run_evacuation
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def test_hops_count_relays_and_unknown_sources():
 
 def test_run_directory_holds_both_tables(tmp_path):
     run = run_evacuation(
-        tmp_path / "run", evacuation_config(composition="A", block=1, time_limit_s=20)
+        tmp_path / "run", composition="A", block=1, time_limit_s=20
     ).run
     names = set(run.table_names())
     assert {"opening_observations", "exit_information"} <= names

@@ -15,7 +15,7 @@ from mesa_llm_mobility.cognition.testing import (
     provider_faults,
     with_faults,
 )
-from mesa_llm_mobility.evacuation import runner as evacuation_runner
+from mesa_llm_mobility.evacuation import model as evacuation_model
 from mesa_llm_mobility.evacuation import scripted_llm as pedestrian
 from mesa_llm_mobility.evacuation.experiment import (
     EXPERIMENT_FILE,
@@ -134,7 +134,7 @@ class _FailsForH(EvacuationModel):
 
 def test_a_failed_run_is_recorded_and_run_again_on_resume(tmp_path, monkeypatch):
     out = tmp_path / "exp"
-    monkeypatch.setattr(evacuation_runner, "EvacuationModel", _FailsForH)
+    monkeypatch.setattr(evacuation_model, "EvacuationModel", _FailsForH)
     first = run_experiment(
         out, compositions="A,H", blocks=1, time_limit_s=5, progress=False
     )

@@ -65,7 +65,7 @@ def check_invariants(model):
 @pytest.mark.parametrize(("composition", "block", "seed"), [("H", 3, 1), ("C", 5, 2)])
 def test_whole_run_invariants_and_resolution(plaza, composition, block, seed):
     model = EvacuationModel(
-        plaza, composition=composition, block=block, rng=seed, time_limit_s=120
+        plaza=plaza, composition=composition, block=block, rng=seed, time_limit_s=120
     )
     model.run()
     assert not model.running
@@ -98,7 +98,7 @@ def test_whole_run_invariants_and_resolution(plaza, composition, block, seed):
 
 def test_dense_crowd_invariants(plaza):
     model = EvacuationModel(
-        plaza,
+        plaza=plaza,
         composition={"average": 150, "anxious_conformist": 150},
         rng=4,
         time_limit_s=20,
@@ -109,15 +109,19 @@ def test_dense_crowd_invariants(plaza):
 
 
 def test_same_seed_same_run(plaza):
-    a = EvacuationModel(plaza, composition="F", block=2, rng=7, time_limit_s=30).run()
-    b = EvacuationModel(plaza, composition="F", block=2, rng=7, time_limit_s=30).run()
+    a = EvacuationModel(
+        plaza=plaza, composition="F", block=2, rng=7, time_limit_s=30
+    ).run()
+    b = EvacuationModel(
+        plaza=plaza, composition="F", block=2, rng=7, time_limit_s=30
+    ).run()
     pd.testing.assert_frame_equal(a.positions_frame(), b.positions_frame())
     pd.testing.assert_frame_equal(a.decisions_frame(), b.decisions_frame())
 
 
 def test_blocks_permute_start_cells_and_compositions_count(plaza):
-    one = EvacuationModel(plaza, composition="E", block=1, rng=0, time_limit_s=1)
-    two = EvacuationModel(plaza, composition="E", block=2, rng=0, time_limit_s=1)
+    one = EvacuationModel(plaza=plaza, composition="E", block=1, rng=0, time_limit_s=1)
+    two = EvacuationModel(plaza=plaza, composition="E", block=2, rng=0, time_limit_s=1)
     starts_one = [a.start for a in one.pedestrians]
     starts_two = [a.start for a in two.pedestrians]
     assert sorted(starts_one) == sorted(starts_two) == sorted(plaza.spawn_cells)
@@ -126,12 +130,12 @@ def test_blocks_permute_start_cells_and_compositions_count(plaza):
         "anxious_conformist"
     ) == 3
     with pytest.raises(ValueError, match="start cells; use random_spawn=True"):
-        EvacuationModel(plaza, composition={"average": 12}, random_spawn=False)
+        EvacuationModel(plaza=plaza, composition={"average": 12}, random_spawn=False)
 
 
 def test_gates_close_on_schedule_and_block_movement(plaza):
     model = EvacuationModel(
-        plaza,
+        plaza=plaza,
         composition="A",
         rng=0,
         gate_schedule=GateSchedule(0.0, 1.0),
@@ -144,7 +148,7 @@ def test_gates_close_on_schedule_and_block_movement(plaza):
 
 
 def test_time_limit_leaves_unresolved(plaza):
-    model = EvacuationModel(plaza, composition="A", rng=0, time_limit_s=2)
+    model = EvacuationModel(plaza=plaza, composition="A", rng=0, time_limit_s=2)
     model.run()
     assert model.tick == 6
     assert "unresolved" in set(model.pedestrians_frame()["outcome"])
@@ -155,7 +159,7 @@ def test_time_limit_leaves_unresolved(plaza):
 @pytest.mark.parametrize("composition", list("ABCDEFGH"))
 def test_every_composition_runs(plaza, composition):
     model = EvacuationModel(
-        plaza, composition=composition, block=4, rng=11, time_limit_s=8
+        plaza=plaza, composition=composition, block=4, rng=11, time_limit_s=8
     )
     model.run()
     assert model.tick == 24 or not np.any(model.status == 0)
@@ -205,7 +209,7 @@ class TargetBrain(Brain):
 
 def test_target_offsets_and_waypoints_are_routed_on_the_belief_map(plaza):
     model = EvacuationModel(
-        plaza, composition="A", rng=2, brain=TargetBrain(), time_limit_s=15
+        plaza=plaza, composition="A", rng=2, brain=TargetBrain(), time_limit_s=15
     )
     model.run()
     check_invariants(model)
@@ -219,7 +223,9 @@ def test_target_offsets_and_waypoints_are_routed_on_the_belief_map(plaza):
 
 
 def test_unreachable_target_is_rejected_with_a_reason(plaza):
-    model = EvacuationModel(plaza, composition={"average": 1}, rng=0, time_limit_s=1)
+    model = EvacuationModel(
+        plaza=plaza, composition={"average": 1}, rng=0, time_limit_s=1
+    )
     agent = model.pedestrians[0]
     request = decision_request(model, agent, "test")
     ctx = request.context
@@ -273,7 +279,7 @@ def test_runs_on_a_user_map_file(tmp_path):
 
 def test_first_sighting_triggers_reassessment_and_raises_fear(plaza):
     model = EvacuationModel(
-        plaza, composition="H", block=3, rng=1, time_limit_s=120
+        plaza=plaza, composition="H", block=3, rng=1, time_limit_s=120
     ).run()
     events = model.events_frame()
     decisions = model.decisions_frame()
@@ -314,14 +320,14 @@ def test_constructor_calls_no_brain_and_the_first_step_decides(plaza):
             return super().decide_all(requests, tags=tags)
 
     model = EvacuationModel(
-        plaza, composition="A", rng=0, brain=CountingBrain(rng=0), time_limit_s=2
+        plaza=plaza, composition="A", rng=0, brain=CountingBrain(rng=0), time_limit_s=2
     )
     assert calls == [] and model.decisions_frame().empty
     assert model.seed == 0
     model.step()
     assert calls[0] == (model.n_pedestrians, {"step": 0})
     assert set(model.decisions_frame()["kind"]) == {"EvacuationMove"}
-    with EvacuationModel(plaza, composition="A", rng=7, time_limit_s=1) as seeded:
+    with EvacuationModel(plaza=plaza, composition="A", rng=7, time_limit_s=1) as seeded:
         assert seeded.seed == 7 and seeded.run() is seeded
 
 
@@ -334,5 +340,5 @@ def test_a_refused_world_closes_the_brain(plaza):
             super().close()
 
     with pytest.raises(ValueError, match="unknown composition"):
-        EvacuationModel(plaza, composition="Q", brain=ClosingBrain(rng=0))
+        EvacuationModel(plaza=plaza, composition="Q", brain=ClosingBrain(rng=0))
     assert closed == [True]

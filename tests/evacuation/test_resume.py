@@ -21,17 +21,14 @@ from mesa_llm_mobility.cli import main
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, provider_faults
 from mesa_llm_mobility.evacuation import route_planner, scripted_llm
-from mesa_llm_mobility.evacuation.runner import (
-    TABLES,
-    evacuation_config,
-    resume_evacuation,
-    run_evacuation,
-)
+from mesa_llm_mobility.evacuation.run_files import TABLES
+from mesa_llm_mobility.experiment.lifecycle import resume_run
 from mesa_llm_mobility.experiment.run_directory import RunDirectory, RunDirectoryError
 from mesa_llm_mobility.memory.store import MemoryStore
 from tests.conftest import local_server_options, slow_sometimes
+from tests.evacuation.runs import run_evacuation
 
-CONFIG = evacuation_config(composition="H", seed=3, time_limit_s=20)
+CONFIG = {"composition": "H", "seed": 3, "time_limit_s": 20}
 """11 pedestrians for 60 steps: some evacuate, some are reached, memories are revised."""
 
 KEY = "sk-evac-resume-local"
@@ -67,30 +64,29 @@ def test_a_stopped_run_resumes_to_the_same_run(tmp_path, uninterrupted, monkeypa
         CONFIG,
         memory_stream=True,
         checkpoint_every_s=5,
-        stop_after_step=20,
+        stop_after=20,
     )
     assert not stopped.finished
     assert stopped.model.tick == 30  # the first checkpoint at or after step 20
     run = stopped.run
-    assert run.checkpoint_unit == "step"
     # the latest two are kept (with their memory snapshots), the older ones removed
-    assert run.checkpoint_days() == [15, 30]
+    assert run.checkpoint_numbers() == [15, 30]
     assert sorted(p.name for p in run.checkpoints_dir.iterdir()) == [
         "index.json",
-        "step_15.pkl",
-        "step_15_memory",
-        "step_30.pkl",
-        "step_30_memory",
+        "checkpoint_15.pkl",
+        "checkpoint_15_memory",
+        "checkpoint_30.pkl",
+        "checkpoint_30_memory",
     ]
     assert run.table_names() == []  # nothing of the run's end is written yet
 
     # resumed with two route workers: the routes, so the run, do not depend on them
-    resumed = resume_evacuation(run.path, route_workers=2)
+    resumed = resume_run(run.path, route_workers=2)
     assert resumed.finished and resumed.model.tick == 60
     assert resumed.model.route_planner.workers == 2
     assert resumed.model.route_planner.remote_queries > 0
     # the restored model was checkpointed again, up to its end
-    assert run.checkpoint_days() == [45, 60]
+    assert run.checkpoint_numbers() == [45, 60]
     _same_tables(uninterrupted, run)
     assert _stored_memories(run) == _stored_memories(uninterrupted)
     assert run.metadata["extra"]["steps"] == 60
@@ -98,14 +94,14 @@ def test_a_stopped_run_resumes_to_the_same_run(tmp_path, uninterrupted, monkeypa
 
 def test_a_corrupt_latest_checkpoint_is_skipped(tmp_path, uninterrupted, caplog):
     stopped = run_evacuation(
-        tmp_path / "run", CONFIG, checkpoint_every_s=5, stop_after_step=45
+        tmp_path / "run", CONFIG, checkpoint_every_s=5, stop_after=45
     )
-    latest = stopped.run.checkpoints_dir / "step_45.pkl"
+    latest = stopped.run.checkpoints_dir / "checkpoint_45.pkl"
     latest.write_bytes(latest.read_bytes()[:1000])  # a crash while the disk filled up
     with caplog.at_level(logging.WARNING):
-        resumed = resume_evacuation(stopped.run.path)
-    assert "skipping checkpoint of step 45" in caplog.text
-    assert "step_45.pkl" in caplog.text
+        resumed = resume_run(stopped.run.path)
+    assert "skipping checkpoint 45" in caplog.text
+    assert "checkpoint_45.pkl" in caplog.text
     assert resumed.finished
     _same_tables(uninterrupted, stopped.run)
 
@@ -116,7 +112,7 @@ def test_a_finished_run_is_written_again_and_bad_run_directories_are_named(
     out = tmp_path / "cli"
     assert main(["evac", "run", "--composition", "H", "--seed", "3", "--time-limit", "20", "--checkpoint-every", "10", "--out", str(out)]) == 0  # fmt: skip
     run = RunDirectory.open(out)
-    assert run.checkpoint_days() == [30, 60]
+    assert run.checkpoint_numbers() == [30, 60]
     _same_tables(uninterrupted, run)
     assert "60/60" in capsys.readouterr().err  # the progress bar, to its last step
     (run.tables_dir / "outcomes.parquet").unlink()  # a crash while writing the outputs
@@ -126,13 +122,14 @@ def test_a_finished_run_is_written_again_and_bad_run_directories_are_named(
     assert "60/60" not in printed.err
     _same_tables(uninterrupted, run)
 
-    plain = run_evacuation(tmp_path / "plain", CONFIG)  # no checkpoints asked for
-    assert plain.run.checkpoint_days() == []
+    plain = run_evacuation(tmp_path / "plain", CONFIG)  # no interval asked for
+    assert plain.run.checkpoint_numbers() == [0, 60]  # the start and the end
+    bare = RunDirectory.create(tmp_path / "bare", CONFIG, model="evacuation")
     with pytest.raises(RunDirectoryError, match="no usable checkpoint to resume from"):
-        resume_evacuation(plain.run.path)
-    urban_like = RunDirectory.create(tmp_path / "daily", {"days": 1})
-    with pytest.raises(RunDirectoryError, match="not an evacuation run"):
-        resume_evacuation(urban_like.path)
+        resume_run(bare.path)
+    urban_like = RunDirectory.create(tmp_path / "daily", {"days": 1}, model="urban")
+    with pytest.raises(RunDirectoryError, match="a run of the urban model, not of the"):
+        resume_run(urban_like.path, model="evacuation")
     with pytest.raises(
         ValueError, match="checkpoint_every_s must be at least one step"
     ):
@@ -165,12 +162,12 @@ def _faults_by_prompt(responder, every: int):
     return respond
 
 
-LLM_CONFIG = evacuation_config(
-    composition={"average": 3, "anxious_conformist": 3},
-    seed=2,
-    brain="llm:openai/fake-model",
-    time_limit_s=10,
-)
+LLM_CONFIG = {
+    "composition": {"average": 3, "anxious_conformist": 3},
+    "seed": 2,
+    "brain": "llm:openai/fake-model",
+    "time_limit_s": 10,
+}
 
 
 @pytest.mark.timeout(240)
@@ -192,14 +189,14 @@ def test_an_llm_run_resumes_after_a_crash_replaying_the_answers_it_paid_for(tmp_
             LLM_CONFIG,
             brain_options=options,
             checkpoint_every_s=4,
-            stop_after_step=24,
+            stop_after=24,
         )
-        torn = stopped.run.checkpoints_dir / "step_24.pkl"
+        torn = stopped.run.checkpoints_dir / "checkpoint_24.pkl"
         torn.write_bytes(torn.read_bytes()[:-10])
         asked_before = server.request_count
         server.reset_stats()
         time.sleep(0.5)  # the server's connections sit idle until the user resumes
-        resumed = resume_evacuation(stopped.run.path, brain_options=options)
+        resumed = resume_run(stopped.run.path, brain_options=options)
         asked_after = server.request_count
     run = stopped.run
     assert resumed.finished

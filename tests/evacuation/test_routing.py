@@ -147,7 +147,7 @@ def test_route_options_attributes():
 def test_routes_in_the_belief_window_are_the_routes_over_the_whole_plaza():
     """The window search must give the same options, paths and reachability as the plaza's."""
     model = EvacuationModel(
-        None, composition={"average": 40}, random_spawn=True, rng=5, time_limit_s=8
+        composition={"average": 40}, random_spawn=True, rng=5, time_limit_s=8
     )
     model.run()  # beliefs after the gates closed, with walked, irregular belief boxes
     whole = BeliefWindow.whole(model.plaza.width, model.plaza.height)

@@ -1,22 +1,16 @@
-import json
-
-from mesa_llm_mobility.evacuation import (
-    EvacuationModel,
-    evacuation_config,
-    run_evacuation,
-    run_tables,
-)
-from mesa_llm_mobility.evacuation.runner import TABLES
+from mesa_llm_mobility.evacuation import EvacuationModel, run_tables
+from mesa_llm_mobility.evacuation.run_files import TABLES
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
+from tests.evacuation.runs import run_evacuation
 
 
 def test_the_run_directory_holds_what_the_model_gives(tmp_path):
-    config = evacuation_config(composition="C", block=2, seed=4, time_limit_s=6)
+    config = {"composition": "C", "block": 2, "seed": 4, "time_limit_s": 6}
     result = run_evacuation(tmp_path / "run", config)
     run = RunDirectory.open(tmp_path / "run")
-    assert run.config == json.loads(json.dumps(config))
+    assert {name: run.config[name] for name in config} == config
     assert sorted(run.table_names()) == sorted(TABLES)
-    assert result.plot == run.plots_dir / "trajectories.png"
+    assert result.outputs == [run.plots_dir / "trajectories.png"]
     assert run.metadata["extra"]["steps"] == result.model.tick == 18
     with EvacuationModel(composition="C", block=2, rng=4, time_limit_s=6) as again:
         again.run()

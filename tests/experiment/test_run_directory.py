@@ -32,7 +32,7 @@ def trips(day: int, n: int = 3) -> pd.DataFrame:
 
 @pytest.fixture
 def run(tmp_path):
-    return RunDirectory.create(tmp_path / "run", {"days": 3, "seed": 0})
+    return RunDirectory.create(tmp_path / "run", {"days": 3, "seed": 0}, model="toy")
 
 
 # ---------------------------------------------------------------------------- create / open
@@ -46,7 +46,7 @@ def test_create_writes_json_safe_config_and_metadata(tmp_path):
         "brain": {"model": "rule", "concurrency": np.int32(4)},
     }
     run = RunDirectory.create(
-        tmp_path / "r", config, extra={"embedding": {"name": "hash"}}
+        tmp_path / "r", config, extra={"embedding": {"name": "hash"}}, model="toy"
     )
     stored = json.loads((tmp_path / "r" / "config.json").read_text())
     assert stored == {
@@ -83,9 +83,9 @@ def test_standard_locations(run):
 
 def test_create_refuses_existing_run_unless_overwrite(run):
     with pytest.raises(RunDirectoryError, match=r"run.*non-empty.*overwrite=True"):
-        RunDirectory.create(run.path, {"days": 1})
+        RunDirectory.create(run.path, {"days": 1}, model="toy")
     run.write_table("trips", trips(1))
-    again = RunDirectory.create(run.path, {"days": 1}, overwrite=True)
+    again = RunDirectory.create(run.path, {"days": 1}, overwrite=True, model="toy")
     assert again.config == {"days": 1}
     assert again.table_names() == []
 
@@ -93,11 +93,11 @@ def test_create_refuses_existing_run_unless_overwrite(run):
 def test_create_never_deletes_a_foreign_folder(tmp_path):
     (tmp_path / "precious.txt").write_text("keep")
     with pytest.raises(RunDirectoryError, match=r"not a run directory.*refusing"):
-        RunDirectory.create(tmp_path, {}, overwrite=True)
+        RunDirectory.create(tmp_path, {}, overwrite=True, model="toy")
     assert (tmp_path / "precious.txt").read_text() == "keep"
-    RunDirectory.create(tmp_path / "empty_ok", {})  # a new folder is fine
+    RunDirectory.create(tmp_path / "empty_ok", {}, model="toy")  # a new folder is fine
     (tmp_path / "empty").mkdir()
-    RunDirectory.create(tmp_path / "empty", {})  # and so is an empty one
+    RunDirectory.create(tmp_path / "empty", {}, model="toy")  # and so is an empty one
 
 
 def test_create_after_a_creation_cut_short(tmp_path):
@@ -105,7 +105,7 @@ def test_create_after_a_creation_cut_short(tmp_path):
     cut = tmp_path / "cut"
     cut.mkdir()
     (cut / ".config.json.k2j4a.tmp").write_text('{"days"')
-    run = RunDirectory.create(cut, {"days": 1})
+    run = RunDirectory.create(cut, {"days": 1}, model="toy")
     assert run.config == {"days": 1}
     assert sorted(p.name for p in cut.iterdir()) == ["config.json", "metadata.json"]
     # anything else beside such a file is still somebody's folder
@@ -114,15 +114,17 @@ def test_create_after_a_creation_cut_short(tmp_path):
     (other / ".config.json.x.tmp").write_text("")
     (other / "notes.txt").write_text("keep")
     with pytest.raises(RunDirectoryError, match="non-empty"):
-        RunDirectory.create(other, {})
+        RunDirectory.create(other, {}, model="toy")
     assert (other / "notes.txt").read_text() == "keep"
 
 
 def test_config_errors_name_the_field(tmp_path):
     with pytest.raises(TypeError, match=r"config\['brain'\]\['client'\].*object"):
-        RunDirectory.create(tmp_path / "r", {"brain": {"client": object()}})
+        RunDirectory.create(
+            tmp_path / "r", {"brain": {"client": object()}}, model="toy"
+        )
     with pytest.raises(ValueError, match=r"config\['rate'\]: nan"):
-        RunDirectory.create(tmp_path / "r", {"rate": float("nan")})
+        RunDirectory.create(tmp_path / "r", {"rate": float("nan")}, model="toy")
     assert not (tmp_path / "r").exists()
 
 
@@ -143,11 +145,11 @@ def test_open_errors(tmp_path):
         RunDirectoryError, match=r"not a run directory \(missing config.json\)"
     ):
         RunDirectory.open(tmp_path)
-    run = RunDirectory.create(tmp_path / "r", {"a": 1})
+    run = RunDirectory.create(tmp_path / "r", {"a": 1}, model="toy")
     run.metadata_path.unlink()
     with pytest.raises(RunDirectoryError, match=r"missing metadata\.json"):
         RunDirectory.open(run.path)
-    run = RunDirectory.create(tmp_path / "s", {"a": 1})
+    run = RunDirectory.create(tmp_path / "s", {"a": 1}, model="toy")
     run.config_path.write_text('{\n  "a": 1,\n}\n')
     with pytest.raises(
         RunDirectoryError, match=r"config.json: not valid JSON \(line 3, column 1\)"
@@ -231,7 +233,7 @@ def test_checkpoint_round_trip_and_index(run):
         1, {"model": {"agents": [1, 2]}, "rng": np.random.default_rng(0)}
     )
     run.write_checkpoint(2, {"model": {"agents": [1, 2, 3]}})
-    assert run.checkpoint_days() == [1, 2]
+    assert run.checkpoint_numbers() == [1, 2]
     day, state = run.latest_checkpoint()
     assert day == 2
     assert state == {"model": {"agents": [1, 2, 3]}}
@@ -239,13 +241,16 @@ def test_checkpoint_round_trip_and_index(run):
         0
     ).integers(100)
     index = json.loads((run.checkpoints_dir / "index.json").read_text())["checkpoints"]
-    assert [entry["file"] for entry in index] == ["day_1.pkl", "day_2.pkl"]
+    assert [entry["file"] for entry in index] == [
+        "checkpoint_1.pkl",
+        "checkpoint_2.pkl",
+    ]
     assert all(len(entry["sha256"]) == 64 for entry in index)
     assert dt.datetime.fromisoformat(index[0]["created"]).utcoffset() == dt.timedelta(0)
     # no temporary files are left behind
     assert sorted(p.name for p in run.checkpoints_dir.iterdir()) == [
-        "day_1.pkl",
-        "day_2.pkl",
+        "checkpoint_1.pkl",
+        "checkpoint_2.pkl",
         "index.json",
     ]
 
@@ -270,7 +275,7 @@ def test_checkpoint_write_is_atomic(run, monkeypatch):
     monkeypatch.undo()
     assert run.read_checkpoint(1) == {"x": 1}
     assert sorted(p.name for p in run.checkpoints_dir.iterdir()) == [
-        "day_1.pkl",
+        "checkpoint_1.pkl",
         "index.json",
     ]
 
@@ -279,15 +284,19 @@ def test_corrupt_checkpoint_names_file_and_falls_back(run, caplog):
     run.write_checkpoint(1, {"day": 1})
     path = run.write_checkpoint(2, {"day": 2})
     path.write_bytes(path.read_bytes()[:-5])  # truncated
-    with pytest.raises(CheckpointError, match=r"day_2.pkl: corrupt or truncated"):
+    with pytest.raises(
+        CheckpointError, match=r"checkpoint_2.pkl: corrupt or truncated"
+    ):
         run.read_checkpoint(2)
-    with pytest.raises(CheckpointError, match=r"day_2.pkl"):
+    with pytest.raises(CheckpointError, match=r"checkpoint_2.pkl"):
         run.latest_checkpoint()
     with caplog.at_level(logging.WARNING):
         assert run.latest_checkpoint(skip_corrupt=True) == (1, {"day": 1})
-    assert "day_2.pkl" in caplog.text
-    (run.checkpoints_dir / "day_1.pkl").unlink()
-    with pytest.raises(CheckpointError, match=r"day_1.pkl: checkpoint file is missing"):
+    assert "checkpoint_2.pkl" in caplog.text
+    (run.checkpoints_dir / "checkpoint_1.pkl").unlink()
+    with pytest.raises(
+        CheckpointError, match=r"checkpoint_1.pkl: checkpoint file is missing"
+    ):
         run.read_checkpoint(1)
     assert run.latest_checkpoint(skip_corrupt=True) is None
 
@@ -299,14 +308,14 @@ def test_unpicklable_checkpoint_names_file(run):
     index = json.loads(run.checkpoint_index_path.read_text())
     index["checkpoints"][0]["sha256"] = hashlib.sha256(data).hexdigest()
     run.checkpoint_index_path.write_text(json.dumps(index))
-    with pytest.raises(CheckpointError, match=r"day_3.pkl: cannot unpickle checkpoint"):
+    with pytest.raises(
+        CheckpointError, match=r"checkpoint_3.pkl: cannot unpickle checkpoint"
+    ):
         run.read_checkpoint(3)
 
 
 def test_checkpoint_errors(run):
-    with pytest.raises(
-        CheckpointError, match=r"no checkpoint for day 4 \(days: none\)"
-    ):
+    with pytest.raises(CheckpointError, match=r"no checkpoint 4 \(checkpoints: none\)"):
         run.read_checkpoint(4)
     with pytest.raises(TypeError, match="mapping"):
         run.write_checkpoint(1, [1, 2])
@@ -320,114 +329,116 @@ def test_checkpoint_errors(run):
 
 
 # ---------------------------------------------------------------------------- fork
-def test_fork(tmp_path, caplog):
+def test_fork(tmp_path):
     source = RunDirectory.create(
-        tmp_path / "source", {"days": 3, "brain": {"model": "rule", "temperature": 0.0}}
+        tmp_path / "source",
+        {"days": 3, "brain": {"model": "rule", "temperature": 0.0}},
+        model="toy",
+        model_class="tests.Toy",
     )
     source.update_metadata({"embedding": {"name": "hash"}})
     for day in (1, 2, 3):
         source.write_table("trips", trips(day), day=day)
         source.write_checkpoint(day, {"day": day})
+    snapshot = source.memory_snapshot_path(2)
+    snapshot.mkdir()
+    (snapshot / "chroma.sqlite3").write_bytes(b"memories of day 2")
     source.write_table("summary", trips(1))
     source.ledger_path.write_text('{"kind": "DailyPlan"}\n')
-    source.memory_dir.mkdir()
-    (source.memory_dir / "chroma.sqlite3").write_bytes(b"memories")
 
-    with caplog.at_level(logging.WARNING):
-        run = fork(
-            source.path,
-            tmp_path / "fork",
-            from_day=2,
-            config_changes={"brain": {"temperature": 0.7}, "days": 5},
-        )
-    assert "memories of later days" in caplog.text
-    assert run.config == {"days": 5, "brain": {"model": "rule", "temperature": 0.7}}
+    config = {"days": 5, "brain": {"model": "rule", "temperature": 0.7}}
+    run = fork(source.path, tmp_path / "fork", at=2, config=config, changes={"days": 5})
+    assert run.config == config
     meta = run.metadata
     assert meta["forked_from"] == str(source.path.resolve())
-    assert meta["from_day"] == 2
-    assert meta["config_changes"] == {"brain": {"temperature": 0.7}, "days": 5}
+    assert meta["forked_at"] == 2
+    assert meta["changes"] == {"days": 5}
+    assert (meta["model"], meta["model_class"]) == ("toy", "tests.Toy")
     assert meta["extra"] == {"embedding": {"name": "hash"}}
-    assert run.checkpoint_days() == [2]
+    assert run.checkpoint_numbers() == [2]
     assert run.latest_checkpoint() == (2, {"day": 2})
     assert list(run.read_table("trips")["day"].unique()) == [1, 2]
     assert run.table_names() == ["trips"]
-    assert (run.memory_dir / "chroma.sqlite3").read_bytes() == b"memories"
+    copied = run.memory_snapshot_path(2) / "chroma.sqlite3"
+    assert copied.read_bytes() == b"memories of day 2"
     assert run.source_ledger_path == source.path.resolve() / "ledger.jsonl"
     assert run.source_ledger_path.read_text().startswith('{"kind"')
     assert not run.ledger_path.exists()
     # the source is untouched
-    assert source.checkpoint_days() == [1, 2, 3]
+    assert source.checkpoint_numbers() == [1, 2, 3]
     assert source.table_days("trips") == [1, 2, 3]
 
 
 def test_fork_errors(tmp_path):
-    source = RunDirectory.create(tmp_path / "source", {"days": 3})
+    source = RunDirectory.create(tmp_path / "source", {"days": 3}, model="toy")
     source.write_checkpoint(1, {"day": 1})
-    with pytest.raises(
-        CheckpointError, match=r"no checkpoint for day 2 \(days: \[1\]\)"
-    ):
-        fork(source, tmp_path / "fork", from_day=2)
+    same = {"config": source.config, "changes": {}}
+    with pytest.raises(CheckpointError, match=r"no checkpoint 2 \(checkpoints: 1\)"):
+        fork(source, tmp_path / "fork", at=2, **same)
     assert not (tmp_path / "fork").exists()
     with pytest.raises(RunDirectoryError, match="into itself"):
-        fork(source, source.path, from_day=1, overwrite=True)
+        fork(source, source.path, at=1, overwrite=True, **same)
     with pytest.raises(RunDirectoryError, match="not a run directory"):
-        fork(tmp_path, tmp_path / "fork", from_day=1)
-    fork(source, tmp_path / "fork", from_day=1)
+        fork(tmp_path, tmp_path / "fork", at=1, **same)
+    fork(source, tmp_path / "fork", at=1, **same)
     with pytest.raises(RunDirectoryError, match="overwrite=True"):
-        fork(source, tmp_path / "fork", from_day=1)
-    replaced = fork(source, tmp_path / "fork", from_day=1, overwrite=True)
-    assert replaced.checkpoint_days() == [1]
+        fork(source, tmp_path / "fork", at=1, **same)
+    replaced = fork(source, tmp_path / "fork", at=1, overwrite=True, **same)
+    assert replaced.checkpoint_numbers() == [1]
 
 
 def test_pickle_state_is_a_dict(run):
     run.write_checkpoint(0, {"initial": True})
-    raw = pickle.loads((run.checkpoints_dir / "day_0.pkl").read_bytes())
+    raw = pickle.loads((run.checkpoints_dir / "checkpoint_0.pkl").read_bytes())
     assert raw == {"initial": True}
 
 
-def test_checkpoints_of_a_run_that_counts_steps(tmp_path):
-    run = RunDirectory.create(tmp_path / "steps", {"seed": 0}, checkpoint_unit="step")
-    assert RunDirectory.open(run.path).checkpoint_unit == "step"
+def test_checkpoints_are_numbered_by_the_model(tmp_path):
+    run = RunDirectory.create(tmp_path / "steps", {"seed": 0}, model="toy")
     run.write_checkpoint(0, {"tick": 0})
     run.write_checkpoint(180, {"tick": 180})
-    assert run.checkpoint_days() == [0, 180]
+    assert run.checkpoint_numbers() == [0, 180]
     assert run.latest_checkpoint() == (180, {"tick": 180})
     index = json.loads(run.checkpoint_index_path.read_text())["checkpoints"]
-    assert [(entry["step"], entry["file"]) for entry in index] == [
-        (0, "step_0.pkl"),
-        (180, "step_180.pkl"),
+    assert [(entry["number"], entry["file"]) for entry in index] == [
+        (0, "checkpoint_0.pkl"),
+        (180, "checkpoint_180.pkl"),
     ]
     with pytest.raises(
-        CheckpointError, match=r"no checkpoint for step 5 \(steps: \[0, 180\]\)"
+        CheckpointError, match=r"no checkpoint 5 \(checkpoints: 0, 180\)"
     ):
         run.read_checkpoint(5)
-    with pytest.raises(ValueError, match="step must be a whole number >= 0"):
+    with pytest.raises(ValueError, match="checkpoint must be a whole number >= 0"):
         run.write_checkpoint(-1, {})
-    forked = fork(run.path, tmp_path / "fork", from_day=180)
-    assert forked.checkpoint_unit == "step"
-    assert forked.checkpoint_days() == [180]
-    # a run written before the field existed counts days
-    metadata = json.loads(run.metadata_path.read_text())
-    del metadata["checkpoint_unit"]
-    run.metadata_path.write_text(json.dumps(metadata))
-    assert run.checkpoint_unit == "day"
-    metadata["checkpoint_unit"] = "hour"
-    run.metadata_path.write_text(json.dumps(metadata))
+
+
+def test_open_refuses_another_format_or_another_model_in_one_line(tmp_path):
+    run = RunDirectory.create(tmp_path / "urban", {"days": 1}, model="urban")
+    assert RunDirectory.open(run.path, model="urban").model_name == "urban"
     with pytest.raises(
         RunDirectoryError,
-        match=r"metadata\.json: checkpoint_unit must be one of day, step, got 'hour'",
+        match=r"urban: a run of the urban model, not of the evacuation model: open it "
+        "with its own model's command",
     ):
-        run.checkpoint_days()
-    with pytest.raises(ValueError, match="checkpoint_unit must be one of day, step"):
-        RunDirectory.create(tmp_path / "hours", {}, checkpoint_unit="hour")
+        RunDirectory.open(run.path, model="evacuation")
+    metadata = json.loads(run.metadata_path.read_text())
+    del metadata["format_version"]  # as written by an earlier development version
+    run.metadata_path.write_text(json.dumps(metadata))
+    with pytest.raises(RunDirectoryError) as refused:
+        RunDirectory.open(run.path)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert (
+        "run-directory format 1; this version reads format 2: run it again" in message
+    )
 
 
 def test_remove_checkpoint(run):
     for day in (1, 2, 3):
         run.write_checkpoint(day, {"day": day})
     run.remove_checkpoint(2)
-    assert run.checkpoint_days() == [1, 3]
+    assert run.checkpoint_numbers() == [1, 3]
     assert not run.checkpoint_path(2).exists()
     assert run.read_checkpoint(3) == {"day": 3}
-    with pytest.raises(CheckpointError, match="no checkpoint for day 2 to remove"):
+    with pytest.raises(CheckpointError, match="no checkpoint 2 to remove"):
         run.remove_checkpoint(2)

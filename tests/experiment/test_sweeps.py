@@ -9,7 +9,7 @@ import ray
 
 from mesa_llm_mobility.cli import main
 from mesa_llm_mobility.evacuation import EvacuationModel
-from mesa_llm_mobility.experiment.cli import parse_parameters
+from mesa_llm_mobility.experiment.cli import parse_sweep_parameters
 from mesa_llm_mobility.experiment.executors import (
     ProcessExecutor,
     RayExecutor,
@@ -17,7 +17,8 @@ from mesa_llm_mobility.experiment.executors import (
     WorkerLostError,
     make_executor,
 )
-from mesa_llm_mobility.experiment.sweep import (
+from mesa_llm_mobility.experiment.parameters import ParameterError
+from mesa_llm_mobility.experiment.sweeps import (
     DONE_FILE,
     ERROR_FILE,
     endpoint_of,
@@ -27,12 +28,14 @@ from mesa_llm_mobility.experiment.sweep import (
     sweep,
 )
 from mesa_llm_mobility.urban import UrbanMobilityModel
-from mesa_llm_mobility.urban.runner import run_urban, urban_config
+from mesa_llm_mobility.urban.parameters import UrbanParameters
+from tests.urban.runs import run_urban
 
 URBAN = {
-    "n_agents": [4, 0],
+    "population": ["population_70", "no_such_population"],
+    "n_agents": 4,
     "days": 1,
-}  # n_agents=0 is refused by the model: a failed run
+}  # the second population file does not exist: a failed run
 
 
 class Counter(mesa.Model):
@@ -78,10 +81,11 @@ def test_serial_process_and_ray_give_identical_results(tmp_path, local_ray):
             serial.drop(columns="run_dir"), other.drop(columns="run_dir")
         )
     # the batch_run shape: run columns, parameters, seed, the DataCollector's reporters
-    assert list(serial.columns[:6]) == [
+    assert list(serial.columns[:7]) == [
         "RunId",
         "iteration",
         "Step",
+        "population",
         "n_agents",
         "days",
         "seed",
@@ -103,15 +107,15 @@ def test_a_failed_run_is_recorded_and_the_sweep_completes(tmp_path):
     results = _urban("serial", tmp_path)
     failed = results[results["error"].notna()]
     assert failed["RunId"].tolist() == [1, 3]
-    assert failed["error"].str.contains("n_agents must be >= 1").all()
+    assert failed["error"].str.contains("no_such_population: no such bundled").all()
     assert failed["Step"].isna().all()
     for run_dir in failed["run_dir"]:
-        assert "ValueError" in (tmp_path / run_dir).joinpath(ERROR_FILE).read_text()
+        assert (
+            "PopulationError" in (tmp_path / run_dir).joinpath(ERROR_FILE).read_text()
+        )
         assert not (tmp_path / run_dir).joinpath(DONE_FILE).exists()
     for run_dir in results.loc[results["error"].isna(), "run_dir"].unique():
-        assert (
-            (tmp_path / run_dir).joinpath("summary.json").is_file()
-        )  # urban runner wrote it
+        assert (tmp_path / run_dir).joinpath("summary.json").is_file()  # the model's
 
 
 def test_resume_skips_finished_runs_and_retries_failed_ones(tmp_path):
@@ -221,8 +225,16 @@ def test_the_grid_and_names():
     ("call", "message"),
     [
         (
-            lambda out: sweep(UrbanMobilityModel, {"agents": 4}, out=out),
-            "no parameter 'agents'",
+            lambda out: sweep(UrbanMobilityModel, {"colour": 4}, out=out),
+            "urban has no parameter 'colour'",
+        ),
+        (
+            lambda out: sweep(UrbanMobilityModel, {"n_agents": [4, 0]}, out=out),
+            "urban n_agents: must be >= 1, got 0",
+        ),
+        (
+            lambda out: sweep(UrbanMobilityModel, {"days": 1.5}, out=out),
+            "urban days: expected a whole number, got 1.5",
         ),
         (lambda out: sweep(Counter, {"rate": []}, out=out), "empty list"),
         (lambda out: sweep(Counter, {}, seeds=[], out=out), "at least one seed"),
@@ -236,6 +248,7 @@ def test_the_grid_and_names():
 def test_bad_sweeps_are_clear_errors(tmp_path, call, message):
     with pytest.raises(ValueError, match=message):
         call(tmp_path)
+    assert not any(tmp_path.iterdir())  # refused before any run
 
 
 def test_make_executor():
@@ -281,27 +294,50 @@ def test_cli_urban_and_errors(tmp_path, capsys):
     ]
     assert main([*argv, "--no-progress"]) == 0
     assert "1 runs: 1 executed" in capsys.readouterr().out
-    assert main([*argv, "--param", "colour=red"]) == 2
-    assert (
-        "mlm: error: UrbanMobilityModel has no parameter 'colour'"
-        in capsys.readouterr().err
-    )
-    assert main([*argv, "--param", "days"]) == 2
-    assert "use NAME=VALUE" in capsys.readouterr().err
+    for extra, error in (
+        ("colour=red", "mlm: error: urban has no parameter 'colour'"),
+        ("days", "use NAME=VALUE"),
+        ("days=1.5", "mlm: error: urban days: expected a whole number, got '1.5'"),
+        ("composition=Z", "urban has no parameter 'composition'"),
+    ):
+        assert main([*argv, "--param", extra]) == 2, extra
+        assert error in capsys.readouterr().err, extra
+    for values, error in (
+        ("agents=abc", "urban n_agents: expected a whole number or none, got 'abc'"),
+        ("agents=-5", "urban n_agents: must be >= 1, got -5"),
+    ):
+        assert main([*argv[:4], "--param", values, "--out", str(tmp_path / "x")]) == 2
+        assert error in capsys.readouterr().err
+        assert not (tmp_path / "x").exists()  # refused before any run
 
 
-def test_parse_parameters():
-    assert parse_parameters(
-        ["days=1,2", "agents=70", "events=false", "block=none", "c=A,H"]
+def test_a_sweep_whose_runs_failed_exits_non_zero_with_the_first_error(
+    tmp_path, capsys
+):
+    argv = ["sweep", "urban", "--param", "days=1", "--param", "agents=4"]
+    argv += ["--param", "population=no_such_population", "--out", str(tmp_path)]
+    assert main([*argv, "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert "1 failed" in captured.out
+    error = captured.err.strip().splitlines()[-1]
+    assert error.startswith("mlm: error: 1 of 1 runs failed; the first, ")
+    assert "no_such_population: no such bundled population" in error
+
+
+def test_parse_sweep_parameters():
+    assert parse_sweep_parameters(
+        UrbanParameters,
+        ["days=1,2", "agents=70", "events=false", "embedding=hash,minilm"],
     ) == {
         "days": [1, 2],
         "n_agents": 70,
         "events": False,
-        "block": None,
-        "c": ["A", "H"],
+        "embedding": ["hash", "minilm"],
     }
-    with pytest.raises(ValueError, match="twice"):
-        parse_parameters(["days=1", "days=2"])
+    with pytest.raises(ParameterError, match="twice"):
+        parse_sweep_parameters(UrbanParameters, ["days=1", "n_agents=2", "days=2"])
+    with pytest.raises(ParameterError, match="embedding: expected one of auto"):
+        parse_sweep_parameters(UrbanParameters, ["embedding=bert"])
 
 
 def test_an_interrupted_urban_run_resumes_from_its_checkpoint(tmp_path, caplog):
@@ -311,10 +347,10 @@ def test_an_interrupted_urban_run_resumes_from_its_checkpoint(tmp_path, caplog):
     )
     # the same run, stopped by a crash after its day 1 checkpoint, inside a sweep's folder
     run_dir = tmp_path / "b" / run_name(grid, 3)
-    run_urban(run_dir, urban_config(**grid, seed=3), progress=False, stop_after_day=1)
+    run_urban(run_dir, seed=3, stop_after=1, **grid)
     day_1 = run_dir / "tables" / "trips" / "day=1.parquet"
     written = day_1.stat().st_mtime_ns
-    with caplog.at_level("INFO", logger="mesa_llm_mobility.experiment.sweep"):
+    with caplog.at_level("INFO", logger="mesa_llm_mobility.experiment.sweeps"):
         resumed = sweep(
             UrbanMobilityModel, grid, seeds=[3], out=tmp_path / "b", progress=False
         )
@@ -328,9 +364,8 @@ def test_an_interrupted_urban_run_resumes_from_its_checkpoint(tmp_path, caplog):
 def test_a_folder_of_another_config_starts_again(tmp_path, caplog):
     grid = {"n_agents": 4, "days": 2}
     run_dir = tmp_path / run_name(grid, 3)
-    other = urban_config(n_agents=4, days=2, seed=3, events=False)
-    run_urban(run_dir, other, progress=False, stop_after_day=1)
-    with caplog.at_level("INFO", logger="mesa_llm_mobility.experiment.sweep"):
+    run_urban(run_dir, n_agents=4, days=2, seed=3, events=False, stop_after=1)
+    with caplog.at_level("INFO", logger="mesa_llm_mobility.experiment.sweeps"):
         results = sweep(
             UrbanMobilityModel, grid, seeds=[3], out=tmp_path, progress=False
         )

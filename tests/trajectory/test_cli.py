@@ -1,4 +1,4 @@
-"""``mlm traj synth | generate | evaluate`` end to end, offline, and their one-line errors."""
+"""``mlm traj synth | run | evaluate`` end to end, offline, and their one-line errors."""
 
 from __future__ import annotations
 
@@ -65,12 +65,14 @@ def test_generate_then_evaluate_against_the_held_out_days(data, tmp_path, capsys
     code = main(
         [
             "traj",
-            "generate",
+            "run",
             "--history",
             str(data),
             "--hold-out",
             "3",
             "--out",
+            str(out.with_suffix(".run")),
+            "--stays",
             str(out),
             "--no-progress",
             "--seed",
@@ -159,12 +161,14 @@ def test_generate_through_the_llm_brain_writes_the_ledger(
         code = main(
             [
                 "traj",
-                "generate",
+                "run",
                 "--history",
                 str(data),
                 "--days",
                 "1",
                 "--out",
+                str(out.with_suffix(".run")),
+                "--stays",
                 str(out),
                 "--no-progress",
                 *_llm_flags(server),
@@ -197,10 +201,12 @@ def test_bad_history_is_one_line_and_writes_nothing(data, tmp_path, capsys):
         main(
             [
                 "traj",
-                "generate",
+                "run",
                 "--history",
                 str(bad),
                 "--out",
+                str(out.with_suffix(".run")),
+                "--stays",
                 str(out),
                 "--no-progress",
             ]
@@ -219,12 +225,14 @@ def test_an_existing_run_is_not_replaced_without_overwrite(data, tmp_path, capsy
     out = tmp_path / "gen.parquet"
     arguments = [
         "traj",
-        "generate",
+        "run",
         "--history",
         str(data),
         "--days",
         "1",
         "--out",
+        str(out.with_suffix(".run")),
+        "--stays",
         str(out),
         "--no-progress",
     ]

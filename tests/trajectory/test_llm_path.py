@@ -23,7 +23,6 @@ from mesa_llm_mobility.cognition.testing import (
 from mesa_llm_mobility.trajectory import scripted_llm
 from mesa_llm_mobility.trajectory.model import TrajectoryModel
 from mesa_llm_mobility.trajectory.staypoints import validate_staypoints
-from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
 
 from .conftest import assert_days_like_history, llm_options, slow_sometimes
 
@@ -41,7 +40,7 @@ def _run(tmp_path, history, durations, days=2):
         model = TrajectoryModel(
             history,
             days=days,
-            settings=WorkflowSettings(durations=durations),
+            durations=durations,
             brain="llm:openai/fake-model",
             brain_options=llm_options(
                 server, Ledger(ledger_path), KEY, temperature=0.9

@@ -88,7 +88,7 @@ def test_rule_days_end_at_home_at_midnight_with_the_history_visit_counts(
         small_split.history,
         dates=_held_out_dates(small_split),
         rng=4,
-        settings=WorkflowSettings(durations=durations),
+        durations=durations,
     )
     assert_days_like_history(generated, small_split.history, mean_tolerance=0.6)
 
@@ -105,9 +105,8 @@ def test_same_seed_same_days(small_split):
 
 
 def test_visit_mode_asks_one_duration_per_visit(small_split):
-    settings = WorkflowSettings(durations="visit")
     with TrajectoryModel(
-        small_split.history, days=1, settings=settings, rng=3
+        small_split.history, days=1, durations="visit", rng=3
     ) as model:
         model.run()
         decisions = model.decisions_frame()

@@ -30,7 +30,6 @@ from mesa_llm_mobility.trajectory.model import (
     individual_stream,
     stream_key,
 )
-from mesa_llm_mobility.trajectory.runner import generation_config, run_generation
 from mesa_llm_mobility.trajectory.shards import (
     DONE_FILE,
     ERROR_FILE,
@@ -41,6 +40,7 @@ from mesa_llm_mobility.trajectory.shards import (
 )
 from mesa_llm_mobility.trajectory.staypoints import write_numosim
 from tests.conftest import local_server_options
+from tests.trajectory.runs import generation_config, run_generation
 
 from .conftest import slow_sometimes
 
@@ -242,7 +242,7 @@ def _generate(history, out, *extra):
     return main(
         [
             "traj",
-            "generate",
+            "run",
             "--history",
             str(history),
             "--days",
@@ -250,6 +250,8 @@ def _generate(history, out, *extra):
             "--seed",
             "3",
             "--out",
+            str(out.with_suffix(".run")),
+            "--stays",
             str(out),
             "--no-progress",
             *extra,
@@ -332,7 +334,7 @@ def test_llm_shards_with_faults_give_everyone_a_trajectory_and_record_fallbacks(
             brain_options=_llm_options(server, 4),
         )
         assert server.request_count == received  # finished shards are not asked again
-    assert result.individuals == 12
+    assert result.run.metadata["extra"]["individuals"] == 12
     assert set(result.trajectories["agent_id"]) == set(
         pd.read_parquet(llm_history_dir / "staypoints.parquet")["agent_id"]
     )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from mesa_llm_mobility.experiment.lifecycle import RunResult
 from mesa_llm_mobility.urban.decisions import PersonaFacts
-from mesa_llm_mobility.urban.runner import UrbanRunResult, run_urban, urban_config
+from tests.urban.runs import run_urban
 
 WORKPLACES = ["Factory"] * 20 + ["Office"] * 17 + [
     "Coffee shop", "Hospital", "Gym", "Food court", "Supermarket", "Museum", "Cinema", "School",
@@ -63,10 +64,10 @@ def personas() -> list[PersonaFacts]:
 
 
 @pytest.fixture(scope="session")
-def finished_run(tmp_path_factory) -> UrbanRunResult:
+def finished_run(tmp_path_factory) -> RunResult:
     """A finished rule-brain run of 12 travellers over 2 days (a few seconds)."""
     out = tmp_path_factory.mktemp("runs") / "u1"
-    return run_urban(out, urban_config(days=2, n_agents=12, seed=3), progress=False)
+    return run_urban(out, days=2, n_agents=12, seed=3)
 
 
 def slow_sometimes(body):

@@ -1,4 +1,4 @@
-"""Checkpoints, resume and fork of urban runs (``mesa_llm_mobility.urban.runner``)."""
+"""Checkpoints, resume and fork of urban runs (the shared lifecycle on the urban model)."""
 
 from __future__ import annotations
 
@@ -12,23 +12,21 @@ import pytest
 from mesa_llm_mobility.cli import main
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_content
+from mesa_llm_mobility.experiment.lifecycle import fork_run, resume_run
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.memory import MemoryStore
+from mesa_llm_mobility.urban import run_files
 from mesa_llm_mobility.urban import scripted_llm as traveller
-from mesa_llm_mobility.urban.runner import (
-    fork_urban,
-    resume_urban,
-    run_urban,
-    urban_config,
-)
+from mesa_llm_mobility.urban.traffic_records import LINK_STATE_COLUMNS
+from tests.urban.runs import kpis, run_urban
 
 TABLES = ("trips", "decisions", "plans", "revisions", "positions", "link_states")
-CONFIG = urban_config(days=2, n_agents=8, seed=3)
+CONFIG = {"days": 2, "n_agents": 8, "seed": 3}
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    return run_urban(tmp_path_factory.mktemp("runs") / "full", CONFIG, progress=False)
+    return run_urban(tmp_path_factory.mktemp("runs") / "full", **CONFIG)
 
 
 def _assert_same_tables(left: RunDirectory, right: RunDirectory) -> None:
@@ -38,10 +36,10 @@ def _assert_same_tables(left: RunDirectory, right: RunDirectory) -> None:
 
 def test_every_day_boundary_has_a_checkpoint_and_a_memory_snapshot(uninterrupted):
     run = uninterrupted.run
-    assert run.checkpoint_days() == [0, 1, 2]
+    assert run.checkpoint_numbers() == [0, 1, 2]
     for day in (0, 1, 2):
-        assert (run.checkpoints_dir / f"day_{day}_memory").is_dir()
-    store = MemoryStore.open(run.checkpoints_dir / "day_2_memory")
+        assert run.memory_snapshot_path(day).is_dir()
+    store = MemoryStore.open(run.memory_snapshot_path(2))
     try:
         assert store.agent_ids()  # the snapshot reopens with its agents' memories
     finally:
@@ -49,31 +47,31 @@ def test_every_day_boundary_has_a_checkpoint_and_a_memory_snapshot(uninterrupted
 
 
 def test_interrupted_run_resumed_equals_uninterrupted(uninterrupted, tmp_path):
-    stopped = run_urban(tmp_path / "b", CONFIG, progress=False, stop_after_day=1)
-    assert not stopped.finished and stopped.plots == []
+    stopped = run_urban(tmp_path / "b", stop_after=1, **CONFIG)
+    assert not stopped.finished and stopped.outputs == []
     assert stopped.run.table_days("trips") == [1]
-    resumed = resume_urban(tmp_path / "b", progress=False)
+    resumed = resume_run(tmp_path / "b", progress=False)
     assert resumed.finished
     _assert_same_tables(uninterrupted.run, resumed.run)
     pd.testing.assert_frame_equal(
         uninterrupted.run.read_table("memories"), resumed.run.read_table("memories")
     )
-    assert resumed.summary["trips"] == uninterrupted.summary["trips"]
-    assert {p.name for p in resumed.plots} == {p.name for p in uninterrupted.plots}
-    again = resume_urban(tmp_path / "b", progress=False)  # finished: only reported
-    assert again.finished and again.summary["trips"] == resumed.summary["trips"]
+    assert kpis(resumed)["trips"] == kpis(uninterrupted)["trips"]
+    assert {p.name for p in resumed.outputs} == {p.name for p in uninterrupted.outputs}
+    again = resume_run(tmp_path / "b", progress=False)  # finished: outputs again
+    assert again.finished and kpis(again)["trips"] == kpis(resumed)["trips"]
 
 
 def test_corrupt_latest_checkpoint_falls_back_to_the_previous(uninterrupted, tmp_path):
-    stopped = run_urban(tmp_path / "c", CONFIG, progress=False, stop_after_day=1)
+    stopped = run_urban(tmp_path / "c", stop_after=1, **CONFIG)
     path = stopped.run.checkpoint_path(1)
     path.write_bytes(path.read_bytes()[:100])  # truncated
-    resumed = resume_urban(tmp_path / "c", progress=False)  # from day 0
+    resumed = resume_run(tmp_path / "c", progress=False)  # from day 0
     _assert_same_tables(uninterrupted.run, resumed.run)
 
 
 # ---------------------------------------------------------------------------- LLM brain
-LLM_CONFIG = urban_config(days=2, n_agents=6, seed=5, brain="llm:openai/fake-model")
+LLM_CONFIG = {"days": 2, "n_agents": 6, "seed": 5, "brain": "llm:openai/fake-model"}
 
 
 def _respond(body):
@@ -109,14 +107,13 @@ def llm_source(tmp_path_factory):
     with FakeLLMServer(_respond) as server:
         result = run_urban(
             tmp_path_factory.mktemp("llm") / "source",
-            LLM_CONFIG,
-            progress=False,
             brain_options=_options(server),
+            **LLM_CONFIG,
         )
         assert server.request_count > 0
     # the run's result, and what the server saw of it
     return SimpleNamespace(
-        run=result.run, summary=result.summary, server_requests=server.request_count
+        run=result.run, summary=kpis(result), server_requests=server.request_count
     )
 
 
@@ -137,10 +134,10 @@ def test_llm_fork_replays_identical_days_without_calls(llm_source, tmp_path):
     ]
     assert source_day2
     with FakeLLMServer(_respond) as server:
-        fork = fork_urban(
+        fork = fork_run(
             llm_source.run.path,
             tmp_path / "fork",
-            from_day=1,
+            at=1,
             changes={"days": 3},
             progress=False,
             brain_options=_options(server),
@@ -159,21 +156,21 @@ def test_llm_fork_replays_identical_days_without_calls(llm_source, tmp_path):
         pd.testing.assert_frame_equal(
             source, forked[forked["day"] <= 2].reset_index(drop=True)
         )
-    assert RunDirectory.open(fork.run.path).metadata["from_day"] == 1
+    assert RunDirectory.open(fork.run.path).metadata["forked_at"] == 1
 
 
 def test_llm_fork_of_an_unchanged_day_makes_zero_requests(llm_source, tmp_path):
     with FakeLLMServer(_respond) as server:
-        fork = fork_urban(
+        fork = fork_run(
             llm_source.run.path,
             tmp_path / "same",
-            from_day=1,
+            at=1,
             progress=False,
             brain_options=_options(server),
         )
         assert server.request_count == 0
-    assert fork.summary["llm"].loc["all", "replayed"] > 0
-    assert fork.summary["llm"].loc["all", "http_calls"] == 0  # it made none
+    assert kpis(fork)["llm"].loc["all", "replayed"] > 0
+    assert kpis(fork)["llm"].loc["all", "http_calls"] == 0  # it made none
     _assert_same_tables(llm_source.run, fork.run)
 
 
@@ -186,15 +183,13 @@ def test_llm_resume_answers_the_interrupted_day_from_its_ledger(llm_source, tmp_
     path.write_bytes(b"truncated")
     (copy / "summary.json").unlink()
     with FakeLLMServer(_respond) as server:
-        resumed = resume_urban(copy, progress=False, brain_options=_options(server))
+        resumed = resume_run(copy, progress=False, brain_options=_options(server))
         assert server.request_count == 0
     records = _days(copy / "ledger.jsonl")
     assert len(records) == len(recorded)  # day 2 replaced, not duplicated
     assert all(r["replayed"] for r in records if r["tags"]["day"] == 2)
     _assert_same_tables(llm_source.run, resumed.run)
-    llm = resumed.summary["llm"].loc[
-        "all"
-    ]  # the whole ledger, not only the resumed day
+    llm = kpis(resumed)["llm"].loc["all"]  # the whole ledger, not only the resumed day
     assert (
         llm["decisions"]
         == len(records)
@@ -206,51 +201,47 @@ def test_llm_resume_answers_the_interrupted_day_from_its_ledger(llm_source, tmp_
 
 
 def test_fork_rejects_unknown_changes(uninterrupted, tmp_path):
-    with pytest.raises(ValueError, match="cannot change 'seed'"):
-        fork_urban(
-            uninterrupted.run.path, tmp_path / "x", from_day=1, changes={"seed": 1}
-        )
-    with pytest.raises(ValueError, match="before from_day"):
-        fork_urban(
-            uninterrupted.run.path, tmp_path / "y", from_day=2, changes={"days": 1}
-        )
+    with pytest.raises(ValueError, match="seed cannot change in a fork"):
+        fork_run(uninterrupted.run.path, tmp_path / "x", at=1, changes={"seed": 1})
+    with pytest.raises(ValueError, match="before the checkpoint of day 2"):
+        fork_run(uninterrupted.run.path, tmp_path / "y", at=2, changes={"days": 1})
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 
 
 def test_fork_with_events_off_from_day_0_equals_a_run_without_events(
     uninterrupted, tmp_path
 ):
-    quiet = run_urban(tmp_path / "quiet", {**CONFIG, "events": False}, progress=False)
-    fork = fork_urban(
+    quiet = run_urban(tmp_path / "quiet", **{**CONFIG, "events": False})
+    fork = fork_run(
         uninterrupted.run.path,
         tmp_path / "fork",
-        from_day=0,
+        at=0,
         changes={"events": False},
         progress=False,
     )
     assert fork.run.config["events"] is False
     assert fork.run.read_checkpoint(2)["model"].town.events == ()
     _assert_same_tables(quiet.run, fork.run)
-    source = uninterrupted.run.read_checkpoint(0)["model"]
-    forked = fork.run.read_checkpoint(0)["model"]
-    assert source.engine.announced_events(8 * 60)  # the fork's day 0 state has none
+    source = uninterrupted.run.read_checkpoint(1)["model"]
+    forked = fork.run.read_checkpoint(1)["model"]
+    assert source.engine.announced_events(8 * 60)  # the fork's days have none
     assert forked.engine.announced_events(8 * 60) == []
 
 
 # ---------------------------------------------------------------------------- command line
 def test_cli_urban_resume_and_fork(uninterrupted, tmp_path, capsys):
     out = tmp_path / "cli"
-    run_urban(out, CONFIG, progress=False, stop_after_day=1)
+    run_urban(out, stop_after=1, **CONFIG)
     assert main(["urban", "resume", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert f"run directory: {out}" in printed and "punctuality" in printed
     _assert_same_tables(uninterrupted.run, RunDirectory.open(out))
 
     fork = tmp_path / "fork"
-    argv = ["urban", "fork", str(out), "--from-day", "2", "--out", str(fork)]
+    argv = ["urban", "fork", str(out), "--at", "2", "--out", str(fork)]
     assert main([*argv, "--days", "3", "--no-events", "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert f"run directory: {fork}" in printed and "plots:" in printed
+    assert f"run directory: {fork}" in printed and "written:" in printed
     assert RunDirectory.open(fork).table_days("trips") == [1, 2, 3]
 
 
@@ -261,10 +252,10 @@ def test_cli_resume_of_a_missing_run_is_a_clear_error(tmp_path, capsys):
 
 def test_fork_of_a_rule_run_with_an_llm_brain(uninterrupted, tmp_path):
     with FakeLLMServer(_respond) as server:
-        fork = fork_urban(
+        fork = fork_run(
             uninterrupted.run.path,
             tmp_path / "llm",
-            from_day=1,
+            at=1,
             changes={"brain": "llm:openai/fake-model"},
             progress=False,
             brain_options=_options(server),
@@ -275,26 +266,18 @@ def test_fork_of_a_rule_run_with_an_llm_brain(uninterrupted, tmp_path):
     assert not any(r["replayed"] for r in records)
     assert fork.run.config["brain"] == "llm:openai/fake-model"
     with pytest.raises(ValueError, match="brain setting"):
-        fork_urban(
-            uninterrupted.run.path, tmp_path / "bad", from_day=1, changes={"brain": "x"}
-        )
+        fork_run(uninterrupted.run.path, tmp_path / "bad", at=1, changes={"brain": "x"})
 
 
 def test_checkpoints_leave_out_stored_link_rows_and_resume_puts_them_back(tmp_path):
-    from mesa_llm_mobility.urban import runner  # noqa: PLC0415
-    from mesa_llm_mobility.urban.traffic_records import (  # noqa: PLC0415
-        LINK_STATE_COLUMNS,
-    )
-
     out = tmp_path / "r"
-    config = runner.urban_config(days=2, n_agents=8, seed=1)
-    runner.run_urban(out, config, progress=False, stop_after_day=1)
+    run_urban(out, days=2, n_agents=8, seed=1, stop_after=1)
     run = RunDirectory.open(out)
     model = run.read_checkpoint(1)["model"]
     assert (
         model.engine.link_states_frame().empty
     )  # day 1's rows live in tables/link_states
-    runner._restore_link_history(run, model, 1)
+    run_files.restore_link_history(run, model, 1)
     stored = run.read_table("link_states")[LINK_STATE_COLUMNS]
     pd.testing.assert_frame_equal(model.link_states_frame(), stored, check_dtype=False)
     with pytest.raises(ValueError, match="overlap"):
@@ -302,7 +285,7 @@ def test_checkpoints_leave_out_stored_link_rows_and_resume_puts_them_back(tmp_pa
 
     shutil.rmtree(run.tables_dir / "link_states")
     with pytest.raises(ValueError, match="link_states"):
-        runner.resume_urban(out, progress=False)
+        resume_run(out, progress=False)
 
 
 def _flawed_then_fixed(body):
@@ -317,21 +300,19 @@ def _flawed_then_fixed(body):
 
 
 def test_a_replayed_llm_run_reports_what_the_live_run_reported(tmp_path):
-    config = urban_config(days=1, n_agents=6, seed=8, brain="llm:openai/fake-model")
+    config = {"days": 1, "n_agents": 6, "seed": 8, "brain": "llm:openai/fake-model"}
     with FakeLLMServer(_flawed_then_fixed) as server:
-        live = run_urban(
-            tmp_path / "live", config, progress=False, brain_options=_options(server)
-        )
-        assert live.summary["plan_errors"]  # the flawed plans were seen and counted
+        live = run_urban(tmp_path / "live", brain_options=_options(server), **config)
+        assert kpis(live)["plan_errors"]  # the flawed plans were seen and counted
         requests = server.request_count
-        replay = fork_urban(
+        replay = fork_run(
             live.run.path,
             tmp_path / "replay",
-            from_day=0,
+            at=0,
             progress=False,
             brain_options=_options(server),
         )
         assert server.request_count == requests  # every answer came from the ledger
-    for key in live.summary.keys() - {"llm"}:
-        assert replay.summary[key] == live.summary[key], key
+    for key in kpis(live).keys() - {"llm"}:
+        assert kpis(replay)[key] == kpis(live)[key], key
     _assert_same_tables(live.run, replay.run)

@@ -1,16 +1,11 @@
-import json
-
 import pandas as pd
 import pytest
 
 from mesa_llm_mobility.cli import main
 from mesa_llm_mobility.experiment.run_directory import RunDirectory, RunDirectoryError
-from mesa_llm_mobility.urban.runner import (
-    daily_table,
-    run_urban,
-    summary_lines,
-    urban_config,
-)
+from mesa_llm_mobility.urban.parameters import UrbanParameters
+from mesa_llm_mobility.urban.run_files import daily_table, run_summary, summary_lines
+from tests.urban.runs import run_urban, summary
 
 
 def test_run_directory_holds_config_tables_plots_and_summary(finished_run):
@@ -20,20 +15,19 @@ def test_run_directory_holds_config_tables_plots_and_summary(finished_run):
     assert run.table_days("trips") == [1, 2]
     trips = run.read_table("trips")
     assert set(trips["day"]) == {1, 2}
-    assert len(trips) == finished_run.summary["trips"]
+    assert len(trips) == summary(finished_run)["trips"]
     assert set(run.read_table("link_states")["time"] // 1440 + 1) == {1, 2}
     assert len(run.read_table("decisions")) > 0
     assert len(pd.read_parquet(run.tables_dir / "trips")) == len(
         trips
     )  # plain pandas loads it too
-    assert {p.name for p in finished_run.plots} == {
+    assert {p.name for p in finished_run.outputs} == {
         "departures_per_day.png",
         "mode_shares.png",
         "traffic_snapshots.png",
     }
-    assert all(p.stat().st_size > 10_000 for p in finished_run.plots)
-    summary = json.loads((run.path / "summary.json").read_text())
-    assert summary["trips"] == finished_run.summary["trips"]
+    assert all(p.stat().st_size > 10_000 for p in finished_run.outputs)
+    assert run.metadata["model"] == "urban"
     used = run.metadata["extra"]["memory"]["embedding"]
     assert used["setting"] == "auto"  # the default: MiniLM when installed, else hash
     assert used["name"] in ("minilm", "hash")
@@ -43,20 +37,16 @@ def test_daily_table_and_summary_lines(finished_run):
     table = daily_table(finished_run.run.read_table("trips"))
     assert list(table["day"]) == [1, 2]
     assert (table["completed"] <= table["trips"]).all()
-    lines = summary_lines(finished_run.summary)
+    kpis = run_summary(finished_run.run, finished_run.model)
+    lines = summary_lines(kpis)
     assert lines[0].startswith("trips")
     assert any(line.startswith("punctuality") for line in lines)
-    assert (
-        f"interrupted      {finished_run.summary['interruptions']} trips"
-        in "\n".join(lines)
-    )
+    assert f"interrupted      {kpis['interruptions']} trips" in "\n".join(lines)
 
 
 def test_a_run_directory_is_not_overwritten_by_accident(finished_run):
     with pytest.raises(RunDirectoryError):
-        run_urban(
-            finished_run.run.path, urban_config(days=1, n_agents=3), progress=False
-        )
+        run_urban(finished_run.run.path, days=1, n_agents=3)
 
 
 def test_cli_urban_run(tmp_path, capsys):
@@ -107,4 +97,4 @@ def test_cli_urban_run_with_tools_through_the_local_server(tmp_path, monkeypatch
     decisions = run.read_table("decisions")
     assert (decisions["kind"] == "TravelQuery").sum() >= 4
     assert "chats" in run.table_names()
-    assert "tools" not in urban_config()  # off: configs stay as they were
+    assert UrbanParameters().tools is False

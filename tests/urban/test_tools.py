@@ -13,6 +13,7 @@ from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import (
     FakeLLMServer,
 )
+from mesa_llm_mobility.experiment.lifecycle import resume_run
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.urban import UrbanMobilityModel
 from mesa_llm_mobility.urban.app.inspector import _tool_rows, report_of_model
@@ -22,13 +23,14 @@ from mesa_llm_mobility.urban.decisions import (
     TravelQueryOutput,
 )
 from mesa_llm_mobility.urban.metro import next_train, transit_journey
-from mesa_llm_mobility.urban.runner import resume_urban, run_urban, urban_config
+from mesa_llm_mobility.urban.parameters import UrbanParameters
 from mesa_llm_mobility.urban.tools import (
     MAX_TOOL_CALLS,
     TOOL_NAMES,
     ToolError,
     TravelTools,
 )
+from tests.urban.runs import kpis, run_urban
 
 from .conftest import (
     local_llm_options,
@@ -271,9 +273,13 @@ def test_a_server_without_tool_calling_gets_the_structured_query(tmp_path):
 
 
 def test_a_resumed_run_replays_its_native_tool_calls_with_no_call(tmp_path):
-    config = urban_config(
-        days=2, n_agents=6, seed=1, tools=True, brain="llm:openai/fake-model"
-    )
+    config = {
+        "days": 2,
+        "n_agents": 6,
+        "seed": 1,
+        "tools": True,
+        "brain": "llm:openai/fake-model",
+    }
     with FakeLLMServer(scripted_traveller(faulty=True)) as server:
         options = local_llm_options(server, tool_calling="native")
         source = run_urban(tmp_path / "run", config, progress=False, brain_options=options)  # fmt: skip
@@ -287,10 +293,10 @@ def test_a_resumed_run_replays_its_native_tool_calls_with_no_call(tmp_path):
     (copy / "summary.json").unlink()
     with FakeLLMServer(scripted_traveller(faulty=False)) as server:
         options = local_llm_options(server, tool_calling="native")
-        resumed = resume_urban(copy, progress=False, brain_options=options)
+        resumed = resume_run(copy, progress=False, brain_options=options)
         assert server.request_count == 0
     pd.testing.assert_frame_equal(calls, resumed.run.read_table("tool_calls"))
-    assert resumed.summary["llm"].loc["all", "http_calls"] == served
+    assert kpis(resumed)["llm"].loc["all", "http_calls"] == served
 
 
 def test_the_inspector_reads_tool_calls_saved_before_native_calling():
@@ -303,16 +309,20 @@ def test_the_inspector_reads_tool_calls_saved_before_native_calling():
 
 
 def test_a_run_saves_its_tool_calling_and_a_resumed_run_keeps_it(tmp_path, monkeypatch):
-    config = urban_config(
-        days=2, n_agents=4, seed=1, tools=True, brain="llm:openai/fake-model"
-    )
-    assert "tool_calling" not in config  # resolved when the run starts
+    config = {
+        "days": 2,
+        "n_agents": 4,
+        "seed": 1,
+        "tools": True,
+        "brain": "llm:openai/fake-model",
+    }
+    assert config.get("tool_calling") is None  # resolved when the run starts
     monkeypatch.setenv("MLM_TOOL_CALLING", "native")
     with FakeLLMServer(
         scripted_traveller(faulty=True), latency_s=slow_sometimes
     ) as server:
         first = run_urban(
-            tmp_path / "run", config, progress=False, stop_after_day=1,
+            tmp_path / "run", config, progress=False, stop_after=1,
             brain_options=local_llm_options(server),
         )  # fmt: skip
     assert first.run.config["tool_calling"] == "native"
@@ -326,12 +336,12 @@ def test_a_run_saves_its_tool_calling_and_a_resumed_run_keeps_it(tmp_path, monke
             match=r"config\.json: tool_calling is 'native', the brain options ask for "
             r"'structured'",
         ):
-            resume_urban(
+            resume_run(
                 first.run.path, progress=False,
                 brain_options=local_llm_options(server, tool_calling="structured"),
             )  # fmt: skip
         assert server.request_count == 0
-        resumed = resume_urban(
+        resumed = resume_run(
             first.run.path, progress=False, brain_options=local_llm_options(server)
         )
         assert any("tools" in body for body in server.requests)
@@ -340,9 +350,7 @@ def test_a_run_saves_its_tool_calling_and_a_resumed_run_keeps_it(tmp_path, monke
 
 
 def test_tool_calling_in_a_config_is_one_of_the_choices(finished_run):
-    assert (
-        "tool_calling" not in finished_run.run.config
-    )  # a rule run has no tool calling
-    assert urban_config(tool_calling="structured")["tool_calling"] == "structured"
-    with pytest.raises(ValueError, match="tool_calling must be one of auto, native"):
-        urban_config(tool_calling="sometimes")
+    assert finished_run.run.config["tool_calling"] is None  # a rule run calls no tools
+    assert UrbanParameters(tool_calling="structured").tool_calling == "structured"
+    with pytest.raises(ValueError, match="tool_calling: expected one of auto, native"):
+        UrbanParameters(tool_calling="sometimes")

@@ -28,10 +28,10 @@ import pandas as pd
 
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.settings import parse_brain_setting
+from mesa_llm_mobility.experiment.lifecycle import LLM_SUMMARY_TABLE
 from mesa_llm_mobility.experiment.run_directory import CONFIG_FILE, RunDirectory
 from mesa_llm_mobility.trajectory.metrics import evaluate
 from mesa_llm_mobility.trajectory.model import TrajectoryModel
-from mesa_llm_mobility.experiment.lifecycle import LLM_SUMMARY_TABLE
 from mesa_llm_mobility.trajectory.staypoints import (
     STAY_COLUMNS,
     StayPointError,

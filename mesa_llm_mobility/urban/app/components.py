@@ -20,6 +20,7 @@ import solara
 from mesa.visualization import SolaraViz
 from mesa.visualization.utils import force_update, update_counter
 
+from mesa_llm_mobility.experiment.lifecycle import fork_run
 from mesa_llm_mobility.urban.app import charts
 from mesa_llm_mobility.urban.app.saved_run import SavedRun
 from mesa_llm_mobility.urban.app.sources import LiveSource, ReplaySource
@@ -32,6 +33,7 @@ from mesa_llm_mobility.urban.app.town_map import (
 )
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, day_clock
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
+from mesa_llm_mobility.urban.parameters import UrbanParameters
 from mesa_llm_mobility.viz.clickable import ClickableMap
 from mesa_llm_mobility.viz.launch import open_or_error, run_from_argv
 from mesa_llm_mobility.viz.panels import (
@@ -348,15 +350,14 @@ def ForkForm(run: SavedRun, on_open: Callable[[str], None]) -> None:
     status = solara.use_reactive("")
 
     def fork() -> None:
-        from mesa_llm_mobility.urban.runner import fork_urban  # noqa: PLC0415
-
         target = fork_target(run.path, from_day.value)
         status.set(f"forking into {target} ...")
         try:
-            fork_urban(
+            fork_run(
                 run.path,
                 target,
-                from_day=from_day.value,
+                at=from_day.value,
+                model=UrbanParameters.model_name,
                 changes={
                     "brain": brain.value,
                     "days": max(n_days.value, from_day.value, 1),

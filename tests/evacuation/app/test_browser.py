@@ -11,7 +11,7 @@ import json
 import pytest
 from playwright import sync_api as playwright
 
-from mesa_llm_mobility.evacuation.runner import evacuation_config, run_evacuation
+from tests.evacuation.runs import run_evacuation
 from tests.urban.app.test_browser import (  # the shared browser set-up
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -90,7 +90,7 @@ def test_live_app_steps_plays_inspects_and_keeps_one_model_per_session(
 
 def test_saved_run_replays_with_the_step_slider(browser, tmp_path):
     run = run_evacuation(
-        tmp_path / "evac", evacuation_config(composition="H", block=2, time_limit_s=20)
+        tmp_path / "evac", composition="H", block=2, time_limit_s=20
     ).run
     with serve_app("--run", str(run.path), log=tmp_path / "solara.log", app=APP) as url:
         page, failed = _open(browser, url, ".mlm-evac-clock")

@@ -14,7 +14,7 @@ from mesa_llm_mobility.evacuation.app.sources import (
     messages_text,
 )
 from mesa_llm_mobility.evacuation.decisions import EVACUATION_MOVE
-from mesa_llm_mobility.evacuation.runner import write_run
+from mesa_llm_mobility.experiment.lifecycle import write_end
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 
 
@@ -24,9 +24,9 @@ def test_replay_shows_the_frame_the_live_model_showed(tmp_path):
         model.step()
     live = LiveSource(model).frame()
     run = RunDirectory.create(
-        tmp_path / "run", {"plaza": None, "composition": "H", "block": 2}
+        tmp_path / "run", model.parameters.to_config(), model="evacuation"
     )
-    write_run(model, run)
+    write_end(run, model)
     replay = ReplaySource(SavedEvacuation(run.path), model.tick).frame()
     assert replay.clock() == live.clock()
     columns = ["agent_id", "x", "y", "status"]

@@ -7,9 +7,9 @@ must render its three views (map, timeline, metric table) with the day scores.
 
 from __future__ import annotations
 
-from mesa_llm_mobility.trajectory.runner import generation_config, run_generation
 from mesa_llm_mobility.trajectory.staypoints import write_numosim
 from mesa_llm_mobility.trajectory.synth import synthesize
+from tests.trajectory.runs import generation_config, run_generation
 from tests.urban.app.test_browser import (  # the shared browser set-up (and conftest's browser)
     ROOT,
     _open,

@@ -13,7 +13,6 @@ from mesa_llm_mobility.trajectory.app.session import (
     synthetic_session,
 )
 from mesa_llm_mobility.trajectory.metrics import evaluate
-from mesa_llm_mobility.trajectory.runner import generation_config, run_generation
 from mesa_llm_mobility.trajectory.staypoints import (
     StayPointError,
     local_dates,
@@ -21,6 +20,7 @@ from mesa_llm_mobility.trajectory.staypoints import (
     write_numosim,
 )
 from mesa_llm_mobility.trajectory.synth import synthesize
+from tests.trajectory.runs import generation_config, run_generation
 
 SMALL = SessionSettings(individuals=12, weeks=2, hold_out=3, seed=4)
 
