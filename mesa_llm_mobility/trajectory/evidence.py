@@ -130,10 +130,6 @@ class IndividualEvidence:
         self._markov_cache[weekday] = result
         return result
 
-    def first_start_samples(self, weekday: int) -> np.ndarray:
-        """First-start minutes of the evidence days of a weekday (mu_u(t1_s | w))."""
-        return self.first_starts[self.evidence_days(weekday)]
-
     def chain_lengths(self, weekday: int) -> np.ndarray:
         """Activities per evidence day of a weekday (the visit counts the chain should match)."""
         return np.array(

@@ -38,6 +38,7 @@ def test_evac_run_writes_run_directory_and_prints_summary(tmp_path, capsys):
             "3",
             "--time-limit",
             "20",
+            "--memory-stream",
             "--out",
             str(out),
         ]
@@ -108,7 +109,7 @@ def test_evac_run_with_route_workers_writes_the_same_tables(
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main([*base, "--route-workers", "0", "--out", str(tmp_path / "zero")])
-    assert "--route-workers: expected a value > 0, got '0'" in capsys.readouterr().err
+    assert "--route-workers: must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_evac_run_parses_explicit_counts():
@@ -122,7 +123,7 @@ def test_evac_run_parses_explicit_counts():
             "x",
         ]
     )
-    assert args.composition == {"rule_following": 6, "anxious_conformist": 5}
+    assert args.parameter_composition == {"rule_following": 6, "anxious_conformist": 5}
 
 
 def test_evac_run_reports_bad_composition(tmp_path, capsys):

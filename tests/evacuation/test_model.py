@@ -11,7 +11,6 @@ from mesa_llm_mobility.evacuation.decisions import (
     Offset,
     validate_evacuation_move,
 )
-from mesa_llm_mobility.evacuation.layers import GateSchedule
 from mesa_llm_mobility.evacuation.memory_role import EVACUATION_MEMORY
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.plaza import Terrain, load_plaza
@@ -138,7 +137,8 @@ def test_gates_close_on_schedule_and_block_movement(plaza):
         plaza=plaza,
         composition="A",
         rng=0,
-        gate_schedule=GateSchedule(0.0, 1.0),
+        gates_closing_at_s=0.0,
+        gates_closed_at_s=1.0,
         time_limit_s=3,
     )
     model.run()
@@ -265,7 +265,7 @@ def test_runs_on_a_user_map_file(tmp_path):
     path = tmp_path / "tiny.txt"
     path.write_text(text)
     model = EvacuationModel(
-        str(path), composition={"bold_solitary": 2}, rng=5, time_limit_s=30
+        plaza=str(path), composition={"bold_solitary": 2}, rng=5, time_limit_s=30
     ).run()
     check_invariants(model)
     assert model.plaza.name == "tiny"
@@ -339,6 +339,14 @@ def test_a_refused_world_closes_the_brain(plaza):
             closed.append(True)
             super().close()
 
-    with pytest.raises(ValueError, match="unknown composition"):
+    with pytest.raises(ValueError, match="start cells; use random_spawn=True"):
+        EvacuationModel(
+            plaza=plaza,
+            composition={"average": 12},
+            random_spawn=False,
+            brain=ClosingBrain(rng=0),
+        )
+    assert closed == [True]
+    with pytest.raises(ValueError, match="unknown composition"):  # refused before
         EvacuationModel(plaza=plaza, composition="Q", brain=ClosingBrain(rng=0))
     assert closed == [True]

@@ -72,11 +72,11 @@ def test_a_stopped_run_resumes_to_the_same_run(tmp_path, uninterrupted, monkeypa
     # the latest two are kept (with their memory snapshots), the older ones removed
     assert run.checkpoint_numbers() == [15, 30]
     assert sorted(p.name for p in run.checkpoints_dir.iterdir()) == [
-        "index.json",
         "checkpoint_15.pkl",
         "checkpoint_15_memory",
         "checkpoint_30.pkl",
         "checkpoint_30_memory",
+        "index.json",
     ]
     assert run.table_names() == []  # nothing of the run's end is written yet
 
@@ -124,7 +124,12 @@ def test_a_finished_run_is_written_again_and_bad_run_directories_are_named(
 
     plain = run_evacuation(tmp_path / "plain", CONFIG)  # no interval asked for
     assert plain.run.checkpoint_numbers() == [0, 60]  # the start and the end
-    bare = RunDirectory.create(tmp_path / "bare", CONFIG, model="evacuation")
+    bare = RunDirectory.create(
+        tmp_path / "bare",
+        plain.run.config,
+        model="evacuation",
+        model_class=plain.run.metadata["model_class"],
+    )
     with pytest.raises(RunDirectoryError, match="no usable checkpoint to resume from"):
         resume_run(bare.path)
     urban_like = RunDirectory.create(tmp_path / "daily", {"days": 1}, model="urban")

@@ -1,6 +1,5 @@
-"""The decisions table is the one its row dicts build, and old checkpoints' dict rows still load."""
+"""The decisions table is the one its row dicts build."""
 
-import pickle
 from types import SimpleNamespace
 
 import pandas as pd
@@ -44,19 +43,3 @@ def test_the_table_is_the_one_the_row_dicts_build():
     expected = pd.DataFrame(_dict_rows(), columns=Toy.decision_table_columns())
     pd.testing.assert_frame_equal(model.decisions_frame(), expected, check_exact=True)
     assert model.decisions_frame()["minute"].tolist() == [10, 11, 12, 99]
-
-
-def test_a_checkpoint_with_dict_rows_loads_with_the_same_table():
-    model = Toy(rng=0)
-    state = model.__getstate__()
-    state["_decision_rows"] = (
-        _dict_rows()
-    )  # as checkpoints written before rows were tuples
-    old = Toy.__new__(Toy)
-    old.__setstate__(state)
-    restored = pickle.loads(pickle.dumps(old))
-    expected = pd.DataFrame(_dict_rows(), columns=Toy.decision_table_columns())
-    pd.testing.assert_frame_equal(
-        restored.decisions_frame(), expected, check_exact=True
-    )
-    assert all(isinstance(row, tuple) for row in restored._decision_rows)

@@ -158,13 +158,13 @@ def test_generic_models_follow_batch_run(tmp_path):
 def test_evacuation_sweep(tmp_path):
     results = sweep(
         EvacuationModel,
-        {"composition": ["A", "Z"], "time_limit_s": 2.0},
+        {"plaza": [None, "no_such_plaza.txt"], "time_limit_s": 2.0},
         seeds=1,
         out=tmp_path,
         progress=False,
     )
     assert results.attrs["failed"] == 1
-    assert "unknown composition 'Z'" in results["error"].dropna().iloc[0]
+    assert "no_such_plaza.txt: no such plaza map" in results["error"].dropna().iloc[0]
     ok = results[results["error"].isna()]
     assert {"time_s", "active", "evacuated", "reached"} <= set(ok.columns)
     assert ok["time_s"].max() == pytest.approx(2.0)
