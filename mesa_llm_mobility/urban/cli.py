@@ -13,7 +13,11 @@ from typing import Any
 
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
 from mesa_llm_mobility.experiment.cli import add_executor_arguments
-from mesa_llm_mobility.urban.published_cli import add_urban_published_command
+from mesa_llm_mobility.urban.published_cli import (
+    add_published_judge_arguments,
+    add_urban_published_command,
+    judge_published,
+)
 
 
 def add_urban_commands(commands: Any) -> Any:
@@ -616,6 +620,7 @@ def add_urban_believability_commands(urban_commands: Any) -> None:
     )
     judge.add_argument("--human", default=None, help="annotators' filled-in CSV")
     judge.add_argument("--seed", type=int, default=0, help="seed of the pair order")
+    add_published_judge_arguments(judge)
     add_brain_arguments(judge)
     judge.set_defaults(handler=_judge)
 
@@ -642,6 +647,8 @@ def _judge(args: argparse.Namespace) -> int:
     from mesa_llm_mobility.cognition.settings import make_brain  # noqa: PLC0415
     from mesa_llm_mobility.urban import believability  # noqa: PLC0415
 
+    if args.published:
+        return judge_published(args)
     folder = Path(args.scenarios)
     found = believability.read_scenarios(folder / "responses.json")
     human = (

@@ -103,3 +103,100 @@ def _published(args: argparse.Namespace) -> int:
         "evening trips are missing (the morning measures are whole)"
     )
     return 0
+
+
+# ----------------------------------------------------------------------------- judge --published
+def add_published_judge_arguments(judge: argparse.ArgumentParser) -> None:
+    """Add ``--published`` and its options to ``mlm urban judge``."""
+    judge.add_argument(
+        "--published",
+        action="store_true",
+        help=(
+            "the paper's published study (50 scenarios, agents' and annotators' answers, o1 "
+            "verdicts): recompute its tests, show them under other assumptions"
+        ),
+    )
+    judge.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="with --published: judge the 50 pairs again with --brain (order seeded by --seed)",
+    )
+    judge.add_argument(
+        "--judge-same-plans",
+        action="store_true",
+        help="with --rejudge: also ask the judge about pairs whose plans are the same text "
+        "(the study tied them without asking)",
+    )
+    judge.add_argument(
+        "--from",
+        dest="published_from",
+        default=None,
+        metavar="PATH",
+        help="with --published: read the study from a checkout instead of the shipped copy",
+    )
+    judge.add_argument(
+        "--write-data",
+        dest="published_write",
+        default=None,
+        metavar="DIR",
+        help="with --published: write the study's compressed copy here (rebuilds the shipped one)",
+    )
+
+
+def judge_published(args: argparse.Namespace) -> int:
+    """``mlm urban judge --published``: the paper's tests, their assumptions, a new judging."""
+    from mesa_llm_mobility.cognition.arguments import brain_options  # noqa: PLC0415
+    from mesa_llm_mobility.cognition.settings import make_brain  # noqa: PLC0415
+    from mesa_llm_mobility.experiment.believability_stats import (  # noqa: PLC0415
+        assumption_variants,
+    )
+    from mesa_llm_mobility.urban import published_micro  # noqa: PLC0415
+
+    cases = (
+        published_micro.load_published_micro()
+        if args.published_from is None
+        else published_micro.import_published_micro(args.published_from)
+    )
+    if args.published_write is not None:
+        path = published_micro.write_published_micro(cases, args.published_write)
+        print(f"wrote {path}")
+    wins, losses, ties = published_micro.verdict_counts(cases)
+    same = sum(case.same_plan for case in cases)
+    tied_same = sum(case.same_plan and case.verdict == "tie" for case in cases)
+    print(
+        f"published study: {len(cases)} scenarios; o1 verdicts: agent {wins}, annotators "
+        f"{losses}, ties {ties}\n"
+        f"ties: {tied_same} of the {ties} are pairs whose two plans are the same text "
+        f"({same} such pairs), which the study's script scored a tie without asking the judge"
+    )
+    print("\nthe paper's tests recomputed, and under other assumptions:")
+    for variant in assumption_variants(wins, losses, ties):
+        mark = "paper" if variant.paper else "     "
+        name = "posterior" if variant.test == "bayes" else f"{variant.test} p"
+        print(
+            f"  {mark} {name:<10} {variant.value:.4f}  {variant.conclusion:<20} "
+            f"{variant.assumption}"
+        )
+    print(
+        "  all three assume 50 independent pairs; the five annotators answered 10 scenarios "
+        "each (which ones is not published), so the pairs are clustered by annotator"
+    )
+    if not args.rejudge:
+        return 0
+    brain = make_brain(args.brain, rng=args.seed, **brain_options(args))
+    try:
+        result = published_micro.rejudge(
+            cases, brain, seed=args.seed, judge_same_plans=args.judge_same_plans
+        )
+    finally:
+        brain.close()
+    tests = result.tests
+    asked = int(result.verdicts["asked"].sum())
+    print(
+        f"\nrejudged by {brain.name} ({asked} pairs asked, order seeded by {args.seed}): "
+        f"agent {tests.wins}, annotators {tests.losses}, ties {tests.ties}; agreement with "
+        f"the published verdicts {result.agreement:.2f} (Cohen's kappa {result.kappa:.2f})\n"
+        f"binomial p = {tests.binomial_p:.4f}, sign p = {tests.sign_p:.4f}, posterior = "
+        f"{tests.posterior_at_least_as_good:.4f}"
+    )
+    return 0
