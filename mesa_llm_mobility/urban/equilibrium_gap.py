@@ -16,14 +16,16 @@ others made that day. The experienced trip itself is an alternative, so ``c*_i <
 
 The day's network comes from what was observed, not from a model of it:
 :class:`TimeDependentNetwork` reads every link traversal of the day (when a traveller reached a
-link's tail and its head) and, for a traveller reaching the tail at minute ``t``, takes the link
-as queues are first in, first out: it reaches the head no earlier than anyone who reached the tail
-before it, no earlier than its free time after ``t``, and (metro) not before the first train
-leaving after ``t`` has run the link. This is the classical lower envelope of the cumulative
-curves (Newell 1993): exact for a FIFO point queue with the others' choices fixed, except that the
-marginal traveller is assumed to fit where the last one before it did (at most one capacity slot
-optimistic). Engines differ in what a node costs: GATSim spends one minute at every node and at
-the destination's door (``node_minutes=1``), the urban model none.
+link's tail, entered it and reached its head) and lets one more traveller, the commuter with
+its own traversals taken out, through the same links by the rules both engines share: a road
+link admits a vehicle while fewer than its capacity are on it, a train takes riders while it
+has room, first in, first out (the cumulative-count view of queues, Newell 1982, *Applications
+of Queueing Theory*). This is exact for the others' choices fixed, as a gap needs, with one
+approximation: travellers who reached a tail in the same minute as the commuter are not put
+ahead of it. Replaying each observed trip at its observed time gives its observed arrival for
+every trip of our runs and 99 % of the published ones. Engines differ in what a node costs:
+GATSim spends one minute at every node and at the destination's door (``node_minutes=1``),
+the urban model none.
 
 :func:`traversals_from_positions` gives the traversals of one of our runs (positions and trips
 tables); the published run has them exactly (:mod:`.published_movements`).
@@ -43,23 +45,13 @@ import pandas as pd
 from mesa_llm_mobility.urban.decisions.learning import SMALL_1982, schedule_cost
 from mesa_llm_mobility.urban.metro import next_train
 from mesa_llm_mobility.urban.population import Population
+from mesa_llm_mobility.urban.published_movements import TRAVERSAL_COLUMNS
 from mesa_llm_mobility.urban.routing import DirectedLink, NetworkIndex, PathError
 
 WINDOW_BEFORE = 180
 """Departures considered up to this many minutes before the desired arrival."""
 WINDOW_AFTER = 60
 """And up to this many after it."""
-TRAVERSAL_COLUMNS = (
-    "trip_id",
-    "agent",
-    "link",
-    "direction",
-    "how",
-    "tail",
-    "entered",
-    "head",
-)
-"""Columns of a traversals table."""
 
 
 class LinkRecord:

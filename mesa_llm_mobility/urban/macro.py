@@ -329,7 +329,7 @@ def summarise(per_run: pd.DataFrame) -> pd.DataFrame:
     """Mean and 95 % interval of every metric per day over runs (one row per day and metric).
 
     Over several runs: Student t over the runs' values, clipped to [0, 1] for the
-    :data:`BOUNDED` measures. A single run: a Wilson interval for its proportions (punctuality of
+    :data:`BOUNDED` measures and at 0 for the others (counts, minutes, spreads). A single run: a Wilson interval for its proportions (punctuality of
     its commutes, shares of its trips), no interval otherwise.
     """
     rows = []
@@ -345,6 +345,8 @@ def summarise(per_run: pd.DataFrame) -> pd.DataFrame:
                     low, high = wilson(mean * n, n)
                 elif not math.isnan(low):
                     low, high = max(0.0, low), min(1.0, high)
+            elif not math.isnan(low):
+                low = max(0.0, low)  # every measure is a count, a time or a spread
             rows.append(
                 {
                     "day": int(day),

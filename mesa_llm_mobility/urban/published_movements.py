@@ -39,9 +39,11 @@ from typing import Any
 
 import pandas as pd
 
+from mesa_llm_mobility.urban import traffic_records
+from mesa_llm_mobility.urban import trips as trip_records
 from mesa_llm_mobility.urban.congestion import link_wait_indicator
 from mesa_llm_mobility.urban.routing import DirectedLink, NetworkIndex
-from mesa_llm_mobility.user_files import UserFileError
+from mesa_llm_mobility.user_files import UserFileError, read_text
 
 KNOWN_STATUSES = ("staying", "waiting", "driving", "walking", "riding")
 """The statuses of the prototype's mobility events."""
@@ -114,12 +116,7 @@ class Movements:
 
 def load_json(path: Path) -> Any:
     """A JSON file of the prototype's storage (:class:`PublishedDataError` naming it if not)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PublishedDataError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise PublishedDataError(f"{path}: cannot read ({error})") from None
+    text = read_text(path, "file", PublishedDataError)
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
@@ -497,26 +494,7 @@ def _link_index(
     return None
 
 
-TRIP_COLUMNS = (
-    "trip_id",
-    "agent",
-    "origin",
-    "destination",
-    "mode",
-    "path",
-    "planned_departure",
-    "departure",
-    "planned_arrival",
-    "arrival",
-    "admitted",
-    "travel_time",
-    "free_flow_time",
-    "delay",
-    "state",
-    "late",
-    "day",
-    "spans_gap",
-)
+TRIP_COLUMNS = (*trip_records.TRIP_COLUMNS, "late", "day", "spans_gap")
 """Columns of :func:`trips_frame` (the urban model's trips table plus ``spans_gap``)."""
 TRAVERSAL_COLUMNS = (
     "trip_id",
@@ -700,17 +678,7 @@ def positions_frame(
     return frame.sort_values(["time", "agent"], kind="stable").reset_index(drop=True)
 
 
-LINK_STATE_COLUMNS = (
-    "time",
-    "link",
-    "direction",
-    "kind",
-    "queue",
-    "traversing",
-    "entered",
-    "exited",
-    "wait_indicator",
-)
+LINK_STATE_COLUMNS = tuple(traffic_records.LINK_STATE_COLUMNS)
 """Columns of :func:`link_states_frame` (the urban model's link states table)."""
 
 

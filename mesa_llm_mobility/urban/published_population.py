@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from mesa_llm_mobility.urban import outputs
 from mesa_llm_mobility.urban.metro import train_departure
 from mesa_llm_mobility.urban.population import ADULT_AGE, MAX_FRIENDS
 from mesa_llm_mobility.urban.published_movements import (
@@ -267,19 +268,7 @@ def population_from_profiles(
 
 
 # ----------------------------------------------------------------------------- plans
-PLAN_COLUMNS = (
-    "day",
-    "minute",
-    "agent",
-    "source",
-    "position",
-    "facility",
-    "departure_time",
-    "mode",
-    "path",
-    "reflect_every",
-    "description",
-)
+PLAN_COLUMNS = outputs.PLAN_COLUMNS
 """Columns of :func:`plans_frame` (the urban model's plans table)."""
 
 
@@ -378,16 +367,7 @@ def reflections_frame(
     return pd.DataFrame(rows, columns=list(REFLECTION_COLUMNS))
 
 
-MEMORY_COLUMNS = (
-    "agent",
-    "node_id",
-    "type",
-    "content",
-    "importance",
-    "created",
-    "expiration",
-    "keywords",
-)
+MEMORY_COLUMNS = (*outputs.MEMORY_COLUMNS, "keywords")
 """Columns of :func:`memories_frame` (the urban memories table plus ``keywords``)."""
 
 

@@ -170,20 +170,8 @@ def test_comparison_table_puts_sources_side_by_side():
 
 @pytest.mark.slow
 def test_experiment_runs_seeds_on_the_sweep_engine(tmp_path, capsys):
-    code = main(
-        [
-            "urban",
-            "experiment",
-            "--days",
-            "1",
-            "--seeds",
-            "2",
-            "--out",
-            str(tmp_path),
-            "--no-events",
-            "--no-progress",
-        ]
-    )
+    flags = "--days 1 --seeds 2 --no-events --no-progress --out"
+    code = main(["urban", "experiment", *flags.split(), str(tmp_path)])
     assert code == 0
     out = capsys.readouterr().out
     assert "published LLM run, day 1" in out and "rules (2 seeds), day 1" in out
@@ -219,30 +207,11 @@ def test_experiment_takes_the_sweep_executor_flags(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sweep_module, "sweep", no_sweep)
     with pytest.raises(RuntimeError, match="no runs in this test"):
-        main(
-            [
-                "urban",
-                "experiment",
-                "--days",
-                "1",
-                "--seeds",
-                "2",
-                "--out",
-                str(tmp_path),
-                "--executor",
-                "ray",
-                "--ray-address",
-                "auto",
-                "--num-cpus",
-                "3",
-                "--workers",
-                "2",
-                "--population",
-                "population_gatsim",
-                "--no-events",
-                "--no-progress",
-            ]
+        flags = (
+            "--days 1 --seeds 2 --executor ray --ray-address auto --num-cpus 3 --workers 2 "
+            "--population population_gatsim --no-events --no-progress --out"
         )
+        main(["urban", "experiment", *flags.split(), str(tmp_path)])
     assert asked["executor"] == "ray" and asked["max_workers"] == 2
     assert asked["ray_address"] == "auto" and asked["num_cpus"] == 3
     assert asked["parameters"] == {
