@@ -17,6 +17,11 @@ from typing import Any
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
 from mesa_llm_mobility.experiment.cli import add_executor_arguments, add_run_commands
 from mesa_llm_mobility.urban.parameters import UrbanParameters
+from mesa_llm_mobility.urban.published_cli import (
+    add_published_judge_arguments,
+    add_urban_published_command,
+    judge_published,
+)
 
 
 def add_urban_commands(commands: Any) -> Any:
@@ -42,6 +47,7 @@ def add_urban_commands(commands: Any) -> Any:
     add_urban_animate_command(urban_commands)
     add_urban_experiment_command(urban_commands)
     add_urban_believability_commands(urban_commands)
+    add_urban_published_command(urban_commands)
     return urban_commands
 
 
@@ -263,13 +269,15 @@ def add_urban_experiment_command(urban_commands: Any) -> argparse.ArgumentParser
     """
     parser = urban_commands.add_parser(
         "experiment",
-        help="the paper's macroscopic experiment over seeds: per-day means and 95%% intervals",
+        help="the paper's macroscopic experiment over seeds, beside the published LLM run",
         description=(
             "Run the urban model for --days days for each of --seeds seeds on the sweep engine "
             "(one run directory per seed under --out; finished runs are skipped) and print, per "
-            "day, the mean and 95 % interval of the 8:00 starters' departure and on-time count, "
-            "punctuality, mean delay, mode shares, distinct peak paths and the relative gap. "
-            "Writes macro_runs.csv, macro_summary.csv and figure10.png into --out."
+            "day, the mean and 95 % interval of the 8:00 starters' departure, spread and "
+            "on-time count, punctuality, delay, mode shares, travel times, distinct peak paths "
+            "and the relative gap, beside the published GATSim LLM run (and --compare-brain "
+            "runs when given). Writes macro_runs.csv, macro_summary.csv, macro_peaks.csv, "
+            "comparison.csv, peaks.png and figure10.png into --out."
         ),
     )
     parser.add_argument("--days", type=int, default=3, help="days per run (default 3)")
@@ -278,6 +286,28 @@ def add_urban_experiment_command(urban_commands: Any) -> argparse.ArgumentParser
     )
     parser.add_argument(
         "--out", default="runs/urban_experiment", help="experiment folder"
+    )
+    parser.add_argument(
+        "--population",
+        default=None,
+        help="population (bundled name or file; population_gatsim: the published run's)",
+    )
+    parser.add_argument(
+        "--no-events",
+        action="store_true",
+        help="run without the scenario's network events (the published run had none)",
+    )
+    parser.add_argument(
+        "--compare-brain",
+        default=None,
+        metavar="BRAIN",
+        help="also run this brain (e.g. llm:<model>) into <out>/compare, same flags",
+    )
+    parser.add_argument(
+        "--compare-seeds",
+        type=int,
+        default=None,
+        help="seeds of the --compare-brain runs (default --seeds)",
     )
     add_executor_arguments(parser)
     add_brain_arguments(parser)
@@ -289,31 +319,51 @@ def add_urban_experiment_command(urban_commands: Any) -> argparse.ArgumentParser
 
 
 def _experiment(args: argparse.Namespace) -> int:
+    from pathlib import Path  # noqa: PLC0415
+
     import pandas as pd  # noqa: PLC0415
 
     from mesa_llm_mobility.urban import macro  # noqa: PLC0415
+    from mesa_llm_mobility.urban.published import load_published_run  # noqa: PLC0415
 
     if args.seeds < 1 or args.days < 1:
         raise ValueError(
             f"--seeds and --days must be >= 1, got {args.seeds} and {args.days}"
         )
-    _, summary = macro.run_macro_experiment(
-        args.out,
-        days=args.days,
-        seeds=args.seeds,
-        brain=args.brain,
-        executor=args.executor,
-        max_workers=args.workers,
-        ray_address=args.ray_address,
-        num_cpus=args.num_cpus,
-        brain_options=brain_options(args),
-        progress=not args.no_progress,
-    )
-    with pd.option_context("display.width", 200, "display.max_colwidth", 60):
-        print(macro.summary_table(summary).to_string())
+    runs = {}
+    for brain, seeds, out in (
+        (args.brain, args.seeds, Path(args.out)),
+        (
+            args.compare_brain,
+            args.compare_seeds or args.seeds,
+            Path(args.out) / "compare",
+        ),
+    ):
+        if brain is None:
+            continue
+        per_run, _ = macro.run_macro_experiment(
+            out,
+            days=args.days,
+            seeds=seeds,
+            brain=brain,
+            population=args.population,
+            events=not args.no_events,
+            executor=args.executor,
+            max_workers=args.workers,
+            ray_address=args.ray_address,
+            num_cpus=args.num_cpus,
+            brain_options=brain_options(args),
+            progress=not args.no_progress,
+        )
+        peaks = pd.read_csv(out / "macro_peaks.csv")
+        runs[f"{brain} ({seeds} seeds)"] = (per_run, peaks)
+    table, figure = macro.compare_with_published(args.out, runs, load_published_run())
+    with pd.option_context("display.width", 250, "display.max_colwidth", 60):
+        print(table.to_string())
     print(
-        f"\n{args.seeds} seeds x {args.days} days; mean [95 % interval] over seeds; "
-        f"tables and figure10.png in {args.out}"
+        f"\n{args.days} days; mean [95 % interval] over seeds (Student t, clipped to [0, 1] "
+        "for shares and gaps); the published run's proportions with a Wilson interval; "
+        f"tables, {figure.name} and figure10.png in {args.out}"
     )
     return 0
 
@@ -357,6 +407,7 @@ def add_urban_believability_commands(urban_commands: Any) -> None:
     )
     judge.add_argument("--human", default=None, help="annotators' filled-in CSV")
     judge.add_argument("--seed", type=int, default=0, help="seed of the pair order")
+    add_published_judge_arguments(judge)
     add_brain_arguments(judge)
     judge.set_defaults(handler=_judge)
 
@@ -383,6 +434,8 @@ def _judge(args: argparse.Namespace) -> int:
     from mesa_llm_mobility.cognition.settings import make_brain  # noqa: PLC0415
     from mesa_llm_mobility.urban import believability  # noqa: PLC0415
 
+    if args.published:
+        return judge_published(args)
     folder = Path(args.scenarios)
     found = believability.read_scenarios(folder / "responses.json")
     human = (

@@ -7,12 +7,17 @@ import math
 import pytest
 
 from mesa_llm_mobility.urban.decisions.learning import (
+    EARLY_BANDS,
     SMALL_1982,
     TravelBelief,
     adjusted_departure,
     belief_text,
     best_departure,
+    best_departure_by_time,
+    early_band,
+    expected_minutes,
     expected_schedule_cost,
+    habitual_departure,
     learnt_link_waits,
     learnt_path,
     link_costs,
@@ -20,6 +25,7 @@ from mesa_llm_mobility.urban.decisions.learning import (
     queue_lesson_text,
     schedule_cost,
     smooth_belief,
+    travel_time_by_departure,
     update_beliefs,
     worth_switching,
 )
@@ -71,6 +77,47 @@ def test_inertia():
     assert adjusted_departure(400, 450, 480, 440) == 410
     assert adjusted_departure(440, 481, 480, 450) == 439  # 1 min late: no tolerance
     assert worth_switching(40, 33) and not worth_switching(40, 35)
+
+
+def test_a_personal_early_band():
+    assert (
+        adjusted_departure(440, 460, 480, 460, early_band=25.0) == 440
+    )  # 20 early: fine
+    assert adjusted_departure(440, 460, 480, 460, early_band=5.0) == 445  # a quarter on
+    # the band is a trait: the same name, the same band; names spread over all of them
+    assert early_band("Ann Lee") == early_band("Ann Lee")
+    bands = {early_band(f"Person {k}") for k in range(50)}
+    assert bands == set(EARLY_BANDS)
+
+
+def test_habit_rounds_the_allowance_to_ten_minutes():
+    assert habitual_departure(480, 30) == 450
+    assert habitual_departure(480, 34) == 450  # "half an hour": late by plan
+    assert habitual_departure(480, 36) == 440  # "forty minutes"
+    assert habitual_departure(480, 34, extra=5) == 440
+    assert habitual_departure(480, 33, rounding=5) == 445
+    with pytest.raises(ValueError, match="rounding"):
+        habitual_departure(480, 30, rounding=0)
+
+
+def test_travel_time_by_departure_interpolates_and_stays_flat_outside():
+    knots = travel_time_by_departure([(450, 50), (430, 35), (450, 40)])
+    assert knots == ((430, 35.0), (450, 45.0))  # two departures at 7:30 averaged
+    assert expected_minutes(knots, 420) == 35.0
+    assert expected_minutes(knots, 440) == 40.0
+    assert expected_minutes(knots, 470) == 45.0
+    with pytest.raises(ValueError):
+        expected_minutes((), 400)
+
+
+def test_the_optimum_knows_the_queue_comes_later():
+    # leaving at 7:10 took 35 min, at 7:30 took 55 (a queue): aiming at 8:00 with little
+    # spread, the commuter leaves near 7:15-7:17, not at 8:00 - 35 = 7:25
+    knots = travel_time_by_departure([(430, 35), (450, 55)])
+    depart = best_departure_by_time(480, knots, 1.0)
+    assert 430 <= depart <= 438
+    flat = travel_time_by_departure([(430, 35)])
+    assert best_departure_by_time(480, flat, 1.0) == best_departure(480, 35, 1.0)
 
 
 def test_route_lessons_and_announcements_become_link_waits():

@@ -430,7 +430,11 @@ def test_late_is_counted_at_the_door_that_lets_them_in():
     town = load_scenario("nguyen_dupuis")
     office = dataclasses.replace(town.facilities["Office"], capacity=1)
     town = dataclasses.replace(town, facilities={**town.facilities, "Office": office})
-    people = [_persona("Ann", "Office"), _persona("Ben", "Office")]
+    # from Midtown the Office is 35 minutes, "forty" by habit: both reach the door at 07:55
+    people = [
+        _persona("Ann", "Office", home="Midtown apartment"),
+        _persona("Ben", "Office", home="Midtown apartment"),
+    ]
     model = UrbanMobilityModel(
         scenario=town, population=people, days=1, rng=0, chat_probability=0.0
     )

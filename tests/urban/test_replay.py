@@ -33,19 +33,21 @@ def test_load_run_scenario_errors_name_the_file(tmp_path):
         ValueError, match=r"not a run directory \(missing config.json\)"
     ):
         load_run_scenario(tmp_path / "empty")
-    RunDirectory.create(tmp_path / "incomplete", {"model": "urban"})
+    RunDirectory.create(tmp_path / "incomplete", {}, model="urban")
     with pytest.raises(
         ValueError, match=r"incomplete/config.json: no 'scenario' entry"
     ):
         load_run_scenario(tmp_path / "incomplete")
-    RunDirectory.create(tmp_path / "lost", {"model": "urban", "scenario": "atlantis"})
+    RunDirectory.create(tmp_path / "lost", {"scenario": "atlantis"}, model="urban")
     with pytest.raises(
         ValueError,
         match=r"lost/config.json: the run's scenario cannot be loaded: atlantis: no such",
     ):
         load_run_scenario(tmp_path / "lost")
-    RunDirectory.create(tmp_path / "evac", {"model": "evacuation"})
-    with pytest.raises(ValueError, match=r"not an urban run \(model: 'evacuation'\)"):
+    RunDirectory.create(tmp_path / "evac", {}, model="evacuation")
+    with pytest.raises(
+        ValueError, match=r"a run of the evacuation model, not of the urban model"
+    ):
         load_run_scenario(tmp_path / "evac")
 
 

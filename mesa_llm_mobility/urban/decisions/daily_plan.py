@@ -23,10 +23,14 @@ from mesa_llm_mobility.urban.decisions.learning import (
     MIN_SPREAD_MINUTES,
     adjusted_departure,
     best_departure,
+    best_departure_by_time,
+    early_band,
+    habitual_departure,
     learnt_link_waits,
     learnt_path,
     link_costs,
     parse_beliefs,
+    travel_time_by_departure,
     update_beliefs,
     worth_switching,
 )
@@ -449,13 +453,16 @@ def commute_departure(
     start: int,
     prior_spread: float,
 ) -> int:
-    """When to leave for work: yesterday's time inside the indifference band, else the optimum.
+    """When to leave for work: by habit at first, then learnt with inertia.
 
     The believed door-to-door time is the sum of the legs' beliefs (:func:`parse_beliefs`, else
     free flow) plus 5 minutes at each intermediate stop, with the legs' spreads added in
     quadrature. The optimum minimises the expected scheduling cost against ``target``
     (:func:`best_departure`, Small 1982); the remembered last commute by ``mode`` is then
-    adjusted toward it (:func:`adjusted_departure`).
+    adjusted toward it (:func:`adjusted_departure`). Without a remembered commute by ``mode``
+    (the first day, or a new mode) the traveller leaves by habit: the target minus a round
+    allowance for the believed time (:func:`~.learning.habitual_departure`). Its early
+    indifference band is its own (:func:`~.learning.early_band`).
     """
     minutes, variance = 5.0 * (len(legs) - 1), 0.0
     for origin, destination in legs:
@@ -472,16 +479,32 @@ def commute_departure(
         key=lambda e: (e.day, e.departure),
         default=None,
     )
-    best = best_departure(target, minutes, math.sqrt(variance))
     if last is None:
-        return best
+        return habitual_departure(target, minutes)
+    best = best_departure(target, minutes, math.sqrt(variance))
     first = [
         e
         for e in ctx.experiences
         if e.day == last.day and e.origin == legs[0][0] and e.destination == legs[0][1]
     ]
     previous = min(e.departure for e in first) if first else last.departure
-    return adjusted_departure(previous, last.departure + last.travel_time, start, best)
+    if len(legs) == 1:
+        knots = travel_time_by_departure(
+            [
+                (e.departure, e.travel_time)
+                for e in ctx.experiences
+                if (e.origin, e.destination, e.mode) == (legs[0][0], work, mode)
+            ]
+        )
+        if knots:
+            best = best_departure_by_time(target, knots, math.sqrt(variance))
+    return adjusted_departure(
+        previous,
+        last.departure + last.travel_time,
+        start,
+        best,
+        early_band(ctx.persona.name),
+    )
 
 
 def _planned_path(

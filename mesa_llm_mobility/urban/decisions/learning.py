@@ -16,6 +16,11 @@ and everything they learn passes through what they write and read back:
   Small's estimates per minute (:data:`SMALL_1982`), its expectation under a normal travel time
   (:func:`expected_schedule_cost`, Noland and Small 1995), minimised over departures
   (:func:`best_departure`).
+- **Habit before experience**: on the first day (or the first commute by a new mode) the
+  traveller leaves by habit, not by the optimum: the work start minus the believed (free-flow)
+  time and a small personal margin, on the clock's five minutes (:func:`habitual_departure`).
+  Everybody thus starts where free-flow travel times suggest, as the LLM agents of GATSim did on
+  their first Monday, and learns from the congestion this makes.
 - **Inertia**: a boundedly rational traveller keeps yesterday's departure while its schedule
   delay stays inside an indifference band (Mahmassani and Chang 1986,
   :func:`within_indifference_band`), and switches route or mode only when the alternative is
@@ -29,8 +34,10 @@ and everything they learn passes through what they write and read back:
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -246,6 +253,63 @@ def best_departure(
     return round(target - slack)
 
 
+def travel_time_by_departure(
+    points: Sequence[tuple[float, float]],
+) -> tuple[tuple[float, float], ...]:
+    """What a commuter learnt of how its trip's time depends on when it leaves.
+
+    ``points`` are its experienced ``(departure minute of the day, travel minutes)``; several at
+    one minute are averaged (the later ones weigh as much as the earlier). Between experienced
+    departures the belief is linear; before the first and after the last it is flat
+    (:func:`expected_minutes`): no experience says that leaving still earlier or later is
+    faster or slower.
+
+    Returns:
+        The sorted ``(departure, minutes)`` knots.
+    """
+    by_minute: dict[float, list[float]] = {}
+    for departure, minutes in points:
+        by_minute.setdefault(float(departure), []).append(float(minutes))
+    return tuple((d, sum(v) / len(v)) for d, v in sorted(by_minute.items()))
+
+
+def expected_minutes(knots: Sequence[tuple[float, float]], departure: float) -> float:
+    """The believed travel time leaving at ``departure`` (:func:`travel_time_by_departure`)."""
+    if not knots:
+        raise ValueError("no experienced departures")
+    if departure <= knots[0][0]:
+        return knots[0][1]
+    for (d0, t0), (d1, t1) in itertools.pairwise(knots):
+        if departure <= d1:
+            return t0 + (t1 - t0) * (departure - d0) / (d1 - d0)
+    return knots[-1][1]
+
+
+def best_departure_by_time(
+    target: float,
+    knots: Sequence[tuple[float, float]],
+    spread: float,
+    extra: float = 0.0,
+    coefficients: ScheduleCoefficients = SMALL_1982,
+) -> int:
+    """The departure minimising the expected scheduling cost when the time depends on it.
+
+    Every whole minute from three hours before ``target`` to ``target`` is tried with the
+    believed time there (:func:`expected_minutes`) plus ``extra`` (e.g. the legs before this
+    one) and the believed spread (:func:`expected_schedule_cost`).
+    """
+    start = math.floor(target - 180)
+    return min(
+        range(start, math.ceil(target) + 1),
+        key=lambda d: (
+            expected_schedule_cost(
+                target - d, expected_minutes(knots, d) + extra, spread, coefficients
+            ),
+            -d,
+        ),
+    )
+
+
 def within_indifference_band(
     arrival: float,
     target: float,
@@ -259,12 +323,61 @@ def within_indifference_band(
     return -late_band <= target - arrival <= early_band
 
 
+HABIT_EXTRA_MINUTES = 0
+"""What a commuter adds to the free-flow time before rounding its habitual allowance."""
+HABIT_ROUNDING = 10
+"""Habitual allowances are whole multiples of this many minutes ("forty minutes to work")."""
+
+
+def habitual_departure(
+    target: float,
+    minutes: float,
+    extra: float = HABIT_EXTRA_MINUTES,
+    rounding: int = HABIT_ROUNDING,
+) -> int:
+    """The departure of habit: the target minus a round allowance for the trip.
+
+    The allowance is the believed (before any experience: free-flow) time plus ``extra``,
+    rounded up to ``rounding`` minutes: a 30- or 34-minute drive becomes "forty minutes", so
+    commuters to 8:00 leave at 7:20, as the paper's LLM agents did on their first Monday
+    ("around 7:20, allowing approximately 40 minutes").
+
+    Args:
+        target: The desired arrival minute.
+        minutes: The believed travel time.
+        extra: Minutes added before rounding.
+        rounding: The allowance's unit.
+    """
+    if rounding < 1:
+        raise ValueError(f"rounding must be >= 1 minute, got {rounding}")
+    allowance = math.floor((minutes + extra) / rounding + 0.5) * rounding
+    return round(target - allowance)
+
+
+EARLY_BANDS = (5.0, 10.0, 15.0, 20.0, 25.0)
+"""Personal indifference bands on the early side (minutes), one per traveller (:func:`early_band`)."""
+
+
+def early_band(name: str) -> float:
+    """A traveller's tolerance of arriving early: a personal trait, the same every day.
+
+    Mahmassani and Chang (1986) found the indifference band to differ across commuters; here
+    each traveller's is one of :data:`EARLY_BANDS`, chosen by its name (a stable hash), so it
+    does not change from day to day or run to run.
+    """
+    return EARLY_BANDS[zlib.crc32(name.encode("utf-8")) % len(EARLY_BANDS)]
+
+
 EARLY_ADJUSTMENT = 0.25
 """Share of the way toward the optimum an early commuter moves its departure (caution)."""
 
 
 def adjusted_departure(
-    previous: float, arrival: float, target: float, optimum: float
+    previous: float,
+    arrival: float,
+    target: float,
+    optimum: float,
+    early_band: float = EARLY_BAND_MINUTES,
 ) -> int:
     """Tomorrow's departure from yesterday's, with inertia (Mahmassani and Chang 1986).
 
@@ -279,8 +392,9 @@ def adjusted_departure(
         arrival: Yesterday's arrival minute.
         target: The desired arrival minute.
         optimum: Today's cost-minimising departure (:func:`best_departure`).
+        early_band: The traveller's indifference band on the early side (:func:`early_band`).
     """
-    if within_indifference_band(arrival, target):
+    if within_indifference_band(arrival, target, early_band):
         return round(previous)
     if arrival > target:
         return round(min(optimum, previous - (arrival - target)))
