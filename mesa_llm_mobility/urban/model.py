@@ -53,8 +53,14 @@ from mesa_llm_mobility.urban.agents import (
     TripRecord,
     personas_from_population,
 )
+from mesa_llm_mobility.urban.cities.load import check_network_load
+from mesa_llm_mobility.urban.cities.population import (
+    city_population,
+    is_city,
+    people_for_travellers,
+)
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
-from mesa_llm_mobility.urban.contexts import FacilityPair, WorldView
+from mesa_llm_mobility.urban.contexts import WorldView
 from mesa_llm_mobility.urban.conversations import (
     Conversation,
     chat_openings,
@@ -78,6 +84,7 @@ from mesa_llm_mobility.urban.decisions import (
     Situation,
 )
 from mesa_llm_mobility.urban.decisions.household import assign_household_day
+from mesa_llm_mobility.urban.free_flow import FreeFlowTable, free_flow_table
 from mesa_llm_mobility.urban.itinerary import (
     PLAN_MINUTE,
     REFLECTION_MINUTE,
@@ -87,14 +94,8 @@ from mesa_llm_mobility.urban.itinerary import (
 from mesa_llm_mobility.urban.network_space import build_network_space
 from mesa_llm_mobility.urban.outputs import UrbanSummary
 from mesa_llm_mobility.urban.plans import DailyPlan, issue_rule
-from mesa_llm_mobility.urban.routing import (
-    MODES,
-    DirectedLink,
-    NetworkIndex,
-    PathError,
-    Router,
-)
 from mesa_llm_mobility.urban.scenario import Event, Scenario, load_scenario
+from mesa_llm_mobility.urban.synthesis import REFERENCE_SIZE, synthesize_population
 from mesa_llm_mobility.urban.tool_use import look_up, native_tool_calls
 from mesa_llm_mobility.urban.tools import ToolCallRecord
 from mesa_llm_mobility.urban.traffic import TrafficEngine
@@ -113,44 +114,35 @@ TRIP_IMPORTANCE_MODES = ("creation", "reflection")
 """When LLM travellers score their trip memories: on arrival, or at the daily reflection."""
 
 
+SYNTHETIC_POPULATION = "synthetic"
+"""``population=`` value that synthesises the residents for the scenario (rule sampler)."""
+DEFAULT_POPULATION = "population_70"
+"""The bundled population of the reference town (synthesised instead on an imported city)."""
+
+
 def _load_population(
-    population: str | Path | Population | Sequence[PersonaFacts], scenario: Scenario
+    population: str | Path | Population | Sequence[PersonaFacts],
+    scenario: Scenario,
+    n_agents: int | None,
+    rng: np.random.Generator,
 ) -> Population | Sequence[PersonaFacts]:
+    """The population asked for; ``"synthetic"`` (or the default on a city) is synthesised.
+
+    Synthesis draws enough people for ``n_agents`` travellers (GATSim's 70 per 60; 70 without
+    ``n_agents``) and, on an imported city, places them on its homes and workplaces.
+    """
     if not isinstance(population, str | Path):
         return population
+    name = str(population)
+    city = is_city(scenario)
+    if name == SYNTHETIC_POPULATION or (name == DEFAULT_POPULATION and city):
+        people = REFERENCE_SIZE if n_agents is None else people_for_travellers(n_agents)
+        if city:
+            return city_population(scenario, people, rng)
+        return synthesize_population(people, rng, scenario)
     from mesa_llm_mobility.urban import population as population_module  # noqa: PLC0415
 
-    return population_module.load_population(str(population), scenario)
-
-
-def free_flow_table(
-    index: NetworkIndex, town: Scenario, facilities: frozenset[str]
-) -> tuple[dict[FacilityPair, float], dict[FacilityPair, tuple[DirectedLink, ...]]]:
-    """Free-flow minutes and shortest paths by (origin, destination, mode) facility pairs.
-
-    Transit minutes include each metro line's static wait.
-    """
-    router = Router(index)
-    table: dict[FacilityPair, float] = {}
-    routes: dict[FacilityPair, tuple[DirectedLink, ...]] = {}
-    for origin in facilities:
-        for destination in facilities:
-            for mode in MODES:
-                try:
-                    links = router.path(origin, destination, mode)
-                except PathError:
-                    continue
-                extra = 0.0
-                if mode == "transit":
-                    extra = sum(
-                        town.metro_lines[line].static_wait
-                        for line in {link.line for link in links if link.line}
-                    )
-                table[(origin, destination, mode)] = (
-                    router.free_flow_time(links, mode) + extra
-                )
-                routes[(origin, destination, mode)] = tuple(links)
-    return table, routes
+    return population_module.load_population(name, scenario)
 
 
 def scale_personas(
@@ -323,11 +315,10 @@ class UrbanMobilityModel(MobilityModel):
         # day's checkpoint flush, which then writes each traveller's memories in one add.
         self.memory_store.defer_writes = True
         self.facilities = frozenset(town.facilities)
-        self.travel_times, self.routes = free_flow_table(
-            self.engine.index, town, self.facilities
-        )
+        free_flow = FreeFlowTable(self.engine.index, town, self.facilities)
+        self.travel_times, self.routes = free_flow.times, free_flow.routes
 
-        loaded = _load_population(population, town)
+        loaded = _load_population(population, town, n_agents, self.rng)
         personas = (
             list(loaded)
             if isinstance(loaded, list)
@@ -346,6 +337,7 @@ class UrbanMobilityModel(MobilityModel):
                 self, persona, self.memory_store, self.space[persona.home]
             )
             self.travellers[persona.name] = agent
+        check_network_load(town, len(self.travellers), self.engine.index)
         self.itinerary = Itinerary(self.engine, self.travellers, self.space)
         # a departure's revision is asked d minutes ahead, so its answer is there in time
         self.itinerary.decision_lead_minutes = self.reactions.reaction_minutes
