@@ -13,6 +13,10 @@ from typing import Any
 
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
 from mesa_llm_mobility.experiment.cli import add_executor_arguments
+from mesa_llm_mobility.urban.cities.cli import (
+    add_urban_import_gtfs_command,
+    add_urban_import_osm_command,
+)
 
 
 def add_urban_commands(commands: Any) -> Any:
@@ -40,6 +44,8 @@ def add_urban_commands(commands: Any) -> Any:
     add_urban_animate_command(urban_commands)
     add_urban_experiment_command(urban_commands)
     add_urban_believability_commands(urban_commands)
+    add_urban_import_osm_command(urban_commands)
+    add_urban_import_gtfs_command(urban_commands)
     return urban_commands
 
 

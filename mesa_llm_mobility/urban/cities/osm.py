@@ -143,7 +143,7 @@ def import_osm(
         else osm_facilities(path)
     )
     doc = _scenario_doc(
-        graph, features, name or path.name.split(".")[0], max_snap_m, storage
+        graph, features, name or path.name.split(".")[0], max_snap_m, storage, path.name
     )
     doc["description"] = (
         f"Imported from {path.name} (OpenStreetMap data (c) OpenStreetMap contributors, "
@@ -190,6 +190,8 @@ def _as_xml(path: Path, folder: Path) -> Path:
             if len(refs) >= 2:
                 clipped.append(osmium.osm.mutable.Way(id=way_id, nodes=refs, tags=tags))
                 kept_nodes.update(refs)
+        if not clipped:
+            raise CityImportError(_no_drivable_way(path.name))
         with osmium.SimpleWriter(str(xml)) as writer:
             for obj in osmium.FileProcessor(str(path), osmium.osm.NODE):
                 if obj.id in kept_nodes:
@@ -201,6 +203,10 @@ def _as_xml(path: Path, folder: Path) -> Path:
             f"{path.name}: not a readable OSM file ({error})"
         ) from error
     return xml
+
+
+def _no_drivable_way(source: str) -> str:
+    return f"{source}: no drivable way (highway={', '.join(ROAD_CLASSES)})"
 
 
 def _road_class(highway: Any) -> str | None:
@@ -227,9 +233,7 @@ def _drivable_graph(xml: Path, source: str, consolidate_m: float) -> nx.MultiDiG
     raw.remove_edges_from(drop)
     raw.remove_nodes_from([n for n in list(raw.nodes) if raw.degree(n) == 0])
     if raw.number_of_edges() == 0:
-        raise CityImportError(
-            f"{source}: no drivable way (highway={', '.join(ROAD_CLASSES)})"
-        )
+        raise CityImportError(_no_drivable_way(source))
     graph = ox.simplify_graph(raw)
     graph = ox.project_graph(graph)
     if consolidate_m > 0:
@@ -436,6 +440,7 @@ def _scenario_doc(
     name: str,
     max_snap_m: float,
     storage: bool,
+    source: str,
 ) -> dict[str, Any]:
     node_ids = {node: f"n{node}" for node in graph.nodes}
     nodes = []
@@ -473,7 +478,7 @@ def _scenario_doc(
     speeds = [entry["speed"] * 60.0 / 1000.0 for entry in links]
     walking_factor = round(statistics.median(speeds) / WALK_SPEED_KMH, 2)
     facilities = _place_facilities(
-        graph, nodes, np.asarray(xy), list(features), max_snap_m, name
+        graph, nodes, np.asarray(xy), list(features), max_snap_m, source
     )
     return {
         "name": name,
