@@ -28,6 +28,7 @@ MINUTES_BETWEEN_STOPS = 2
 def tram_lines(
     path: str,
 ) -> tuple[dict[int, tuple[str, float, float]], list[tuple[str, str, list[int]]]]:
+    """The extract's nodes (name, lon, lat) and tram lines (ref, name, stop nodes in order)."""
     stops: dict[int, tuple[str, float, float]] = {}
     for obj in osmium.FileProcessor(path, osmium.osm.NODE):
         if obj.location.valid():
