@@ -318,7 +318,9 @@ class TrafficEngine(TripPlanning):
             label = congestion_label(wait)
             if label is not None:
                 rows.append((link.kind, link.name, link.direction, wait, label))
-        for name in self._facilities:
+        for name, facility in self._facilities.items():
+            if not facility.queue:  # nobody at the door: no wait, no label
+                continue
             wait = self.facility_wait(name)
             label = congestion_label(wait)
             if label is not None:

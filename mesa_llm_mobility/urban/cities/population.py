@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mesa_llm_mobility.urban.population import Population, validate_population
+from mesa_llm_mobility.urban.population import Person, Population, validate_population
 from mesa_llm_mobility.urban.scenario import Facility, Scenario
 from mesa_llm_mobility.urban.synthesis import TARGET_STATISTICS, synthesize_population
 
@@ -25,6 +25,8 @@ HOME_KIND = "home"
 """The kind of the facilities people live in."""
 WORK_FALLBACK = ("Office", "Supermarket", "Food court")
 """Kinds a worker is placed at, in order, when the city has no facility of their job's kind."""
+SYNTHESIS_PART = 2000
+"""Most people the rule sampler synthesises at once (see :func:`_synthesized_in_parts`)."""
 TRAVELLERS_PER_PERSON = 60 / 70
 """Share of the synthesised people who travel (adults; GATSim's 60 of 70)."""
 
@@ -76,8 +78,9 @@ def city_population(
         *TARGET_STATISTICS["workers_per_facility"],
         *TARGET_STATISTICS["residents"],
     ]
-    drafted = synthesize_population(
-        n_people, rng, kinds, name=name or f"{scenario.name}_{n_people}"
+    name = name or f"{scenario.name}_{n_people}"
+    drafted = Population.from_people(
+        _synthesized_in_parts(n_people, rng, kinds), name=name, source=f"{name}.json"
     )
     home_of = _place_households(drafted, homes, rng)
     jobs = {kind: _workplaces(kind, by_kind) for kind in set(kinds)}
@@ -102,6 +105,41 @@ def city_population(
         ),
     )
     return validate_population(population, scenario)
+
+
+def _synthesized_in_parts(
+    n_people: int, rng: np.random.Generator, kinds: Sequence[str]
+) -> list[Person]:
+    """``n_people`` from the rule sampler, in parts of at most :data:`SYNTHESIS_PART` people.
+
+    The sampler packs households into homes by a recursive search, which a large population
+    would take too deep; each part is a whole population of its own (its households, friends
+    and Table 2 proportions), and the people of part ``k > 1`` are renamed ``"<name> #k"``
+    (households ``"<id>-k"``) so that names stay unique.
+    """
+    parts = math.ceil(n_people / SYNTHESIS_PART)
+    people: list[Person] = []
+    for part in range(parts):
+        size = n_people // parts + (1 if part < n_people % parts else 0)
+        drafted = synthesize_population(size, rng, kinds)
+        if part == 0:
+            people.extend(drafted)
+            continue
+
+        def renamed(name: str, part: int = part) -> str:
+            return f"{name} #{part + 1}"
+
+        people.extend(
+            person.model_copy(
+                update={
+                    "name": renamed(person.name),
+                    "household": f"{person.household}-{part + 1}",
+                    "friends": [renamed(friend) for friend in person.friends],
+                }
+            )
+            for person in drafted
+        )
+    return people
 
 
 def _place_households(
