@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from mesa_llm_mobility.urban.cities import population as population_module
 from mesa_llm_mobility.urban.cities.population import (
     city_population,
     is_city,
@@ -61,3 +62,18 @@ def test_a_run_on_the_city_synthesises_its_travellers(helsinki):
         trips = model.trips_frame()
     assert len(trips) > 40
     assert trips["arrival"].notna().mean() > 0.95
+
+
+def test_a_large_population_is_synthesised_in_parts_with_unique_names(
+    helsinki, monkeypatch
+):
+    _, town = helsinki
+    monkeypatch.setattr(population_module, "SYNTHESIS_PART", 100)
+    population = city_population(town, 250, 5)  # three parts: 84, 83, 83
+    names = [p.name for p in population]
+    assert len(names) == len(set(names)) == 250
+    assert any(name.endswith(" #3") for name in names)
+    for person in population:  # friends and households stay within a part
+        suffix = person.name.rpartition(" #")[2] if " #" in person.name else None
+        for friend in person.friends:
+            assert (friend.rpartition(" #")[2] if " #" in friend else None) == suffix
