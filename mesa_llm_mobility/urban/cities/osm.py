@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import geopandas as gpd
 import networkx as nx
 import numpy as np
 import osmium
@@ -262,8 +263,9 @@ def _number(value: Any) -> float | None:
 
 
 def _link_entry(
-    index: int, u: str, v: str, data: Mapping[str, Any], storage: bool
+    u: str, v: str, data: Mapping[str, Any], storage: bool
 ) -> dict[str, Any]:
+    """A one-way ``flow`` link from ``u`` to ``v`` (named later) of an osmnx edge's data."""
     road = ROAD_CLASSES[_road_class(data.get("highway")) or "unclassified"]
     speed = _number(data.get("maxspeed")) or road.speed_kmh
     lanes_total = _number(data.get("lanes"))
@@ -273,7 +275,7 @@ def _link_entry(
         lanes = max(1, round(lanes_total if one_way else lanes_total / 2))
     length = max(float(data.get("length", 1.0)), 1.0)
     entry: dict[str, Any] = {
-        "name": f"l{index}",
+        "name": "",
         "from": u,
         "to": v,
         "length": round(length, 1),
@@ -453,8 +455,6 @@ def _scenario_doc(
                 "id": node_ids[node],
                 "x": round(x, 1),
                 "y": round(y, 1),
-                "lon": round(float(data.get("lon", math.nan)), 7),
-                "lat": round(float(data.get("lat", math.nan)), 7),
             }
         )
     _fill_lon_lat(graph, nodes)
@@ -462,7 +462,7 @@ def _scenario_doc(
     for u, v, data in graph.edges(data=True):
         if u == v:
             continue
-        entry = _link_entry(0, node_ids[u], node_ids[v], data, storage)
+        entry = _link_entry(node_ids[u], node_ids[v], data, storage)
         key = (entry["from"], entry["to"])
         old = best.get(key)
         if (
@@ -492,8 +492,6 @@ def _scenario_doc(
 
 def _fill_lon_lat(graph: nx.MultiDiGraph, nodes: list[dict[str, Any]]) -> None:
     """Longitude and latitude of each node, from its projected position."""
-    import geopandas as gpd  # noqa: PLC0415  (osmnx's own dependency, heavy)
-
     points = gpd.GeoSeries.from_xy(
         [n["x"] for n in nodes], [n["y"] for n in nodes], crs=graph.graph["crs"]
     ).to_crs(4326)
@@ -509,8 +507,6 @@ def _place_facilities(
     max_snap_m: float,
     source: str,
 ) -> list[dict[str, Any]]:
-    import geopandas as gpd  # noqa: PLC0415  (osmnx's own dependency, heavy)
-
     if not features:
         raise CityImportError(
             f"{source}: no facility (no amenity, shop, office or building of the tag table)"
