@@ -66,17 +66,7 @@ WALK_SPEED_KMH = 5.0
 """Walking speed that sets the scenario's walking factor."""
 VEHICLE_LENGTH_M = 7.5
 """Road length one queued vehicle takes (storage capacity, with ``storage=True``)."""
-SHARED_KINDS = (
-    "School",
-    "Hospital",
-    "Supermarket",
-    "Coffee shop",
-    "Food court",
-    "Gym",
-    "Cinema",
-    "Museum",
-    "Amusement park",
-)
+SHARED_KINDS = FACILITY_KINDS[3:]
 """Kinds the rule brain visits by name (school runs, leisure): one facility each is named so."""
 
 

@@ -45,39 +45,27 @@ def test_import_errors_are_one_line_and_exit_2(tmp_path, capsys):
     assert not (tmp_path / "x.json").exists()
 
 
-def test_import_gtfs_adds_the_lines(helsinki, tmp_path, capsys):
-    path, _ = helsinki
-    out = tmp_path / "transit.json"
-    code = main(
+def _import_gtfs(scenario, out, date: str) -> int:
+    return main(
         [
             "urban",
             "import-gtfs",
             str(HELSINKI_GTFS),
             "--scenario",
-            str(path),
+            str(scenario),
             "--out",
             str(out),
             "--date",
-            "2025-03-10",
+            date,
         ]
     )
-    assert code == 0
+
+
+def test_import_gtfs_adds_the_lines(helsinki, tmp_path, capsys):
+    path, _ = helsinki
+    out = tmp_path / "transit.json"
+    assert _import_gtfs(path, out, "2025-03-10") == 0
     lines = json.loads(out.read_text("utf-8"))["metro_lines"]
     assert f"{out}: {len(lines)} transit lines" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "urban",
-                "import-gtfs",
-                str(HELSINKI_GTFS),
-                "--scenario",
-                str(path),
-                "--out",
-                str(out),
-                "--date",
-                "2025-03-09",
-            ]
-        )
-        == 2
-    )
+    assert _import_gtfs(path, out, "2025-03-09") == 2
     assert "no trip runs on 2025-03-09" in capsys.readouterr().err

@@ -17,6 +17,14 @@ from mesa_llm_mobility.urban.demand import simulate_demand
 from .conftest import HELSINKI_GTFS
 
 
+def _refused(feed: Path, scenario: Path, match: str) -> str:
+    """The one-line error of importing ``feed`` on the Monday, matching ``match``."""
+    with pytest.raises(CityImportError, match=match) as raised:
+        import_gtfs(feed, scenario, date="2025-03-10")
+    assert "\n" not in str(raised.value)
+    return str(raised.value)
+
+
 def _rewritten(tmp_path: Path, table: str, change) -> Path:
     """A copy of the bundled feed with one table changed by ``change(frame) -> frame``."""
     target = tmp_path / "feed.zip"
@@ -96,12 +104,9 @@ def test_a_broken_time_names_its_row(helsinki, tmp_path):
         return frame
 
     feed = _rewritten(tmp_path, "stop_times.txt", corrupt)
-    with pytest.raises(
-        CityImportError,
-        match=r"feed.zip: stop_times.txt row 7 \(trip .*broken time '8:6O:00'",
-    ) as raised:
-        import_gtfs(feed, path, date="2025-03-10")
-    assert "\n" not in str(raised.value)
+    _refused(
+        feed, path, r"feed\.zip: stop_times\.txt row 7 \(trip .*broken time '8:6O:00'"
+    )
 
 
 def test_a_trip_going_back_in_time_is_named(helsinki, tmp_path):
@@ -112,8 +117,7 @@ def test_a_trip_going_back_in_time_is_named(helsinki, tmp_path):
         return frame
 
     feed = _rewritten(tmp_path, "stop_times.txt", backwards)
-    with pytest.raises(CityImportError, match="goes back in time at stop"):
-        import_gtfs(feed, path, date="2025-03-10")
+    _refused(feed, path, "goes back in time at stop")
 
 
 def test_a_feed_far_from_the_network_is_refused(helsinki, tmp_path):
@@ -124,11 +128,12 @@ def test_a_feed_far_from_the_network_is_refused(helsinki, tmp_path):
         return frame
 
     feed = _rewritten(tmp_path, "stops.txt", north)
-    with pytest.raises(
-        CityImportError,
-        match=r"no line has two stops within 300 m of the network \(nearest stop 'n\d+', 1[01]\d,\d{3} m away\)",
-    ):
-        import_gtfs(feed, path, date="2025-03-10")
+    _refused(
+        feed,
+        path,
+        r"no line has two stops within 300 m of the network "
+        r"\(nearest stop 'n\d+', 1[01]\d,\d{3} m away\)",
+    )
 
 
 def test_missing_tables_and_towns_without_coordinates_are_named(helsinki, tmp_path):
@@ -138,14 +143,9 @@ def test_missing_tables_and_towns_without_coordinates_are_named(helsinki, tmp_pa
         for name in source.namelist():
             if name != "stop_times.txt":
                 out.writestr(name, source.read(name))
-    with pytest.raises(
-        CityImportError, match=r"partial\.zip: missing table stop_times\.txt"
-    ):
-        import_gtfs(target, path)
-    with pytest.raises(CityImportError, match="nodes have no lon/lat"):
-        import_gtfs(
-            HELSINKI_GTFS,
-            Path(__file__).parents[3]
-            / "mesa_llm_mobility/urban/scenarios/nguyen_dupuis.json",
-            date="2025-03-10",
-        )
+    _refused(target, path, r"partial\.zip: missing table stop_times\.txt")
+    town = (
+        Path(__file__).parents[3]
+        / "mesa_llm_mobility/urban/scenarios/nguyen_dupuis.json"
+    )
+    _refused(HELSINKI_GTFS, town, "nodes have no lon/lat")
