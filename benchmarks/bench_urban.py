@@ -1,8 +1,9 @@
 """Benchmark of the urban model, on the offline rule brain and on an LLM brain.
 
 Rule brain: (a) the reference population (70 residents, of whom 60 adults travel) x 3 days
-(goal <= 30 s); (b) 1,000 travellers x 1 day on a scaled population (goal <= 5 min). Prints wall
-time, simulated minutes per second, trips and decisions.
+(goal <= 30 s); (b) 1,000 travellers x 1 day on a scaled population (goal <= 5 min;
+``--agents N`` for another size, e.g. 10,000). Prints wall time, CPU time, simulated minutes per
+second, trips and decisions.
 
 LLM brain: (c) the reference population x 1 day against the local ``FakeLLMServer`` answering
 after a fixed latency (default 500 ms) with up to ``--concurrency`` calls in flight (default 64).
@@ -18,7 +19,7 @@ and the load average are printed beside the wall time (the machine may be shared
 ``--tools native|structured`` lets the travellers call tools (natively in their decisions, or by
 a ``TravelQuery`` decision first) and prints the tool calls made.
 
-    python benchmarks/bench_urban.py [--skip-large] [--llm-only] [--latency 0.5] [--concurrency 64]
+    python benchmarks/bench_urban.py [--skip-large] [--agents 1000] [--rules-only] [--llm-only] [--latency 0.5] [--concurrency 64]
         [--reaction-minutes 0] [--client auto|direct|litellm] [--tools off|native|structured]
         [--trip-importance creation|reflection]
 """
@@ -39,16 +40,19 @@ from mesa_llm_mobility.urban.scripted_llm import respond
 
 def run(n_agents: int | None, days: int) -> None:
     started = time.perf_counter()
+    cpu_started = time.process_time()
     model = UrbanMobilityModel(days=days, rng=0, n_agents=n_agents)
     setup = time.perf_counter() - started
     model.run()
     wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     summary = model.summary()
     decisions = sum(summary["decisions"].values())
     model.close()
     label = f"{n_agents or len(model.travellers)} travellers x {days} day(s)"
     print(
-        f"{label}: wall_s {wall:.1f} (setup {setup:.1f})  minutes_per_s {days * 1440 / wall:.0f}  "
+        f"{label}: wall_s {wall:.1f} (setup {setup:.1f})  cpu_s {cpu:.1f}  "
+        f"load {os.getloadavg()[0]:.1f}  minutes_per_s {days * 1440 / wall:.0f}  "
         f"trips {summary['trips']}  decisions {decisions}  mean_delay_min {summary['mean_delay']:.2f}  "
         f"punctuality {summary['punctuality']:.3f}"
     )
@@ -139,7 +143,16 @@ def main() -> None:
         "--skip-large", action="store_true", help="skip the 1,000-traveller day"
     )
     parser.add_argument(
+        "--agents",
+        type=int,
+        default=1000,
+        help="travellers of the large one-day run (1000)",
+    )
+    parser.add_argument(
         "--llm-only", action="store_true", help="run only the LLM-brain part"
+    )
+    parser.add_argument(
+        "--rules-only", action="store_true", help="run only the rule-brain part"
     )
     parser.add_argument(
         "--latency", type=float, default=0.5, help="seconds per LLM answer (0.5)"
@@ -166,7 +179,9 @@ def main() -> None:
     if not args.llm_only:
         run(None, 3)
         if not args.skip_large:
-            run(1000, 1)
+            run(args.agents, 1)
+    if args.rules_only:
+        return
     run_llm(
         args.latency,
         args.concurrency,

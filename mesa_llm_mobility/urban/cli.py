@@ -16,6 +16,10 @@ from typing import Any
 
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
 from mesa_llm_mobility.experiment.cli import add_executor_arguments, add_run_commands
+from mesa_llm_mobility.urban.cities.cli import (
+    add_urban_import_gtfs_command,
+    add_urban_import_osm_command,
+)
 from mesa_llm_mobility.urban.parameters import UrbanParameters
 from mesa_llm_mobility.urban.published_cli import (
     add_published_judge_arguments,
@@ -48,6 +52,8 @@ def add_urban_commands(commands: Any) -> Any:
     add_urban_experiment_command(urban_commands)
     add_urban_believability_commands(urban_commands)
     add_urban_published_command(urban_commands)
+    add_urban_import_osm_command(urban_commands)
+    add_urban_import_gtfs_command(urban_commands)
     return urban_commands
 
 

@@ -45,6 +45,7 @@ from mesa_llm_mobility.urban.perception import (
     NODE_REVISION_WAIT,
     Surroundings,
     en_route_trigger,
+    reconsider_key,
 )
 from mesa_llm_mobility.urban.plans import PlanFacts, pending_runs
 from mesa_llm_mobility.urban.routing import (
@@ -81,11 +82,6 @@ RECALL_K = 3
 
 FacilityPair = tuple[str, str, str]
 """``(origin facility, destination facility, mode)``."""
-
-
-def reconsider_key(trip_id: str, trigger: str) -> str:
-    """The key of an en-route reconsideration (walkers and riders: once per trip and reason)."""
-    return f"{trip_id}:{trigger.split(':', 1)[0]}"
 
 
 @dataclass(eq=False)

@@ -95,20 +95,25 @@ class FacilityQueues(Mapping[str, FacilityState]):
         self._states[name].capacity = capacity
         self._touched.add(name)
 
-    def admit(self, t: float, *, forget_empty: bool) -> None:
+    def admit(self, t: float, *, forget_empty: bool) -> list[Hashable]:
         """Admit queueing travellers at ``t``, up to each facility's free capacity.
 
         Args:
             t: The step's time (the trips' admission minute).
             forget_empty: Stop visiting facilities whose queue is empty until something
                 changes there (when no per-step facility table is recorded).
+
+        Returns:
+            The agents admitted, in order.
         """
+        admitted: list[Hashable] = []
         for name in sorted(self._touched):
             facility = self._states[name]
             free = facility.capacity - len(facility.staying)
             while facility.queue and free > 0:
                 agent = facility.queue.popleft()
                 facility.staying.add(agent)
+                admitted.append(agent)
                 free -= 1
                 trip = self._awaiting.pop(agent, None)
                 if trip is not None:
@@ -116,3 +121,4 @@ class FacilityQueues(Mapping[str, FacilityState]):
                     trip.state = TravelState.STAYING
         if forget_empty:
             self._touched = {n for n in self._touched if self._states[n].queue}
+        return admitted

@@ -36,6 +36,7 @@ from mesa_llm_mobility.urban.decisions import (
     formula_importance,
     trip_memory_text,
 )
+from mesa_llm_mobility.urban.perception import riders_who_may_reconsider
 from mesa_llm_mobility.urban.plans import WORK_REFLECT_MINUTES, Activity, DailyPlan
 from mesa_llm_mobility.urban.routing import PathError
 from mesa_llm_mobility.urban.traffic import TrafficEngine, Trip
@@ -74,7 +75,9 @@ class Itinerary:
         space: The model's network space (the travellers' cells).
 
     Attributes:
-        active: Names of the travellers mirrored each minute (under way or due to leave).
+        active: Names of the travellers under way or due to leave; of these, each minute
+            mirrors the ones the engine touched and the ones that joined, and offers the
+            drivers, walkers and riders at a node ahead a reconsideration.
         plans: One row per planned activity of every plan and revision.
         revisions: Every revision of the run, in order (interruptions included).
         moves: One row whenever a traveller's state or place changes.
@@ -111,6 +114,7 @@ class Itinerary:
         self._wake: list[tuple[float, int, str, str, str]] = []
         self._seq = 0
         self._trip_records: dict[str, TripRecord] = {}
+        self._joined: set[str] = set()
         engine.on_trip_complete.append(self._on_trip_complete)
         engine.on_node_arrival.append(self._on_node_arrival)
 
@@ -141,12 +145,12 @@ class Itinerary:
             _, _, name, purpose, payload = heapq.heappop(self._wake)
             agent = self.travellers[name]
             if purpose == "mirror":
-                self.active.add(name)
+                self._join(name)
                 continue
             if purpose == "sync" or (
                 purpose == "departure" and not self.decision_lead_minutes
             ):  # leaving: mirror the agent from now on
-                self.active.add(name)
+                self._join(name)
             if name in seen or t % MINUTES_PER_DAY in (CHAT_MINUTE, PLAN_MINUTE):
                 continue
             pending = agent.pending_trips()
@@ -170,8 +174,28 @@ class Itinerary:
                 self._schedule_check(agent, t)
             seen.add(name)
             staying.append((agent, situation))
-        others = [self.travellers[name] for name in sorted(self.active - seen)]
-        return staying, others
+        return staying, self._approaching_nodes(t, seen)
+
+    def _join(self, name: str) -> None:
+        """Mirror ``name`` from now on (and at least at this minute's end)."""
+        self.active.add(name)
+        self.__dict__.setdefault("_joined", set()).add(name)
+
+    def _approaching_nodes(self, t: int, seen: set[str]) -> list[TravellerAgent]:
+        """Travellers under way who may reconsider at the node ahead at ``t``, by name.
+
+        Drivers and walkers whose link ends by ``t`` and riders queued at a stop: everyone
+        :meth:`~.contexts.WorldView.node_revision_context` may answer for, and only them.
+        """
+        engine = self.engine
+        trips = engine.changes.at_link_end(t)
+        for link, queue in engine.metro.queues_by_link():
+            trips.extend(
+                riders_who_may_reconsider(engine, link, queue, self._reconsidered, t)
+            )
+        names = {str(trip.agent) for trip in trips}
+        names &= self.active
+        return [self.travellers[name] for name in sorted(names - seen)]
 
     # ------------------------------------------------------------------ commits
     def adopt_plan(self, agent: TravellerAgent, plan: DailyPlan, t: int) -> None:
@@ -357,9 +381,20 @@ class Itinerary:
         )
 
     # ------------------------------------------------------------------ mirroring
+    def _reconsidered(self, trip: Trip) -> set[str]:
+        """The reconsideration keys of ``trip``'s traveller today."""
+        return self.travellers[str(trip.agent)].today.reconsidered
+
     def _mirror(self, t: int) -> None:
-        in_progress = 0
-        for name in sorted(self.active):
+        """Copy the engine's view into the travellers it touched this minute or who joined.
+
+        The others under way are where they were: the engine moves nobody without touching
+        them (:mod:`.step_changes`).
+        """
+        names = {str(agent) for agent in self.engine.changes.take_touched()}
+        names |= self.__dict__.setdefault("_joined", set())
+        self._joined = set()
+        for name in sorted(names & self.active):
             agent = self.travellers[name]
             for pending in agent.pending_trips()[:2]:  # departures happen in order
                 departure = self.engine.trip(pending.trip_id).departure
@@ -372,12 +407,10 @@ class Itinerary:
             agent.mirror(location, self.space)
             if (agent.state, agent.place) != before:
                 self.moves.append((t, name, agent.state, agent.place))
-            if record is not None:
-                in_progress += 1
-            elif agent.state == "staying":
+            if record is None and agent.state == "staying":
                 self.active.discard(name)
                 self._schedule_check(agent, t, arrived=True)
-        self.in_progress = in_progress
+        self.in_progress = self.engine.trips_under_way
 
     # ------------------------------------------------------------------ engine hooks
     def _on_trip_complete(

@@ -90,6 +90,14 @@ class MetroService:
         """Riders queued at all stops."""
         return sum(len(queue) for queue in self.stop_queues.values())
 
+    def queues_by_link(self) -> list[tuple[DirectedLink, deque[Trip]]]:
+        """Each stop queue that holds riders, with the metro link its riders queue for."""
+        return [
+            (self._links_by_stop[key], queue)
+            for key, queue in self.stop_queues.items()
+            if queue
+        ]
+
     def riders_aboard(self) -> int:
         """Riders on all trains."""
         return sum(len(riders) for riders in self.trains.values())
@@ -164,8 +172,13 @@ class MetroService:
                         del self.trains[key]
         return done
 
-    def board(self, t: float) -> None:
-        """Board queued riders onto the trains leaving each stop in ``(t - dt, t]``."""
+    def board(self, t: float) -> list[Trip]:
+        """Board queued riders onto the trains leaving each stop in ``(t - dt, t]``.
+
+        Returns:
+            The riders boarded, in order.
+        """
+        aboard: list[Trip] = []
         for (line_name, direction), (stops, line) in self._directions.items():
             for k in range(len(stops) - 1):
                 link = self._links_by_stop[(line_name, direction, k)]
@@ -182,6 +195,7 @@ class MetroService:
                         trip.state = TravelState.RIDING
                         trip.train = key
                         riders.append(trip)
+                        aboard.append(trip)
                         boarded += 1
                         room -= 1
                     if riders:
@@ -198,6 +212,15 @@ class MetroService:
                             len(riders),
                         )
                     )
+        return aboard
+
+    def moved_riders(self, t: float) -> list[Trip]:
+        """Riders of the trains that moved on to another link in ``(t - dt, t]``."""
+        moved: list[Trip] = []
+        for key, riders in self.trains.items():
+            if self.train_link(key, t) is not self.train_link(key, t - self.dt):
+                moved.extend(riders)
+        return moved
 
     def train_events(
         self, line: MetroLine, direction: int, k: int, *, arrival: bool, t: float

@@ -58,8 +58,14 @@ from mesa_llm_mobility.urban.agents import (
     TripRecord,
     personas_from_population,
 )
+from mesa_llm_mobility.urban.cities.load import check_network_load
+from mesa_llm_mobility.urban.cities.population import (
+    city_population,
+    is_city,
+    people_for_travellers,
+)
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm
-from mesa_llm_mobility.urban.contexts import FacilityPair, WorldView
+from mesa_llm_mobility.urban.contexts import WorldView
 from mesa_llm_mobility.urban.conversations import (
     Conversation,
     chat_openings,
@@ -83,6 +89,7 @@ from mesa_llm_mobility.urban.decisions import (
     Situation,
 )
 from mesa_llm_mobility.urban.decisions.household import assign_household_day
+from mesa_llm_mobility.urban.free_flow import FreeFlowTable, free_flow_table
 from mesa_llm_mobility.urban.itinerary import (
     PLAN_MINUTE,
     REFLECTION_MINUTE,
@@ -93,14 +100,8 @@ from mesa_llm_mobility.urban.network_space import build_network_space
 from mesa_llm_mobility.urban.outputs import UrbanSummary
 from mesa_llm_mobility.urban.parameters import TRIP_IMPORTANCE_MODES, UrbanParameters
 from mesa_llm_mobility.urban.plans import DailyPlan, issue_rule
-from mesa_llm_mobility.urban.routing import (
-    MODES,
-    DirectedLink,
-    NetworkIndex,
-    PathError,
-    Router,
-)
 from mesa_llm_mobility.urban.scenario import Event, Scenario, load_scenario
+from mesa_llm_mobility.urban.synthesis import REFERENCE_SIZE, synthesize_population
 from mesa_llm_mobility.urban.tool_use import look_up, native_tool_calls
 from mesa_llm_mobility.urban.tools import ToolCallRecord
 from mesa_llm_mobility.urban.traffic import TrafficEngine
@@ -116,48 +117,39 @@ __all__ = [
 ]
 
 
+SYNTHETIC_POPULATION = "synthetic"
+"""``population=`` value that synthesises the residents for the scenario (rule sampler)."""
+DEFAULT_POPULATION = "population_70"
+"""The bundled population of the reference town (synthesised instead on an imported city)."""
+
+
 def _load_population(
-    population: str | Path | Population | Sequence[PersonaFacts], scenario: Scenario
+    population: str | Path | Population | Sequence[PersonaFacts],
+    scenario: Scenario,
+    n_agents: int | None,
+    rng: np.random.Generator | None,
 ) -> Population | Sequence[PersonaFacts]:
+    """The population asked for; ``"synthetic"`` (or the default on a city) is synthesised.
+
+    Synthesis draws enough people for ``n_agents`` travellers (GATSim's 70 per 60; 70 without
+    ``n_agents``) and, on an imported city, places them on its homes and workplaces.
+    """
     if not isinstance(population, str | Path):
         return population
+    name = str(population)
+    city = is_city(scenario)
+    if name == SYNTHETIC_POPULATION or (name == DEFAULT_POPULATION and city):
+        people = REFERENCE_SIZE if n_agents is None else people_for_travellers(n_agents)
+        if city:
+            return city_population(scenario, people, rng)
+        return synthesize_population(people, rng, scenario)
     from mesa_llm_mobility.urban import population as population_module  # noqa: PLC0415
 
-    return population_module.load_population(str(population), scenario)
+    return population_module.load_population(name, scenario)
 
 
 def _uses_llm(brain: object) -> bool:
     return isinstance(brain, str) and parse_brain_setting(brain)[0] == "llm"
-
-
-def free_flow_table(
-    index: NetworkIndex, town: Scenario, facilities: frozenset[str]
-) -> tuple[dict[FacilityPair, float], dict[FacilityPair, tuple[DirectedLink, ...]]]:
-    """Free-flow minutes and shortest paths by (origin, destination, mode) facility pairs.
-
-    Transit minutes include each metro line's static wait.
-    """
-    router = Router(index)
-    table: dict[FacilityPair, float] = {}
-    routes: dict[FacilityPair, tuple[DirectedLink, ...]] = {}
-    for origin in facilities:
-        for destination in facilities:
-            for mode in MODES:
-                try:
-                    links = router.path(origin, destination, mode)
-                except PathError:
-                    continue
-                extra = 0.0
-                if mode == "transit":
-                    extra = sum(
-                        town.metro_lines[line].static_wait
-                        for line in {link.line for link in links if link.line}
-                    )
-                table[(origin, destination, mode)] = (
-                    router.free_flow_time(links, mode) + extra
-                )
-                routes[(origin, destination, mode)] = tuple(links)
-    return table, routes
 
 
 def scale_personas(
@@ -305,11 +297,10 @@ class UrbanMobilityModel(MobilityModel):
         # day's checkpoint flush, which then writes each traveller's memories in one add.
         self.memory_store.defer_writes = True
         self.facilities = frozenset(town.facilities)
-        self.travel_times, self.routes = free_flow_table(
-            self.engine.index, town, self.facilities
-        )
+        free_flow = FreeFlowTable(self.engine.index, town, self.facilities)
+        self.travel_times, self.routes = free_flow.times, free_flow.routes
 
-        loaded = _load_population(p.population, town)
+        loaded = _load_population(p.population, town, p.n_agents, self.rng)
         personas = (
             list(loaded)
             if isinstance(loaded, list)
@@ -328,6 +319,7 @@ class UrbanMobilityModel(MobilityModel):
                 self, persona, self.memory_store, self.space[persona.home]
             )
             self.travellers[persona.name] = agent
+        check_network_load(town, len(self.travellers), self.engine.index)
         self.itinerary = Itinerary(self.engine, self.travellers, self.space)
         # a departure's revision is asked d minutes ahead, so its answer is there in time
         self.itinerary.decision_lead_minutes = self.reactions.reaction_minutes
@@ -393,10 +385,18 @@ class UrbanMobilityModel(MobilityModel):
     # ------------------------------------------------------------------ run contract
     @classmethod
     def load_inputs(cls, parameters: UrbanParameters) -> None:
-        """Load the scenario and the population once, so a bad file writes nothing."""
+        """Load the scenario and a population file once, so a bad file writes nothing.
+
+        A population to synthesise is synthesised by the model itself (from its generator).
+        """
         scenario = parameters.scenario
         town = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-        _load_population(parameters.population, town)
+        population = parameters.population
+        synthesised = population == SYNTHETIC_POPULATION or (
+            population == DEFAULT_POPULATION and is_city(town)
+        )
+        if isinstance(population, str | Path) and not synthesised:
+            _load_population(population, town, parameters.n_agents, None)
 
     @classmethod
     def for_run(

@@ -51,7 +51,10 @@ class UrbanParameters(Parameters):
         "nguyen_dupuis", "bundled scenario name or JSON file", loaded=True
     )
     population: str | Path = parameter(
-        "population_70", "bundled population name or JSON file", loaded=True
+        "population_70",
+        "bundled population name or JSON file, or 'synthetic' (the rule sampler; on an "
+        "imported city the default is synthesised on its homes and workplaces)",
+        loaded=True,
     )
     n_agents: int | None = parameter(
         None,

@@ -15,7 +15,7 @@ near their place; they reconsider their trip at nodes when something ahead warra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ from mesa_llm_mobility.urban.routing import DirectedLink, NetworkIndex, PathErro
 if TYPE_CHECKING:
     from mesa_llm_mobility.urban.scenario import Event
     from mesa_llm_mobility.urban.traffic import TrafficEngine
+    from mesa_llm_mobility.urban.trips import Trip
 
 NEARBY_HOPS = 1
 """Road links between a traveller's node and an event's for the event to be perceived."""
@@ -133,14 +134,64 @@ def en_route_trigger(
         return f"waits ahead ~{waits:.0f} min" if waits >= NODE_REVISION_WAIT else None
     first = ahead[0]
     if first.kind == "metro":
-        wait = engine.link_wait(first)
-        headway = engine.scenario.metro_lines[first.line].headway
-        if wait >= headway:
-            return (
-                f"crowded stop: {first.line} trains are full, ~{wait:.0f} min more to wait "
-                f"(trains every {headway:g} min)"
-            )
+        crowded = crowded_stop(engine, first)
+        if crowded is not None:
+            return crowded
     events = surroundings.events_on(engine, ahead, t)
     if events:
         return f"event ahead: {events[0].content}"
     return None
+
+
+def reconsider_key(trip_id: str, trigger: str) -> str:
+    """The key of an en-route reconsideration (walkers and riders: once per trip and reason)."""
+    return f"{trip_id}:{trigger.split(':', 1)[0]}"
+
+
+def crowded_stop(engine: TrafficEngine, link: DirectedLink) -> str | None:
+    """Why a rider queued for metro ``link`` reconsiders when its trains are full, or ``None``.
+
+    The trains are full when the stop's wait indicator is at least a headway: the next train
+    leaves the rider behind.
+    """
+    wait = engine.link_wait(link)
+    headway = engine.scenario.metro_lines[link.line].headway
+    if wait < headway:
+        return None
+    return (
+        f"crowded stop: {link.line} trains are full, ~{wait:.0f} min more to wait "
+        f"(trains every {headway:g} min)"
+    )
+
+
+def riders_who_may_reconsider(
+    engine: TrafficEngine,
+    link: DirectedLink,
+    riders: Iterable[Trip],
+    reconsidered: Callable[[Trip], set[str]],
+    t: float,
+) -> list[Trip]:
+    """The riders queued for metro ``link`` to whom :func:`en_route_trigger` may give a reason.
+
+    Exactly those a reconsideration at the stop can concern: with full trains, the riders not
+    yet reconsidered for a crowded stop on this trip (the trigger is the same for the whole
+    queue); otherwise all of them when an announced event has a text (it may concern their
+    links ahead), else none.
+
+    Args:
+        engine: The traffic engine.
+        link: The metro link the riders queue for.
+        riders: The stop queue.
+        reconsidered: The reconsideration keys of a rider's traveller today.
+        t: The current minute.
+    """
+    crowded = crowded_stop(engine, link)
+    if crowded is not None:
+        return [
+            trip
+            for trip in riders
+            if reconsider_key(str(trip.trip_id), crowded) not in reconsidered(trip)
+        ]
+    if any(event.content for event in engine.announced_events(t)):
+        return list(riders)
+    return []

@@ -112,9 +112,14 @@ class RoadLinkState:
             )
         return self.flow_delay(now)
 
-    def enter(self, t: float, next_seq: Callable[[], int]) -> None:
-        """Let waiting drivers onto the link at ``t``, as room allows, in FIFO order."""
+    def enter(self, t: float, next_seq: Callable[[], int]) -> list[Trip]:
+        """Let waiting drivers onto the link at ``t``, as room allows, in FIFO order.
+
+        Returns:
+            The drivers let in, in order.
+        """
         free_time = self.link.free_time
+        entered: list[Trip] = []
         if self.model == "occupancy":
             room = int(self.capacity) - len(self.moving)
             while self.wait and room > 0:
@@ -124,10 +129,12 @@ class RoadLinkState:
                 trip.ready = t + free_time
                 self.moving.append(trip)
                 self.entered += 1
+                entered.append(trip)
                 room -= 1
-            return
+            return entered
         while self.wait and (self.storage is None or self.count() < self.storage):
             trip = self.wait.popleft()
+            entered.append(trip)
             trip.state = TravelState.TRAVERSING
             trip.entered_at = t
             self.entered += 1
@@ -144,6 +151,7 @@ class RoadLinkState:
                     trip.ready = max(trip.ready, self.last_ready + self.headway)
                 self.last_ready = trip.ready
                 self.moving.append(trip)
+        return entered
 
     def release(
         self,

@@ -302,9 +302,55 @@ class Router:
             previous = link
         return total
 
+    def _road_dijkstra(
+        self, source: str, target: str, mode: str
+    ) -> list[DirectedLink] | None:
+        """:meth:`_dijkstra` for driving and walking, on nodes alone (no train states).
+
+        It pushes the same labels in the same order as the general search, so it finds the
+        same paths, ties included; it only skips the bookkeeping of riding.
+        """
+        drive = mode == "drive"
+        factor = self.index.scenario.walking_factor
+        extra = self._extra
+        out_links = self.index.out_links
+        infinity = float("inf")
+        dist: dict[str, float] = {source: 0.0}
+        back: dict[str, tuple[str, DirectedLink]] = {}
+        heap: list[tuple[float, int, str]] = [(0.0, 0, source)]
+        counter = 1
+        while heap:
+            d, _, node = heapq.heappop(heap)
+            if d > dist.get(node, infinity):
+                continue
+            if node == target:
+                path: list[DirectedLink] = []
+                while node in back:
+                    node, link = back[node]
+                    path.append(link)
+                path.reverse()
+                return path
+            for link in out_links[node]:
+                if link.kind != "road":
+                    continue
+                if drive:
+                    cost = link.free_time + extra.get(link.index, 0.0)
+                else:
+                    cost = link.free_time * factor
+                nd = d + cost
+                head = link.head
+                if nd < dist.get(head, infinity):
+                    dist[head] = nd
+                    back[head] = (node, link)
+                    heapq.heappush(heap, (nd, counter, head))
+                    counter += 1
+        return None
+
     def _dijkstra(
         self, source: str, target: str, mode: str
     ) -> list[DirectedLink] | None:
+        if mode != "transit":
+            return self._road_dijkstra(source, target, mode)
         # States: (node, None, used_metro) at a node, (node, line_direction_key, used_metro) aboard.
         factor = self.index.scenario.walking_factor
         lines = self.index.scenario.metro_lines

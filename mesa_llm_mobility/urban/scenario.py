@@ -32,11 +32,21 @@ class ScenarioError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Node:
-    """A network node with drawing coordinates (tile units in the reference scenario)."""
+    """A network node with drawing coordinates (tile units in the reference scenario).
+
+    Attributes:
+        id: Node id.
+        x: Drawing x (tile units in the reference town, metres east in an imported city).
+        y: Drawing y (metres north in an imported city).
+        lon: Longitude (WGS 84) of an imported node, else None.
+        lat: Latitude (WGS 84) of an imported node, else None.
+    """
 
     id: str
     x: float
     y: float
+    lon: float | None = None
+    lat: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +59,9 @@ class Facility:
         capacity: Maximum number of people staying at once.
         average_stay: Average stay in minutes (used by the facility wait indicator).
         description: Free text shown to agents.
+        kind: What the facility is (``"home"``, ``"Office"``, ``"School"``, ...; see
+            :data:`~mesa_llm_mobility.urban.cities.tables.FACILITY_KINDS`); empty in the
+            reference town, whose facility names are their kinds.
     """
 
     name: str
@@ -56,6 +69,7 @@ class Facility:
     capacity: int
     average_stay: float
     description: str = ""
+    kind: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,7 +339,9 @@ def scenario_from_dict(data: dict[str, Any], source: str = "<dict>") -> Scenario
             raise read.fail(entry, f"field 'id': duplicate node {node_id!r}")
         x = read.number(item, entry, "x", minimum=-math.inf)
         y = read.number(item, entry, "y", minimum=-math.inf)
-        nodes[node_id] = Node(node_id, float(x), float(y))
+        lon = read.number(item, entry, "lon", default=None, minimum=-180.0)
+        lat = read.number(item, entry, "lat", default=None, minimum=-90.0)
+        nodes[node_id] = Node(node_id, float(x), float(y), lon, lat)
     if not nodes:
         raise ScenarioError(f"{source}: field 'nodes': at least one node is required")
 
@@ -349,6 +365,7 @@ def scenario_from_dict(data: dict[str, Any], source: str = "<dict>") -> Scenario
             capacity=read.integer(item, entry, "capacity"),
             average_stay=read.number(item, entry, "average_stay"),
             description=read.get(item, entry, "description", (str,), ""),
+            kind=read.get(item, entry, "kind", (str,), ""),
         )
 
     link_names: set[str] = set()

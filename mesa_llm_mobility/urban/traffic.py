@@ -52,6 +52,7 @@ from mesa_llm_mobility.urban.routing import (
     Router,
 )
 from mesa_llm_mobility.urban.scenario import Event, Scenario
+from mesa_llm_mobility.urban.step_changes import StepChanges
 from mesa_llm_mobility.urban.traffic_records import TrafficRecorder
 from mesa_llm_mobility.urban.trip_planning import AgentState, TripPlanning
 from mesa_llm_mobility.urban.trips import Location, TravelState, Trip, trips_frame
@@ -148,6 +149,27 @@ class TrafficEngine(TripPlanning):
         )
         self._waiting_links: set[int] = set()
         self._reserved: dict[int, int] = {}
+        self.changes = StepChanges()
+        """Agents the steps touched and trips at the end of their link (:mod:`.step_changes`)."""
+        self.trips_under_way = 0
+        """Trips departed and not yet arrived."""
+
+    def __setstate__(self, state: dict) -> None:
+        """Restore a pickled engine; one pickled before :attr:`changes` existed gets them rebuilt."""
+        self.__dict__.update(state)
+        if "changes" not in state:
+            self.changes = StepChanges()
+            self.trips_under_way = 0
+            for agent_state in self._agents.values():
+                trip = agent_state.active
+                if trip is None:
+                    continue
+                self.trips_under_way += 1
+                if trip.link is not None and trip.state in (
+                    TravelState.TRAVERSING,
+                    TravelState.WALKING,
+                ):
+                    self.changes.started_link(trip)
 
     # ------------------------------------------------------------------ network state
     def set_capacity(
@@ -296,7 +318,9 @@ class TrafficEngine(TripPlanning):
             label = congestion_label(wait)
             if label is not None:
                 rows.append((link.kind, link.name, link.direction, wait, label))
-        for name in self._facilities:
+        for name, facility in self._facilities.items():
+            if not facility.queue:  # nobody at the door: no wait, no label
+                continue
             wait = self.facility_wait(name)
             label = congestion_label(wait)
             if label is not None:
@@ -341,7 +365,9 @@ class TrafficEngine(TripPlanning):
         arrivals = self._complete_traversals(t)
         at_nodes = self._handle_node_arrivals(arrivals)
         at_nodes.extend(self._depart(t))
-        self._facilities.admit(t, forget_empty=not self.record_facility_states)
+        self.changes.touched.update(
+            self._facilities.admit(t, forget_empty=not self.record_facility_states)
+        )
         self._enter_links(t, at_nodes)
         self.router.set_extra_costs(
             {
@@ -425,6 +451,7 @@ class TrafficEngine(TripPlanning):
         self, arrivals: list[tuple[float, int, int, Trip, str]]
     ) -> list[Trip]:
         at_nodes: list[Trip] = []
+        self.changes.touch_trips(item[3] for item in arrivals)
         for when, _, _, trip, node in arrivals:
             trip.link = None
             if node == trip.destination_node and not trip.remaining:
@@ -442,6 +469,7 @@ class TrafficEngine(TripPlanning):
     def _finish(self, trip: Trip, when: float) -> None:
         trip.arrival = when
         self._n_settled += 1
+        self.trips_under_way -= 1
         trip.free_flow_time = self.router.free_flow_time(trip.links, trip.mode)
         state = self._agents[trip.agent]
         state.active = None
@@ -472,6 +500,8 @@ class TrafficEngine(TripPlanning):
             state.at_facility = False
             state.place = trip.origin_node
             state.active = trip
+            self.trips_under_way += 1
+            self.changes.touch(trip.agent)
             trip.departure = t
             if trip.route == "shortest":
                 try:
@@ -508,16 +538,20 @@ class TrafficEngine(TripPlanning):
                 trip.state = TravelState.WALKING
                 trip.ready = t + factor * link.free_time
                 heapq.heappush(self._walkers, (trip.ready, self._next_seq(), trip))
+                self.changes.started_link(trip)
             else:
                 trip.state = TravelState.WAITING
                 self._road[link.index].wait.append(trip)
                 self._waiting_links.add(link.index)
         for index in sorted(self._waiting_links):
             state = self._road[index]
-            state.enter(t, self._next_seq)
+            for trip in state.enter(t, self._next_seq):
+                self.changes.touch(trip.agent)
+                self.changes.started_link(trip)
             if not state.wait:
                 self._waiting_links.discard(index)
-        self.metro.board(t)
+        self.changes.touch_trips(self.metro.board(t))
+        self.changes.touch_trips(self.metro.moved_riders(t))
 
     def link_states_frame(self, since: float | None = None) -> pd.DataFrame:
         """Return the per-step link table (from minute ``since`` on, if given).
