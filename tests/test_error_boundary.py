@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import subprocess
 import sys
 
@@ -82,3 +84,20 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     assert pipeline.stdout == "line 0\n"
     assert pipeline.stderr == ""
     assert pipeline.returncode == 0
+
+
+def test_a_full_disk_is_one_line_naming_the_file(tmp_path, capsys, monkeypatch):
+    real_fsync = os.fsync
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "out"
+    code = main(["urban", "run", "--agents", "3", "--out", str(out), "--no-progress"])
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"mlm: error: {out / 'config.json'}: No space left on device")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()  # nothing half-written

@@ -188,9 +188,15 @@ class RunDirectory:
                 )
             logger.info("replacing run directory %s", target)
             shutil.rmtree(target)
+        made = not target.exists()
         target.mkdir(parents=True, exist_ok=True)
-        write_json(run.config_path, config_json)
-        write_json(run.metadata_path, _base_metadata(extra_json, model, model_class))
+        try:
+            write_json(run.config_path, config_json)
+            write_json(run.metadata_path, _base_metadata(extra_json, model, model_class))
+        except BaseException:
+            if made:  # a full disk, say: leave nothing behind
+                shutil.rmtree(target, ignore_errors=True)
+            raise
         logger.info("created run directory %s", target)
         return run
 

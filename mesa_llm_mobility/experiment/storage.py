@@ -86,20 +86,31 @@ def to_jsonable(value: Any, where: str = "config") -> Any:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-    )
+    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``.
+
+    Raises:
+        OSError: Naming ``path`` (a full disk, a folder without write permission): the
+            command line's error boundary prints it as ``<path>: <problem>``.
+    """
+    temp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
         with os.fdopen(handle, "wb") as file:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
+    except BaseException as error:
+        if temp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+        if isinstance(error, OSError) and error.filename is None:
+            raise OSError(
+                error.errno, error.strerror or str(error), str(path)
+            ) from error
         raise
 
 
