@@ -268,6 +268,7 @@ class TrajectoryModel(MobilityModel):
             history,
             peers=self.settings.peers,
             min_history_days=self.settings.min_history_days,
+            colocation_weight=self.settings.colocation_weight,
         )
         self.worker = LocationWorker(self.book, self.settings)
         self.dates = _resolve_dates(self.book, history, days, start_date, dates)

@@ -8,7 +8,11 @@ import pandas as pd
 import pytest
 
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
-from mesa_llm_mobility.trajectory.baselines import BASELINE_LABELS, run_baseline
+from mesa_llm_mobility.trajectory.baselines import (
+    BASELINE_LABELS,
+    NEURAL_BASELINES,
+    run_baseline,
+)
 from mesa_llm_mobility.trajectory.benchmark import (
     COST_COLUMNS,
     PAPER_FAILURE_RATES,
@@ -157,8 +161,18 @@ def test_config_refuses_what_cannot_run():
         benchmark_config(baselines=["gan"])
     with pytest.raises(ValueError, match="unknown detectors"):
         benchmark_config(detectors=["icad"])
-    assert benchmark_config()["baselines"] == list(OFFLINE)
-    assert benchmark_config(brain="llm:openai/x")["baselines"] == [*OFFLINE, "llm"]
+    with pytest.raises(ValueError, match="needs --brain llm"):
+        benchmark_config(baselines=["tool_calling"])
+    with pytest.raises(ValueError, match="neural_epochs"):
+        benchmark_config(neural_epochs=0)
+    workflow = [*OFFLINE, "no_kinematics"]
+    assert benchmark_config()["baselines"] == [*NEURAL_BASELINES, *workflow]
+    assert benchmark_config(brain="llm:openai/x")["baselines"] == [
+        *NEURAL_BASELINES,
+        *workflow,
+        "llm",
+        "tool_calling",
+    ]
 
 
 def test_detectors_that_cannot_score_leave_a_note(small_split, fixture_runs):
