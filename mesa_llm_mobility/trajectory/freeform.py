@@ -21,7 +21,8 @@ A call whose visit number is missing or wrong goes to the first visit still with
 an activity that is not the chain's is replaced by the chain's, a duration outside its bounds
 (or missing) by a draw from the prior, a time asked before its visit's location or before the
 previous visit's time gets those by fallback first: each such substitution marks the visit as
-failed. After the answer, every visit still without a location or a time gets them by fallback.
+failed. After the answer, every visit still without a location or a time gets them by fallback,
+and visits that start after midnight are dropped (as the workflow trims them).
 :func:`tool_success` gives the paper's two rates: visit-level (share of visits whose location
 and time calls were both made without substitution) and trajectory-level (share of days whose
 every visit was).
@@ -34,6 +35,7 @@ same state when replayed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -43,6 +45,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from mesa_llm_mobility.clock import MINUTES_PER_DAY
 from mesa_llm_mobility.cognition.kinds import (
     DecisionKind,
     DecisionRequest,
@@ -500,9 +503,23 @@ class FreeformModel(VerifiedTrajectoryModel):
             self.record_decision(result, time, visit=None)
             session = self._replayed_session(agent, request, seed, result, weekday)
             day = session.finish()
-            grounded.append(day)
-            ends = [float(end) for end in session.ends if end is not None]
             starts = [float(start) for start in session.starts if start is not None]
+            # visits the tools pushed past midnight are dropped, as the workflow trims them
+            kept = sum(start < MINUTES_PER_DAY for start in starts)
+            day = dataclasses.replace(
+                day,
+                activities=day.activities[:kept],
+                pois=day.pois[:kept],
+                travel=day.travel[:kept],
+                trimmed=len(starts) - kept,
+            )
+            grounded.append(day)
+            starts = starts[:kept]
+            ends = [
+                min(float(end), MINUTES_PER_DAY)
+                for end in session.ends[:kept]
+                if end is not None
+            ]
             _, day_end = self.worker.day_bounds(
                 agent.evidence, weekday, np.random.default_rng(seed)
             )
@@ -524,12 +541,12 @@ class FreeformModel(VerifiedTrajectoryModel):
             {
                 **time,
                 "trajectories": len(agents),
-                "visits": sum(len(day.pois) for day in grounded),
+                "visits": sum(len(day.pois) + day.trimmed for day in grounded),
                 "grounded_visits": sum(len(starts) for starts, _ in schedules),
                 "invalid_locations": sum(
                     poi == INVALID_POI for day in grounded for poi in day.pois
                 ),
-                "trimmed_visits": 0,
+                "trimmed_visits": sum(day.trimmed for day in grounded),
                 "chain_fallbacks": 0,
                 "duration_fallbacks": sum(
                     result.outcome == Outcome.FALLBACK for result in results
