@@ -44,7 +44,7 @@ def _final(chain):
 def diligent(body):
     """Both calls per visit, in order, one visit per turn; then the answer."""
     chain = _chain(body)
-    located, timed = _done(body)
+    _, timed = _done(body)
     for index, activity in enumerate(chain, 1):
         if index not in timed:
             return ToolCalls.of(
@@ -57,7 +57,7 @@ def diligent(body):
 def reworded(body):
     """The same calls with a model's own spelling: numbers as text and floats, lower case."""
     chain = _chain(body)
-    located, timed = _done(body)
+    _, timed = _done(body)
     for index, activity in enumerate(chain, 1):
         if index not in timed:
             return ToolCalls.of(
@@ -73,7 +73,7 @@ def reworded(body):
 def sloppy(body):
     """Visit 2 never timed, visit 3 asked as another activity, visit 4's duration too long."""
     chain = _chain(body)
-    located, timed = _done(body)
+    located, _ = _done(body)
     for index, activity in enumerate(chain, 1):
         if index in located:
             continue

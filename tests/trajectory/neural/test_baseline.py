@@ -9,20 +9,20 @@ from mesa_llm_mobility.trajectory.staypoints import local_dates, validate_staypo
 
 pytest.importorskip("jax")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-from mesa_llm_mobility.trajectory.neural import (  # noqa: E402
+from mesa_llm_mobility.trajectory.neural import (
     ARCHITECTURES,
     AdversarialSettings,
     Architecture,
     NeuralBaseline,
 )
-from mesa_llm_mobility.trajectory.neural.models import (  # noqa: E402
+from mesa_llm_mobility.trajectory.neural.models import (
     NextCellRNN,
     NextCellTransformer,
 )
-from mesa_llm_mobility.trajectory.neural.training import (  # noqa: E402
+from mesa_llm_mobility.trajectory.neural.training import (
     sample_days,
     train_next_cell,
 )

@@ -11,7 +11,7 @@ from mesa_llm_mobility.trajectory.staypoints import local_dates, validate_staypo
 
 pytest.importorskip("jax")
 
-from mesa_llm_mobility.trajectory.neural.sequences import DaySequences  # noqa: E402
+from mesa_llm_mobility.trajectory.neural.sequences import DaySequences
 
 
 def test_history_days_go_back_to_stays_in_the_same_cells(small_split):
