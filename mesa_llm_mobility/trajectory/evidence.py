@@ -481,8 +481,9 @@ def colocations(
     n = len(agent_codes)
     counts = np.zeros((n, n))
     agent = np.searchsorted(agent_codes, history["agent_id"].to_numpy())
-    start = history["start"].astype("int64").to_numpy() / 1e9
-    end = history["end"].astype("int64").to_numpy() / 1e9
+    epoch = pd.Timestamp(0, tz="UTC")
+    start = (history["start"] - epoch).dt.total_seconds().to_numpy()
+    end = (history["end"] - epoch).dt.total_seconds().to_numpy()
     for rows in (
         pd.Series(np.arange(len(history)))
         .groupby(history["poi_id"].to_numpy())
