@@ -25,6 +25,7 @@ generated stay points alone.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import io
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -543,7 +544,8 @@ def load_realism(detectors: Sequence[str] | None = None) -> Realism | None:
     """The realism detectors (:mod:`.realism`), or ``None`` when they are not installed.
 
     Args:
-        detectors: Which ones (default: every one of :data:`~.realism.DETECTORS`).
+        detectors: Which ones (default: every one of :data:`~.realism.DETECTORS` whose
+            packages are installed: ``individual_h3`` needs ``h3``).
     """
     try:
         from mesa_llm_mobility.trajectory.realism import (  # noqa: PLC0415
@@ -553,7 +555,10 @@ def load_realism(detectors: Sequence[str] | None = None) -> Realism | None:
     except ImportError as error:
         logger.info("realism detectors unavailable: %s", error)
         return None
-    return functools.partial(realism, detectors=tuple(detectors or DETECTORS))
+    if detectors is None:  # every detector whose packages are installed
+        has_h3 = importlib.util.find_spec("h3") is not None
+        detectors = [name for name in DETECTORS if has_h3 or name != "individual_h3"]
+    return functools.partial(realism, detectors=tuple(detectors))
 
 
 def benchmark_tables(

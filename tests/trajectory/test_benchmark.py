@@ -26,8 +26,8 @@ from mesa_llm_mobility.trajectory.benchmark import (
 )
 from mesa_llm_mobility.trajectory.benchmark_report import write_report
 from mesa_llm_mobility.trajectory.metrics import METRICS
-from mesa_llm_mobility.trajectory.spatial import SPATIAL_METRICS
 from mesa_llm_mobility.trajectory.realism import realism
+from mesa_llm_mobility.trajectory.spatial import SPATIAL_METRICS
 from mesa_llm_mobility.trajectory.staypoints import local_dates
 
 OFFLINE = ("markov", "historical", "rules")

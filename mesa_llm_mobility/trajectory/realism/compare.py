@@ -107,6 +107,18 @@ def realism(
         elif name == "individual":
             real_scores, generated_scores = _by_source(individual.score_split(split))
             level = "individual"
+        elif name == "individual_h3":
+            try:
+                from mesa_llm_mobility.trajectory.realism import (  # noqa: PLC0415  (h3 is optional)
+                    semantic,
+                )
+            except ImportError as error:
+                raise RealismError(
+                    f"the individual_h3 detector needs h3: pip install "
+                    f"'mesa-llm-mobility[realism]' ({error})"
+                ) from None
+            real_scores, generated_scores = _by_source(semantic.score_split(split))
+            level = "individual"
         else:
             real_scores, generated_scores = _by_source(
                 classifier.score_split(split, classifier=classifier_kind)
