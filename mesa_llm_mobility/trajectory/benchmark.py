@@ -545,7 +545,7 @@ def load_realism(detectors: Sequence[str] | None = None) -> Realism | None:
 
     Args:
         detectors: Which ones (default: every one of :data:`~.realism.DETECTORS` whose
-            packages are installed: ``individual_h3`` needs ``h3``).
+            packages are installed: ``individual_h3`` needs ``h3``, ``visit_learned`` JAX).
     """
     try:
         from mesa_llm_mobility.trajectory.realism import (  # noqa: PLC0415
@@ -556,8 +556,15 @@ def load_realism(detectors: Sequence[str] | None = None) -> Realism | None:
         logger.info("realism detectors unavailable: %s", error)
         return None
     if detectors is None:  # every detector whose packages are installed
-        has_h3 = importlib.util.find_spec("h3") is not None
-        detectors = [name for name in DETECTORS if has_h3 or name != "individual_h3"]
+        needs = {"individual_h3": ("h3",), "visit_learned": ("jax", "flax", "optax")}
+        detectors = [
+            name
+            for name in DETECTORS
+            if all(
+                importlib.util.find_spec(package) is not None
+                for package in needs.get(name, ())
+            )
+        ]
     return functools.partial(realism, detectors=tuple(detectors))
 
 

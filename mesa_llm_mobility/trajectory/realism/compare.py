@@ -104,6 +104,20 @@ def realism(
                 real_scores = _per_individual_mean(visits, "real")
                 generated_scores = _per_individual_mean(visits, "generated")
                 level = "individual"
+        elif name == "visit_learned":
+            try:
+                from mesa_llm_mobility.trajectory.realism import (  # noqa: PLC0415  (JAX is optional)
+                    learned_visit,
+                )
+            except ImportError as error:
+                raise RealismError(
+                    f"the visit_learned detector needs JAX, Flax and Optax: pip install "
+                    f"'mesa-llm-mobility[neural]' ({error})"
+                ) from None
+            real_scores, generated_scores = _by_source(
+                learned_visit.score_split(split, top_k=top_k)
+            )
+            level = "visit"
         elif name == "individual":
             real_scores, generated_scores = _by_source(individual.score_split(split))
             level = "individual"
