@@ -33,6 +33,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -190,20 +191,7 @@ def run_baseline(
             bin_minutes=bin_minutes,
             max_length=(settings or WorkflowSettings()).max_chain_length,
         )
-        stays = chains.generate(dates, seed)
-        empty = pd.DataFrame()
-        return BaselineRun(
-            name,
-            "none",
-            stays,
-            time.perf_counter() - began,
-            _cpu_seconds() - cpu,
-            empty,
-            empty,
-            pd.DataFrame(columns=list(VERIFICATION_COLUMNS)),
-            None,
-            None,
-        )
+        return _brainless_run(name, chains.generate(dates, seed), began, cpu)
     settings = settings or WorkflowSettings()
     if name == "no_kinematics":
         settings = dataclasses.replace(settings, kinematics=False)
@@ -272,6 +260,21 @@ def _run_neural(
         history, name, seed=seed, cell_km=cell_km, epochs=epochs
     )
     stays = fitted.generate(dates, seed)
+    return _brainless_run(
+        name,
+        stays,
+        began,
+        cpu,
+        train_s=fitted.train_s,
+        generate_s=fitted.generate_s,
+        parameters=fitted.parameters,
+    )
+
+
+def _brainless_run(
+    name: str, stays: pd.DataFrame, began: float, cpu: float, **cost: Any
+) -> BaselineRun:
+    """The run of a generator without a brain, decisions or workflow (timed from ``began``)."""
     empty = pd.DataFrame()
     return BaselineRun(
         name,
@@ -284,9 +287,7 @@ def _run_neural(
         pd.DataFrame(columns=list(VERIFICATION_COLUMNS)),
         None,
         None,
-        train_s=fitted.train_s,
-        generate_s=fitted.generate_s,
-        parameters=fitted.parameters,
+        **cost,
     )
 
 

@@ -414,12 +414,22 @@ def metrics_table(
     Returns:
         One row per baseline (index ``baseline``), columns :data:`~.metrics.METRICS`.
     """
+    return _per_baseline(evaluate, METRICS, real, generated, cell_km)
+
+
+def _per_baseline(
+    measure: Callable[..., dict[str, float]],
+    columns: Sequence[str],
+    real: pd.DataFrame,
+    generated: Mapping[str, pd.DataFrame],
+    cell_km: float,
+) -> pd.DataFrame:
+    """One row of ``measure(real, stays, cell_km=...)`` per generated table."""
     rows = {
-        name: evaluate(real, stays, cell_km=cell_km)
-        for name, stays in generated.items()
+        name: measure(real, stays, cell_km=cell_km) for name, stays in generated.items()
     }
     return pd.DataFrame.from_dict(
-        rows, orient="index", columns=list(METRICS)
+        rows, orient="index", columns=list(columns)
     ).rename_axis("baseline")
 
 
@@ -431,13 +441,7 @@ def spatial_table(
     Returns:
         One row per baseline (index ``baseline``), columns :data:`~.spatial.SPATIAL_METRICS`.
     """
-    rows = {
-        name: spatial_metrics(real, stays, cell_km=cell_km)
-        for name, stays in generated.items()
-    }
-    return pd.DataFrame.from_dict(
-        rows, orient="index", columns=list(SPATIAL_METRICS)
-    ).rename_axis("baseline")
+    return _per_baseline(spatial_metrics, SPATIAL_METRICS, real, generated, cell_km)
 
 
 def tool_table(runs: Sequence[BaselineRun]) -> pd.DataFrame:

@@ -17,8 +17,11 @@ learns instead, with the neural baselines' library:
   the prediction's entropy), its **temporal** deviation the mode margins ``z^2 / 2`` of its
   arrival and departure; the score is their sum, as the proxy's.
 
-It needs JAX, Flax and Optax (the ``neural`` extra). Sizes: embeddings 32, 64 GRU units,
-30 epochs (the training days of a benchmark are a few thousand).
+It needs JAX, Flax and Optax (the ``neural`` extra). Sizes: embeddings 32, 64 GRU units, 60
+epochs at Adam 1e-2 (a benchmark's training days are a few hundred to a few thousand). On 40
+people x 4 weeks split in halves it scores AUROC 0.50 on real halves, 0.85 on moved places and
+0.53 on shuffled times (the counted proxy: 0.51, 0.92, 0.61): with this little data the
+network learns places but hardly times.
 """
 
 from __future__ import annotations
@@ -43,9 +46,9 @@ from mesa_llm_mobility.trajectory.realism.next_visit import Prediction, top_k_de
 
 EMBEDDING = 32
 HIDDEN = 64
-EPOCHS = 30
+EPOCHS = 60
 BATCH = 64
-LEARNING_RATE = 3e-3
+LEARNING_RATE = 1e-2
 TIME_FLOOR = 10.0 / MINUTES_PER_DAY
 """Least standard deviation of a predicted time (ten minutes): a ten-minute error is never
 striking, as in the proxy."""
