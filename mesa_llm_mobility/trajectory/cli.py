@@ -116,6 +116,16 @@ def evaluate_command(args: argparse.Namespace) -> int:
     print(f"{len(generated)} generated vs {len(real)} real visits ({mode}):")
     for name, value in result.items():
         print(f"  {name:<10} {value:.4f}")
+    if args.spatial:
+        from mesa_llm_mobility.trajectory.spatial import (  # noqa: PLC0415
+            spatial_metrics,
+        )
+
+        extra = spatial_metrics(real, generated, cell_km=args.cell_km)
+        print("beyond the paper, location-aware:")
+        for name, value in extra.items():
+            print(f"  {name:<14} {value:.4f}")
+        result = {**result, **extra}
     print(f"({time.perf_counter() - began:.1f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
@@ -376,6 +386,12 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     evaluate.add_argument(
         "--timezone", default=None, help="time zone of the tables' times"
+    )
+    evaluate.add_argument(
+        "--spatial",
+        action="store_true",
+        help="also the location-aware metrics beyond the paper (density, OD flows, EMD, "
+        "daily distance), which see where the visits are",
     )
     evaluate.add_argument(
         "--json", default=None, help="also write the metrics to this JSON file"

@@ -18,6 +18,7 @@ from mesa_llm_mobility.cognition.testing import (
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.trajectory import scripted_llm
 from mesa_llm_mobility.trajectory.metrics import METRICS
+from mesa_llm_mobility.trajectory.spatial import SPATIAL_METRICS
 from mesa_llm_mobility.trajectory.staypoints import read_history
 
 
@@ -131,6 +132,23 @@ def test_generate_then_evaluate_against_the_held_out_days(data, tmp_path, capsys
         == 0
     )
     assert "trajgenagent compat" in capsys.readouterr().out
+    code = main(
+        [
+            "traj",
+            "evaluate",
+            "--real",
+            str(run.table_path("held_out")),
+            "--generated",
+            str(out),
+            "--spatial",
+            "--json",
+            str(metrics),
+        ]
+    )
+    assert code == 0
+    assert "location-aware" in capsys.readouterr().out
+    values = json.loads(metrics.read_text())
+    assert list(values) == [*METRICS, *SPATIAL_METRICS]
 
 
 def _llm_flags(server):
