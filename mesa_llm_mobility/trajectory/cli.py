@@ -479,7 +479,8 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
         "--detectors",
         default=None,
         help="comma-separated realism detectors of Table III (default: "
-        "visit,visit_individual,individual,classifier)",
+        "every one of visit,visit_individual,visit_learned,individual,individual_h3,"
+        "classifier whose packages are installed)",
     )
     benchmark.add_argument(
         "--temperatures",
