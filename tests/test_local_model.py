@@ -24,6 +24,14 @@ from mesa_llm_mobility.cognition.local_model import (
     local_model_available,
 )
 from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.trajectory.baselines import run_baseline
+from mesa_llm_mobility.trajectory.freeform import tool_success
+from mesa_llm_mobility.trajectory.staypoints import (
+    local_dates,
+    split_history,
+    validate_staypoints,
+)
+from mesa_llm_mobility.trajectory.synth import synthesize
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
 
 pytestmark = [
@@ -115,3 +123,27 @@ def test_evacuation_moves_from_a_real_model(server, tmp_path):
     assert len(decisions) >= 1
     assert set(decisions["outcome"]) <= RESOLVED
     _assert_recorded_through_the_schema(Ledger.read(path))
+
+
+def test_free_form_tool_calling_with_a_real_model(server, tmp_path):
+    # Table V's free-form mode, smoke-sized: one person, one day, tools offered natively. A
+    # 270M model may call the tools, call them badly or not at all, and the server may refuse
+    # tools=: whatever it does, the day must come out whole and its calls counted.
+    stays = synthesize(2, 2, seed=0).stays
+    split = split_history(stays[stays["agent_id"] == stays["agent_id"].iloc[0]], 1)
+    path = tmp_path / "ledger.jsonl"
+    run = run_baseline(
+        "tool_calling",
+        split.history,
+        sorted(set(local_dates(split.held_out))),
+        seed=0,
+        brain=f"llm:{server.model}",
+        brain_options=_options(server, Ledger(path)) | {"max_repairs": 0},
+    )
+    validate_staypoints(run.stays)
+    assert run.stays.groupby("agent_id").ngroups == 1
+    rates = tool_success(run.tool_use)
+    assert 0.0 <= rates["visit_success"] <= 1.0
+    assert (run.tool_use["visits_ok"] <= run.tool_use["visits"]).all()
+    records = Ledger.read(path)
+    assert len(records) == 1 and {r["outcome"] for r in records} <= RESOLVED

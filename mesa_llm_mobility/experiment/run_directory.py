@@ -192,7 +192,9 @@ class RunDirectory:
         target.mkdir(parents=True, exist_ok=True)
         try:
             write_json(run.config_path, config_json)
-            write_json(run.metadata_path, _base_metadata(extra_json, model, model_class))
+            write_json(
+                run.metadata_path, _base_metadata(extra_json, model, model_class)
+            )
         except BaseException:
             if made:  # a full disk, say: leave nothing behind
                 shutil.rmtree(target, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""The four generators of the benchmark, on equal terms: same history, same dates, same schema.
+"""The generators of the benchmark, on equal terms: same history, same dates, same schema.
 
 :func:`run_baseline` runs one of :data:`BASELINES` on a history for the given dates and returns
 its stay points (:data:`~.staypoints.STAY_COLUMNS`, like :func:`~.model.generate`'s) with what
@@ -12,7 +12,13 @@ it cost:
 * ``"rules"``: the full workflow with the rule brain (what :func:`~.model.generate` does by
   default: the orchestrator's rule policy is the individual's weekday activity Markov model);
 * ``"llm"``: the full workflow with an LLM brain (``brain="llm:<model>"``), every decision
-  through the verifier, repaired or falling back to the rule policy.
+  through the verifier, repaired or falling back to the rule policy;
+* ``"no_kinematics"``: the full workflow without its kinematics (``WorkflowSettings(kinematics=
+  False)``, the paper's "w/o kin." of Tables VI and VII), with the benchmark's brain;
+* ``"tool_calling"``: free-form tool calling (the paper's Table V): an LLM grounds a sampled
+  historical chain by calling the location and time tools itself (:mod:`.freeform`); LLM only;
+* ``"gru"``, ``"lstm"``, ``"transformer"``, ``"seqgan"``: the paper's neural baselines on 96
+  fifteen-minute bins of 0.5 km cells (:mod:`.neural`, the optional ``neural`` extra).
 
 The workflow baselines also keep a verification table: per decision, the rounds that failed at
 each stage (``json``, ``schema``, ``domain``, ``transport``), from which the temperature study
@@ -21,179 +27,68 @@ counts the verifier's failures (:func:`~.benchmark.verifier_failure_rates`).
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 import os
 import time
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from mesa_llm_mobility.cognition.kinds import (
-    DecisionKind,
-    DecisionRequest,
-    DecisionResult,
-    Message,
-)
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.settings import BrainOptions, parse_brain_setting
-from mesa_llm_mobility.trajectory.activities import ACTIVITIES
 from mesa_llm_mobility.trajectory.evidence import EvidenceBook, build_evidence
+from mesa_llm_mobility.trajectory.freeform import FreeformModel
+from mesa_llm_mobility.trajectory.historical import (
+    HISTORICAL_CHAIN,
+    STAGES,
+    VERIFICATION_COLUMNS,
+    HistoricalChainAgent,
+    HistoricalChainContext,
+    HistoricalChainModel,
+    VerifiedTrajectoryModel,
+    historical_chain_policy,
+)
 from mesa_llm_mobility.trajectory.markov import MarkovChainBaseline
-from mesa_llm_mobility.trajectory.model import IndividualAgent, TrajectoryModel
-from mesa_llm_mobility.trajectory.orchestrator import ActivityChain, validate_chain
+from mesa_llm_mobility.trajectory.run_files import settings_parameters
 from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
 
-BASELINES = ("markov", "historical", "rules", "llm")
+NEURAL_BASELINES = ("gru", "lstm", "transformer", "seqgan")
+"""The paper's neural baselines, in its order (they need the ``neural`` extra)."""
+
+LLM_BASELINES = ("llm", "tool_calling")
+"""The baselines that need an LLM brain."""
+
+BASELINES = (
+    *NEURAL_BASELINES,
+    "markov",
+    "historical",
+    "rules",
+    "no_kinematics",
+    "llm",
+    "tool_calling",
+)
 """The benchmark's generators, in the order of its tables."""
 
 BASELINE_LABELS = {
+    "gru": "GRU (fixed-interval, ours on CPU)",
+    "lstm": "LSTM (fixed-interval, ours on CPU)",
+    "transformer": "Transformer (fixed-interval, ours on CPU)",
+    "seqgan": "SeqGAN (fixed-interval, ours on CPU)",
     "markov": "Markov chain (activity, POI, hour)",
     "historical": "workflow, sampled historical chain",
     "rules": "full workflow, rule brain",
+    "no_kinematics": "workflow without kinematics",
     "llm": "full workflow, LLM brain",
+    "tool_calling": "free-form tool calling, LLM brain",
 }
 """A readable name of each baseline, for tables and figures."""
 
-STAGES = ("json", "schema", "domain", "transport")
-"""Where an answer can fail: columns of the verification table (rounds failed there)."""
 
-VERIFICATION_COLUMNS = ("day", "date", "agent_id", "kind", "outcome", *STAGES)
-"""Columns of :attr:`BaselineRun.verification`: one row per decision."""
-
-
-# ---------------------------------------------------------------------------- historical chain
-@dataclass(frozen=True)
-class HistoricalChainContext:
-    """What the fixed-chain baseline knows: the individual's evidence-day chains.
-
-    Attributes:
-        agent_id: The individual.
-        date: The target date (ISO).
-        chains: The chains of the evidence days of the target's weekday, oldest first.
-        feasible: Activities with candidate POIs (as the orchestrator's vocabulary).
-        max_length: Most activities a chain may have.
-        first_activity: No start anchor (the chain is an evidence day's own).
-        last_activity: No end anchor.
-    """
-
-    agent_id: object
-    date: str
-    chains: tuple[tuple[str, ...], ...]
-    feasible: tuple[str, ...]
-    max_length: int
-    first_activity: str | None = None
-    last_activity: str | None = None
-
-    @property
-    def length_range(self) -> tuple[int, int]:
-        """Any length up to the bound (the orchestrator's verifier reads it)."""
-        return 1, self.max_length
-
-
-def render_historical_chain_prompt(context: HistoricalChainContext) -> list[Message]:
-    """The question, should an LLM be asked: repeat one of the listed chains."""
-    listed = "\n".join(
-        f"{index}. {list(chain)}" for index, chain in enumerate(context.chains, 1)
-    )
-    return [
-        {"role": "system", "content": "You copy one activity chain from a list."},
-        {
-            "role": "user",
-            "content": (
-                f"Individual {context.agent_id}, date {context.date}. Historical chains:\n"
-                f'{listed}\nAnswer with one of them as {{"activities": [...]}}.'
-            ),
-        },
-    ]
-
-
-def historical_chain_policy(
-    context: HistoricalChainContext, rng: np.random.Generator
-) -> ActivityChain:
-    """One evidence-day chain drawn uniformly, cleaned to the orchestrator's constraints.
-
-    Infeasible activities and adjacent repeats are dropped and the chain is cut to
-    ``max_length`` (a real history may repeat an activity; the workflow's chains never do).
-    """
-    chain = context.chains[int(rng.integers(len(context.chains)))]
-    cleaned: list[str] = []
-    for name in chain:
-        if name in context.feasible and (not cleaned or cleaned[-1] != name):
-            cleaned.append(name)
-    return ActivityChain(activities=cleaned[: context.max_length] or [chain[0]])
-
-
-HISTORICAL_CHAIN: DecisionKind[HistoricalChainContext, ActivityChain] = DecisionKind(
-    name="HistoricalChain",
-    context_type=HistoricalChainContext,
-    output_schema=ActivityChain,
-    render_prompt=render_historical_chain_prompt,
-    rule_policy=historical_chain_policy,
-    validate=validate_chain,
-)
-"""The fixed-chain baseline's stage 1: a sampled historical chain instead of the orchestrator."""
-
-
-class HistoricalChainAgent(IndividualAgent):
-    """An individual whose day is one of its historical chains (no orchestrator)."""
-
-    def chain_request(
-        self, date: pd.Timestamp
-    ) -> DecisionRequest[HistoricalChainContext, ActivityChain]:
-        """The ``HistoricalChain`` request for a date (evidence days of its weekday)."""
-        days = self.evidence.evidence_days(int(date.weekday()))
-        context = HistoricalChainContext(
-            agent_id=self.person_id,
-            date=date.date().isoformat(),
-            chains=tuple(
-                tuple(ACTIVITIES[code] for code in self.evidence.chains[day])
-                for day in days
-            ),
-            feasible=self.model.worker.feasible(self.person_id),
-            max_length=self.model.settings.max_chain_length,
-        )
-        return DecisionRequest(
-            HISTORICAL_CHAIN, self.person_id, context, rng=self.stream
-        )
-
-
-# ---------------------------------------------------------------------------- models
-class VerifiedTrajectoryModel(TrajectoryModel):
-    """The trajectory model, also keeping every decision's failed rounds by stage."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._verification_rows: list[dict[str, Any]] = []
-
-    def record_decision(
-        self, result: DecisionResult[Any, Any], time: Mapping[str, Any], **columns: Any
-    ) -> None:
-        """Add the decision's row, and its failed rounds per stage to the verification table."""
-        super().record_decision(result, time, **columns)
-        stages = Counter(round_.stage for round_ in result.round_errors)
-        self._verification_rows.append(
-            {
-                "day": time["day"],
-                "date": time["date"],
-                "agent_id": result.agent_id,
-                "kind": result.kind,
-                "outcome": str(result.outcome),
-                **{stage: stages.get(stage, 0) for stage in STAGES},
-            }
-        )
-
-    def verification_frame(self) -> pd.DataFrame:
-        """One row per decision: day, date, agent, kind, outcome and failed rounds per stage."""
-        return pd.DataFrame(self._verification_rows, columns=list(VERIFICATION_COLUMNS))
-
-
-class HistoricalChainModel(VerifiedTrajectoryModel):
-    """The evidence workflow on sampled historical chains (the ``"historical"`` baseline)."""
-
-    agent_class: ClassVar[type[IndividualAgent]] = HistoricalChainAgent
+class NeuralUnavailableError(ValueError):
+    """A neural baseline was asked for without JAX, Flax and Optax installed."""
 
 
 # ---------------------------------------------------------------------------- running
@@ -212,6 +107,11 @@ class BaselineRun:
         verification: Failed rounds per decision and stage (empty for the Markov chain).
         ledger_summary: The LLM ledger's summary per kind (``None`` without an LLM).
         workflow_success_rate: Share of kept visits grounded (``None`` for the Markov chain).
+        train_s: Training wall seconds (neural baselines; ``None`` otherwise).
+        generate_s: Generation wall seconds (neural baselines).
+        parameters: Trained scalars (neural baselines).
+        tool_use: Per trajectory, the free-form tool calls' success (``tool_calling`` only;
+            see :func:`~.freeform.tool_success`).
     """
 
     name: str
@@ -224,6 +124,10 @@ class BaselineRun:
     verification: pd.DataFrame
     ledger_summary: pd.DataFrame | None
     workflow_success_rate: float | None
+    train_s: float | None = None
+    generate_s: float | None = None
+    parameters: int | None = None
+    tool_use: pd.DataFrame | None = None
 
 
 def _cpu_seconds() -> float:
@@ -242,6 +146,8 @@ def run_baseline(
     settings: WorkflowSettings | None = None,
     evidence: EvidenceBook | None = None,
     bin_minutes: int = 60,
+    cell_km: float = 0.5,
+    neural_epochs: int | None = None,
     progress: bool = False,
 ) -> BaselineRun:
     """Generate the given dates with one baseline.
@@ -256,55 +162,61 @@ def run_baseline(
         settings: Workflow parameters (workflow baselines).
         evidence: A prebuilt evidence book of ``history`` (built, and timed, when ``None``).
         bin_minutes: Start-bin width of the Markov chain.
+        cell_km: Grid cell of the neural baselines' sequences.
+        neural_epochs: Override the neural baselines' maximum-likelihood epochs.
         progress: Show the model's progress bar.
 
     Returns:
         The run.
 
     Raises:
-        ValueError: For an unknown baseline, or ``"llm"`` without an LLM setting.
+        ValueError: For an unknown baseline, or ``"llm"`` / ``"tool_calling"`` without an LLM
+            setting.
+        NeuralUnavailableError: For a neural baseline without the ``neural`` extra.
     """
     if name not in BASELINES:
         raise ValueError(f"unknown baseline {name!r} (use {', '.join(BASELINES)})")
-    if name == "llm" and parse_brain_setting(brain)[0] != "llm":
+    uses_llm = parse_brain_setting(brain)[0] == "llm"
+    if name in LLM_BASELINES and not uses_llm:
         raise ValueError(
-            f"the llm baseline needs an LLM brain ('llm:<model>'), got {brain!r}"
+            f"the {name} baseline needs an LLM brain ('llm:<model>'), got {brain!r}"
         )
     began, cpu = time.perf_counter(), _cpu_seconds()
+    if name in NEURAL_BASELINES:
+        return _run_neural(
+            name, history, dates, seed, cell_km, neural_epochs, began, cpu
+        )
     if name == "markov":
         chains = MarkovChainBaseline.fit(
             history,
             bin_minutes=bin_minutes,
             max_length=(settings or WorkflowSettings()).max_chain_length,
         )
-        stays = chains.generate(dates, seed)
-        empty = pd.DataFrame()
-        return BaselineRun(
-            name,
-            "none",
-            stays,
-            time.perf_counter() - began,
-            _cpu_seconds() - cpu,
-            empty,
-            empty,
-            pd.DataFrame(columns=list(VERIFICATION_COLUMNS)),
-            None,
-            None,
-        )
+        return _brainless_run(name, chains.generate(dates, seed), began, cpu)
     settings = settings or WorkflowSettings()
+    if name == "no_kinematics":
+        settings = dataclasses.replace(settings, kinematics=False)
     book = evidence or build_evidence(
-        history, peers=settings.peers, min_history_days=settings.min_history_days
+        history,
+        peers=settings.peers,
+        min_history_days=settings.min_history_days,
+        colocation_weight=settings.colocation_weight,
     )
-    model_class = (
-        HistoricalChainModel if name == "historical" else VerifiedTrajectoryModel
-    )
-    options = dict(brain_options or {}) if name == "llm" else {}
+    model_class: type[VerifiedTrajectoryModel] = {
+        "historical": HistoricalChainModel,
+        "tool_calling": FreeformModel,
+    }.get(name, VerifiedTrajectoryModel)
+    asks_llm = name in LLM_BASELINES or (name == "no_kinematics" and uses_llm)
+    options = dict(brain_options or {}) if asks_llm else {}
+    if name == "tool_calling":
+        options.setdefault("tool_calling", "native")
     with model_class(
         history,
         dates=dates,
         settings=settings,
+        **settings_parameters(settings),
         evidence=book,
-        brain=brain if name == "llm" else "rules",
+        brain=brain if asks_llm else "rules",
         brain_options=options,
         rng=seed,
     ) as model:
@@ -322,7 +234,71 @@ def run_baseline(
             model.verification_frame(),
             summary,
             model.workflow_success_rate(),
+            tool_use=model.tool_use_frame(),
         )
+
+
+def _run_neural(
+    name: str,
+    history: pd.DataFrame,
+    dates: Sequence[str | pd.Timestamp],
+    seed: int,
+    cell_km: float,
+    epochs: int | None,
+    began: float,
+    cpu: float,
+) -> BaselineRun:
+    """Train one neural baseline on the history and generate the dates."""
+    try:
+        from mesa_llm_mobility.trajectory.neural import (  # noqa: PLC0415  (optional extra)
+            NeuralBaseline,
+        )
+    except ImportError as error:
+        raise NeuralUnavailableError(
+            f"the {name} baseline needs JAX, Flax and Optax: pip install "
+            f"'mesa-llm-mobility[neural]' ({error})"
+        ) from None
+    fitted = NeuralBaseline.fit(
+        history, name, seed=seed, cell_km=cell_km, epochs=epochs
+    )
+    stays = fitted.generate(dates, seed)
+    return _brainless_run(
+        name,
+        stays,
+        began,
+        cpu,
+        train_s=fitted.train_s,
+        generate_s=fitted.generate_s,
+        parameters=fitted.parameters,
+    )
+
+
+def _brainless_run(
+    name: str, stays: pd.DataFrame, began: float, cpu: float, **cost: Any
+) -> BaselineRun:
+    """The run of a generator without a brain, decisions or workflow (timed from ``began``)."""
+    empty = pd.DataFrame()
+    return BaselineRun(
+        name,
+        "none",
+        stays,
+        time.perf_counter() - began,
+        _cpu_seconds() - cpu,
+        empty,
+        empty,
+        pd.DataFrame(columns=list(VERIFICATION_COLUMNS)),
+        None,
+        None,
+        **cost,
+    )
+
+
+def neural_available() -> bool:
+    """Whether JAX, Flax and Optax are installed (the ``neural`` extra)."""
+    return all(
+        importlib.util.find_spec(package) is not None
+        for package in ("jax", "flax", "optax")
+    )
 
 
 def with_temperature(options: BrainOptions | None, temperature: float) -> BrainOptions:
@@ -334,14 +310,18 @@ __all__ = [
     "BASELINES",
     "BASELINE_LABELS",
     "HISTORICAL_CHAIN",
+    "LLM_BASELINES",
+    "NEURAL_BASELINES",
     "STAGES",
     "VERIFICATION_COLUMNS",
     "BaselineRun",
     "HistoricalChainAgent",
     "HistoricalChainContext",
     "HistoricalChainModel",
+    "NeuralUnavailableError",
     "VerifiedTrajectoryModel",
     "historical_chain_policy",
+    "neural_available",
     "run_baseline",
     "with_temperature",
 ]

@@ -1,4 +1,4 @@
-"""The benchmark: every baseline on the same held-out days, as the paper's Tables II, III, VIII.
+"""The benchmark: every baseline on the same held-out days, as the paper's Tables II-VIII.
 
 :func:`run_benchmark` (``mlm traj benchmark``) reads a history (a synthetic city by default,
 :func:`~.synth.synthesize`; or a NumoSim-layout file), holds out each individual's last days,
@@ -8,9 +8,12 @@ generates those dates with every baseline of :mod:`.baselines` and writes a run 
         config.json, metadata.json
         ledger.jsonl                 the LLM baseline's exchanges (with an LLM brain)
         temperature/ledger_T<t>.jsonl  the temperature study's exchanges (with an LLM brain)
-        tables/metrics.{parquet,csv}     Table II: the seven metrics per baseline
-        tables/realism.{parquet,csv}     Table III: AUROC and AP per baseline and detector
-        tables/cost.{parquet,csv}        wall and CPU time, LLM decisions, calls and tokens
+        tables/metrics.{parquet,csv}     Tables II and VI: the seven metrics per baseline
+        tables/spatial.{parquet,csv}     beyond the paper: location-aware metrics per baseline
+        tables/realism.{parquet,csv}     Tables III and VII: AUROC and AP per baseline, detector
+        tables/cost.{parquet,csv}        wall and CPU time, training and generation time,
+                                         parameters, LLM decisions, calls and tokens
+        tables/tools.{parquet,csv}       Table V: tool-invocation success (with an LLM brain)
         tables/temperature.{parquet,csv} Table VIII: verifier failure rates (with an LLM brain)
         tables/held_out.parquet, tables/generated_<baseline>.parquet
         report.md, plots/*.png           the tables in Markdown beside the paper's, and figures
@@ -22,6 +25,7 @@ generated stay points alone.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import io
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -38,12 +42,20 @@ from mesa_llm_mobility.experiment.storage import write_atomic
 from mesa_llm_mobility.trajectory.baselines import (
     BASELINE_LABELS,
     BASELINES,
+    LLM_BASELINES,
+    NEURAL_BASELINES,
     BaselineRun,
+    neural_available,
     run_baseline,
     with_temperature,
 )
 from mesa_llm_mobility.trajectory.evidence import build_evidence
+from mesa_llm_mobility.trajectory.freeform import tool_success
 from mesa_llm_mobility.trajectory.metrics import METRICS, evaluate
+from mesa_llm_mobility.trajectory.model import (
+    paper_sampling,
+)
+from mesa_llm_mobility.trajectory.spatial import SPATIAL_METRICS, spatial_metrics
 from mesa_llm_mobility.trajectory.staypoints import (
     local_dates,
     read_history,
@@ -58,9 +70,6 @@ REFERENCE = "real, weeks before"
 """The reference row: real days of the history on the held-out weekdays, whole weeks earlier,
 against the held-out days (what copying real data scores: the noise floor)."""
 
-PAPER_TEMPERATURE = 0.9
-"""The paper's sampling temperature (its best), the LLM baseline's default."""
-
 STUDY_TEMPERATURES = (0.5, 0.9, 1.5)
 """The temperatures of the paper's Table VIII."""
 
@@ -74,6 +83,45 @@ PAPER_NUMOSIM_METRICS = {
     "Transition": 0.0075,
 }
 """TrajGenAgent on NumoSim, the paper's Table II (another dataset than ours)."""
+
+PAPER_NUMOSIM_TABLE = {
+    "GRU": (0.0111, 0.2557, 0.2145, 0.1561, 0.0137, 0.0159, 0.0156),
+    "LSTM": (0.0146, 0.3113, 0.3013, 0.1981, 0.0893, 0.0134, 0.0150),
+    "Transformer": (0.0082, 0.2945, 0.2150, 0.1620, 0.0079, 0.0112, 0.0118),
+    "SeqGAN": (0.0085, 0.0998, 0.2410, 0.1585, 0.0082, 0.0107, 0.0120),
+    "Geo-CETRA": (0.0093, 0.3337, 0.0060, 0.1128, 0.0002, 0.0002, 0.0088),
+    "Geo-Llama": (0.0075, 0.2361, 0.0028, 0.0128, 0.0001, 0.0001, 0.0087),
+    "TrajGenAgent": (0.0006, 0.0993, 0.0155, 0.2117, 0.0002, 0.0002, 0.0075),
+    "TrajGenAgent w/o kin.": (0.0028, 0.1508, 0.0198, 0.2476, 0.0006, 0.0006, 0.0077),
+}
+"""Every NumoSim row of the paper's Tables II and VI, in :data:`~.metrics.METRICS` order
+(published numbers of another dataset: Geo-CETRA and Geo-Llama are not run here)."""
+
+PAPER_NUMOSIM_DETECTORS = {
+    "Geo-CETRA": (0.5767, 0.6414, 0.7234, 0.8821, 0.7806),
+    "Geo-Llama": (0.3375, 0.6057, 0.7046, 0.8962, 0.7888),
+    "TrajGenAgent": (0.5008, 0.5368, 0.5255, 0.6398, 0.5690),
+    "TrajGenAgent w/o kin.": (0.5104, 0.6483, 0.6692, 0.9143, 0.9034),
+}
+"""The paper's NumoSim rows of Tables III and VII: BeSTAD AUROC, ICAD visit-level AUROC and AP,
+ICAD individual-level AUROC and AP."""
+
+PAPER_TOOL_SUCCESS = {
+    "Free-form tool calling": (0.098, 0.593),
+    "Deterministic workflow": (1.0, 1.0),
+}
+"""The paper's Table V: (trajectory-level, visit-level) success."""
+
+PAPER_GPU_HOURS = {
+    "GRU": 1.25,
+    "TrajGenAgent": 1.67,
+    "LSTM": 1.83,
+    "Transformer": 3.17,
+    "Geo-CETRA": 3.38,
+    "SeqGAN": 20.62,
+    "Geo-Llama": 24.77,
+}
+"""The paper's Table IV: H100 GPU hours per dataset (34,000 trajectories, training included)."""
 
 PAPER_NUMOSIM_REALISM = {
     "visit": (0.5368, 0.5255),
@@ -98,6 +146,9 @@ COST_COLUMNS = (
     "visits",
     "wall_s",
     "cpu_s",
+    "train_s",
+    "generate_s",
+    "parameters",
     "llm_decisions",
     "http_calls",
     "prompt_tokens",
@@ -106,7 +157,16 @@ COST_COLUMNS = (
     "fallbacks",
     "workflow_success",
 )
-"""Columns of the cost table."""
+"""Columns of the cost table (``train_s``, ``generate_s``, ``parameters``: neural baselines)."""
+
+TOOL_COLUMNS = (
+    "baseline",
+    "trajectories",
+    "visits",
+    "trajectory_success",
+    "visit_success",
+)
+"""Columns of the tool-invocation table (the paper's Table V)."""
 
 REALISM_COLUMNS = ("baseline", "detector", "auroc", "ap", "n_real", "n_generated")
 """Columns every realism table has (the detectors' rows, per baseline; the detectors may add
@@ -149,6 +209,7 @@ class BenchmarkConfig(TypedDict):
     study_individuals: int
     study_days: int
     timezone: str | None
+    neural_epochs: int | None
 
 
 def benchmark_config(
@@ -168,6 +229,7 @@ def benchmark_config(
     study_individuals: int = 100,
     study_days: int = 1,
     timezone: str | None = None,
+    neural_epochs: int | None = None,
 ) -> BenchmarkConfig:
     """The configuration of a benchmark (what ``config.json`` holds).
 
@@ -178,7 +240,8 @@ def benchmark_config(
         city_seed: Seed of the synthetic city.
         hold_out: Days held out per individual (the generated dates).
         seed: Seed of every baseline.
-        baselines: Baselines to run (default: all; ``"llm"`` only with an LLM brain).
+        baselines: Baselines to run (default: all; ``"llm"`` and ``"tool_calling"`` only with
+            an LLM brain, the neural ones only with the ``neural`` extra installed).
         brain: ``"rules"`` or ``"llm:<model>"`` (the LLM baseline and the temperature study).
         cell_km: Grid cell of the metrics.
         bin_minutes: Start-bin width of the Markov chain.
@@ -188,24 +251,42 @@ def benchmark_config(
         study_individuals: Individuals of the temperature study (the first, by id).
         study_days: Held-out dates of the temperature study (the first).
         timezone: Time zone of the history's times.
+        neural_epochs: Maximum-likelihood epochs of the neural baselines (default: each
+            architecture's, :data:`~.neural.ARCHITECTURES`).
 
     Returns:
         The configuration, JSON-ready.
 
     Raises:
-        ValueError: For an unknown baseline, or ``"llm"`` asked for without an LLM brain.
+        ValueError: For an unknown baseline, an LLM baseline asked for without an LLM brain,
+            or a neural one without the ``neural`` extra.
     """
     uses_llm = parse_brain_setting(brain)[0] == "llm"
+    has_neural = neural_available()
     chosen = (
         list(baselines)
         if baselines is not None
-        else [name for name in BASELINES if uses_llm or name != "llm"]
+        else [
+            name
+            for name in BASELINES
+            if (uses_llm or name not in LLM_BASELINES)
+            and (has_neural or name not in NEURAL_BASELINES)
+        ]
     )
     unknown = [name for name in chosen if name not in BASELINES]
     if unknown:
         raise ValueError(f"unknown baselines {unknown} (use {', '.join(BASELINES)})")
-    if "llm" in chosen and not uses_llm:
-        raise ValueError("the llm baseline needs --brain llm:<model>")
+    needs_llm = [name for name in chosen if name in LLM_BASELINES]
+    if needs_llm and not uses_llm:
+        raise ValueError(f"the {needs_llm[0]} baseline needs --brain llm:<model>")
+    needs_neural = [name for name in chosen if name in NEURAL_BASELINES]
+    if needs_neural and not has_neural:
+        raise ValueError(
+            f"the {needs_neural[0]} baseline needs JAX, Flax and Optax: pip install "
+            "'mesa-llm-mobility[neural]'"
+        )
+    if neural_epochs is not None and neural_epochs < 1:
+        raise ValueError(f"neural_epochs must be >= 1, got {neural_epochs}")
     if hold_out < 1:
         raise ValueError(f"hold_out must be >= 1, got {hold_out}")
     if detectors is not None:
@@ -232,6 +313,7 @@ def benchmark_config(
         "study_individuals": int(study_individuals),
         "study_days": int(study_days),
         "timezone": timezone,
+        "neural_epochs": None if neural_epochs is None else int(neural_epochs),
     }
 
 
@@ -308,13 +390,51 @@ def metrics_table(
     Returns:
         One row per baseline (index ``baseline``), columns :data:`~.metrics.METRICS`.
     """
+    return _per_baseline(evaluate, METRICS, real, generated, cell_km)
+
+
+def _per_baseline(
+    measure: Callable[..., dict[str, float]],
+    columns: Sequence[str],
+    real: pd.DataFrame,
+    generated: Mapping[str, pd.DataFrame],
+    cell_km: float,
+) -> pd.DataFrame:
+    """One row of ``measure(real, stays, cell_km=...)`` per generated table."""
     rows = {
-        name: evaluate(real, stays, cell_km=cell_km)
-        for name, stays in generated.items()
+        name: measure(real, stays, cell_km=cell_km) for name, stays in generated.items()
     }
     return pd.DataFrame.from_dict(
-        rows, orient="index", columns=list(METRICS)
+        rows, orient="index", columns=list(columns)
     ).rename_axis("baseline")
+
+
+def spatial_table(
+    real: pd.DataFrame, generated: Mapping[str, pd.DataFrame], *, cell_km: float = 0.5
+) -> pd.DataFrame:
+    """Beyond the paper: the location-aware metrics (:mod:`.spatial`) of each generated table.
+
+    Returns:
+        One row per baseline (index ``baseline``), columns :data:`~.spatial.SPATIAL_METRICS`.
+    """
+    return _per_baseline(spatial_metrics, SPATIAL_METRICS, real, generated, cell_km)
+
+
+def tool_table(runs: Sequence[BaselineRun]) -> pd.DataFrame:
+    """Table V: trajectory- and visit-level tool-invocation success.
+
+    The free-form run's rates come from its tool calls (:func:`~.freeform.tool_success`); a
+    workflow run calls its modules in code, so a visit is a success when it got a POI and a
+    time, and a trajectory when all of its planned visits did
+    (:meth:`~.historical.VerifiedTrajectoryModel.tool_use_frame`).
+    """
+    rows = []
+    for run in runs:
+        if run.tool_use is None or run.tool_use.empty:
+            continue
+        rates = tool_success(run.tool_use)
+        rows.append({"baseline": run.name, **rates})
+    return pd.DataFrame(rows, columns=list(TOOL_COLUMNS))
 
 
 def realism_table(
@@ -353,6 +473,9 @@ def cost_table(runs: Sequence[BaselineRun]) -> pd.DataFrame:
                 "visits": len(run.stays),
                 "wall_s": run.wall_s,
                 "cpu_s": run.cpu_s,
+                "train_s": run.train_s,
+                "generate_s": run.generate_s,
+                "parameters": run.parameters,
                 **{
                     column: int(summary[source]) if summary is not None else 0
                     for column, source in (
@@ -377,10 +500,14 @@ class BenchmarkTables:
     """The benchmark's tables.
 
     Attributes:
-        metrics: Table II, one row per baseline (and the reference), index ``baseline``.
-        realism: Table III, one row per baseline and detector (empty without detectors).
+        metrics: Tables II and VI, one row per baseline (and the reference), index
+            ``baseline``.
+        realism: Tables III and VII, one row per baseline and detector (empty without
+            detectors).
         cost: One row per baseline.
         temperature: Table VIII (empty without an LLM brain).
+        spatial: Beyond the paper: the location-aware metrics, index ``baseline``.
+        tools: Table V: tool-invocation success per workflow baseline.
         notes: What was left out and why (e.g. no detectors installed).
     """
 
@@ -388,6 +515,8 @@ class BenchmarkTables:
     realism: pd.DataFrame
     cost: pd.DataFrame
     temperature: pd.DataFrame
+    spatial: pd.DataFrame = field(default_factory=pd.DataFrame)
+    tools: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)
 
 
@@ -395,7 +524,8 @@ def load_realism(detectors: Sequence[str] | None = None) -> Realism | None:
     """The realism detectors (:mod:`.realism`), or ``None`` when they are not installed.
 
     Args:
-        detectors: Which ones (default: every one of :data:`~.realism.DETECTORS`).
+        detectors: Which ones (default: every one of :data:`~.realism.DETECTORS` whose
+            packages are installed: ``individual_h3`` needs ``h3``, ``visit_learned`` JAX).
     """
     try:
         from mesa_llm_mobility.trajectory.realism import (  # noqa: PLC0415
@@ -405,7 +535,17 @@ def load_realism(detectors: Sequence[str] | None = None) -> Realism | None:
     except ImportError as error:
         logger.info("realism detectors unavailable: %s", error)
         return None
-    return functools.partial(realism, detectors=tuple(detectors or DETECTORS))
+    if detectors is None:  # every detector whose packages are installed
+        needs = {"individual_h3": ("h3",), "visit_learned": ("jax", "flax", "optax")}
+        detectors = [
+            name
+            for name in DETECTORS
+            if all(
+                importlib.util.find_spec(package) is not None
+                for package in needs.get(name, ())
+            )
+        ]
+    return functools.partial(realism, detectors=tuple(detectors))
 
 
 def benchmark_tables(
@@ -459,6 +599,8 @@ def benchmark_tables(
         realism=realism_rows,
         cost=cost_table(runs),
         temperature=temperature_table(studies or {}),
+        spatial=spatial_table(held_out, generated, cell_km=cell_km),
+        tools=tool_table(runs),
         notes=notes,
     )
 
@@ -535,7 +677,8 @@ def run_benchmark(
         config: As built by :func:`benchmark_config`.
         overwrite: Replace an earlier run in ``out``.
         brain_options: Options of the LLM brain (``api_base``, ``temperature``, ...; never
-            written to the config). Without a temperature the LLM baseline samples at 0.9.
+            written to the config). What they leave unsaid is the paper's sampling
+            (:func:`paper_sampling`: temperature 0.9, top-p 0.95, 1024 completion tokens).
         progress: Show a progress bar.
         realism: The detectors: ``True`` loads :mod:`.realism` when installed, ``False`` skips
             Table III, or a function.
@@ -569,9 +712,8 @@ def run_benchmark(
     run = RunDirectory.create(
         out, dict(config), model="trajectory_benchmark", overwrite=overwrite
     )
-    options = dict(brain_options or {})
-    options.setdefault("temperature", PAPER_TEMPERATURE)
-    settings = WorkflowSettings()
+    options = paper_sampling(brain_options)
+    settings = WorkflowSettings(durations="visit")
     detectors = (
         load_realism(config["detectors"]) if realism is True else (realism or None)
     )
@@ -593,6 +735,8 @@ def run_benchmark(
                     brain_options={**options, "ledger": run.ledger_path},
                     settings=settings,
                     bin_minutes=config["bin_minutes"],
+                    cell_km=config["cell_km"],
+                    neural_epochs=config.get("neural_epochs"),
                 )
             )
             bar.update()
@@ -631,6 +775,9 @@ def run_benchmark(
     _write_frame(run, "metrics", tables.metrics.reset_index())
     _write_frame(run, "realism", tables.realism)
     _write_frame(run, "cost", tables.cost)
+    _write_frame(run, "spatial", tables.spatial.reset_index())
+    if not tables.tools.empty:
+        _write_frame(run, "tools", tables.tools)
     if not tables.temperature.empty:
         _write_frame(run, "temperature", tables.temperature)
     run.write_table("held_out", held_out.drop(columns="source_row", errors="ignore"))
@@ -651,8 +798,12 @@ def run_benchmark(
 
 __all__ = [
     "PAPER_FAILURE_RATES",
+    "PAPER_GPU_HOURS",
+    "PAPER_NUMOSIM_DETECTORS",
     "PAPER_NUMOSIM_METRICS",
     "PAPER_NUMOSIM_REALISM",
+    "PAPER_NUMOSIM_TABLE",
+    "PAPER_TOOL_SUCCESS",
     "REFERENCE",
     "BenchmarkConfig",
     "BenchmarkResult",
@@ -662,9 +813,12 @@ __all__ = [
     "cost_table",
     "load_realism",
     "metrics_table",
+    "paper_sampling",
     "realism_table",
     "reference_days",
     "run_benchmark",
+    "spatial_table",
     "temperature_table",
+    "tool_table",
     "verifier_failure_rates",
 ]

@@ -112,6 +112,16 @@ def evaluate_command(args: argparse.Namespace) -> int:
     print(f"{len(generated)} generated vs {len(real)} real visits ({mode}):")
     for name, value in result.items():
         print(f"  {name:<10} {value:.4f}")
+    if args.spatial:
+        from mesa_llm_mobility.trajectory.spatial import (  # noqa: PLC0415
+            spatial_metrics,
+        )
+
+        extra = spatial_metrics(real, generated, cell_km=args.cell_km)
+        print("beyond the paper, location-aware:")
+        for name, value in extra.items():
+            print(f"  {name:<14} {value:.4f}")
+        result = {**result, **extra}
     print(f"({time.perf_counter() - began:.1f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
@@ -154,13 +164,19 @@ def benchmark_command(args: argparse.Namespace) -> int:
         study_individuals=args.study_individuals,
         study_days=args.study_days,
         timezone=args.timezone,
+        neural_epochs=args.neural_epochs,
     )
+    options = brain_options(args)
+    if args.max_tokens is not None:
+        options["max_tokens"] = args.max_tokens
+    if args.top_p is not None:
+        options["extra_params"] = {"top_p": args.top_p}
     began = time.perf_counter()
     result = run_benchmark(
         args.out,
         config,
         overwrite=args.overwrite,
-        brain_options=brain_options(args),
+        brain_options=options,
         progress=not args.no_progress,
     )
     tables = result.tables
@@ -169,16 +185,37 @@ def benchmark_command(args: argparse.Namespace) -> int:
         f"{len(result.run.metadata['extra']['dates'])} held-out days, "
         f"{len(result.runs)} baselines: {time.perf_counter() - began:.1f} s"
     )
-    metrics = tables.metrics.rename(index=lambda name: BASELINE_LABELS.get(name, name))
-    print(metrics.to_string(float_format=lambda value: f"{value:.4f}"))
+
+    def label(name: str) -> str:
+        return BASELINE_LABELS.get(name, name)
+
+    print(
+        tables.metrics.rename(index=label).to_string(
+            float_format=lambda value: f"{value:.4f}"
+        )
+    )
+    print("beyond the paper, location-aware:")
+    print(
+        tables.spatial.rename(index=label).to_string(
+            float_format=lambda value: f"{value:.4f}"
+        )
+    )
     if not tables.realism.empty:
         print(
             tables.realism.pivot_table(
                 index="baseline", columns="detector", values="auroc", sort=False
             ).to_string(float_format=lambda value: f"{value:.3f}")
         )
-    cost = tables.cost.set_index("baseline")[["wall_s", "cpu_s", "http_calls"]]
+    cost = tables.cost.set_index("baseline")[
+        ["wall_s", "cpu_s", "train_s", "generate_s", "parameters", "http_calls"]
+    ]
     print(cost.to_string(float_format=lambda value: f"{value:.1f}"))
+    if not tables.tools.empty:
+        print(
+            tables.tools.set_index("baseline").to_string(
+                float_format=lambda value: f"{value:.3f}"
+            )
+        )
     if not tables.temperature.empty:
         print(
             tables.temperature.set_index("temperature")[
@@ -300,19 +337,27 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
         "--timezone", default=None, help="time zone of the tables' times"
     )
     evaluate.add_argument(
+        "--spatial",
+        action="store_true",
+        help="also the location-aware metrics beyond the paper (density, OD flows, EMD, "
+        "daily distance), which see where the visits are",
+    )
+    evaluate.add_argument(
         "--json", default=None, help="also write the metrics to this JSON file"
     )
     evaluate.set_defaults(handler=evaluate_command)
 
     benchmark = commands.add_parser(
         "benchmark",
-        help="every baseline on the same held-out days: the paper's Tables II, III, VIII",
+        help="every baseline on the same held-out days: the paper's Tables II-VIII",
         description="Hold out each individual's last days of a history (a synthetic city by "
-        "default) and generate them with every baseline: a Markov chain over (activity, POI, "
-        "hour), the workflow on sampled historical chains, the full workflow with the rule "
-        "brain, and with an LLM brain when --brain llm:<model> is given (then also the "
-        "temperature study). Writes the tables (Parquet and CSV), report.md and figures into "
-        "--out.",
+        "default) and generate them with every baseline: the paper's GRU, LSTM, Transformer "
+        "and SeqGAN (with the neural extra), a Markov chain over (activity, POI, hour), the "
+        "workflow on sampled historical chains, the full workflow with the rule brain and "
+        "without its kinematics, and with an LLM brain when --brain llm:<model> is given "
+        "(then also free-form tool calling and the temperature study; the paper's sampling: "
+        "temperature 0.9, top-p 0.95, 1024 tokens). Writes the tables (Parquet and CSV), "
+        "report.md and figures into --out.",
     )
     benchmark.add_argument("--out", required=True, help="run directory to write")
     benchmark.add_argument(
@@ -350,8 +395,28 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
     benchmark.add_argument(
         "--baselines",
         default=None,
-        help="comma-separated subset of markov,historical,rules,llm (default: all; llm "
-        "with an LLM brain)",
+        help="comma-separated subset of gru,lstm,transformer,seqgan,markov,historical,"
+        "rules,no_kinematics,llm,tool_calling (default: all; llm and tool_calling with an "
+        "LLM brain, the neural ones with the neural extra)",
+    )
+    benchmark.add_argument(
+        "--neural-epochs",
+        type=_positive_int,
+        default=None,
+        help="maximum-likelihood epochs of the neural baselines (default: 6; SeqGAN's "
+        "pre-training 8)",
+    )
+    benchmark.add_argument(
+        "--top-p",
+        type=float,
+        default=None,
+        help="LLM nucleus sampling (default 0.95, the paper's)",
+    )
+    benchmark.add_argument(
+        "--max-tokens",
+        type=_positive_int,
+        default=None,
+        help="LLM completion token limit (default 1024, the paper's)",
     )
     benchmark.add_argument(
         "--cell-km",
@@ -363,7 +428,8 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
         "--detectors",
         default=None,
         help="comma-separated realism detectors of Table III (default: "
-        "visit,visit_individual,individual,classifier)",
+        "every one of visit,visit_individual,visit_learned,individual,individual_h3,"
+        "classifier whose packages are installed)",
     )
     benchmark.add_argument(
         "--temperatures",

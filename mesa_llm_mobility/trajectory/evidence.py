@@ -13,7 +13,12 @@ The evidence of a target date is the subset of days with the same weekday, else 
 
 The similar-individual pool ranks individuals by the distance between their mobility signatures
 (spatial scale, daily rhythm, activity and transition distributions) and keeps the top K
-(:func:`similar_individuals`).
+(:func:`similar_individuals`). Optionally (``colocation_weight > 0``, off by default) the
+co-location signal of the reference code (``colocation_extract.py``, ``peer_agents_match.py``)
+brings people who were at the same POI at the same time closer: :func:`colocations` counts, for
+every pair of individuals, their stays at one POI that overlap by at least two minutes, and a
+pair's signature distance is lowered by ``colocation_weight * log1p(count) / 5`` (the
+reference's score of the signal, ``log1p(count) / 5`` with weight 2 among its nine scores).
 """
 
 from __future__ import annotations
@@ -240,7 +245,11 @@ def _by_agent(groups: dict[tuple, np.ndarray]) -> dict[int, dict[int, np.ndarray
 
 
 def build_evidence(
-    history: pd.DataFrame, *, peers: int = 10, min_history_days: int = 1
+    history: pd.DataFrame,
+    *,
+    peers: int = 10,
+    min_history_days: int = 1,
+    colocation_weight: float = 0.0,
 ) -> EvidenceBook:
     """Build every individual's evidence profile and the similar-individual pool.
 
@@ -248,6 +257,7 @@ def build_evidence(
         history: A valid stay-point table (sorted by agent and start, as loaders return).
         peers: K of the similar-individual pool.
         min_history_days: Individuals with fewer history days are refused.
+        colocation_weight: Weight of the co-location signal in the peer matching (0: off).
 
     Returns:
         The evidence book.
@@ -393,7 +403,10 @@ def build_evidence(
     signatures = mobility_signatures(
         individuals, poi_lat, poi_lon, history, agent_index, poi_index
     )
-    pool = similar_individuals(signatures, list(individuals), peers)
+    bonus = None
+    if colocation_weight > 0:
+        bonus = colocation_weight * np.log1p(colocations(history, agent_codes)) / 5.0
+    pool = similar_individuals(signatures, list(individuals), peers, bonus=bonus)
     return EvidenceBook(individuals, poi_ids, poi_lat, poi_lon, pool, timezone)
 
 
@@ -438,13 +451,66 @@ def mobility_signatures(
     return np.hstack([scalars, activity, transition])
 
 
+COLOCATION_OVERLAP_S = 120.0
+"""Least overlap (seconds) of two stays at one POI that makes a co-location (the reference's)."""
+
+
+def colocations(
+    history: pd.DataFrame,
+    agent_codes: np.ndarray,
+    *,
+    overlap_s: float = COLOCATION_OVERLAP_S,
+) -> np.ndarray:
+    """Co-location counts of every pair of individuals (the reference's ``colocation_extract``).
+
+    Two stays of different individuals at the same POI co-locate when they overlap in time by
+    at least ``overlap_s``; a pair's count is the number of such pairs of stays.
+
+    Args:
+        history: Stay points.
+        agent_codes: The individuals, in the order of the result's rows and columns.
+        overlap_s: Least overlap in seconds.
+
+    Returns:
+        A symmetric (n, n) count matrix with a zero diagonal.
+    """
+    n = len(agent_codes)
+    counts = np.zeros((n, n))
+    agent = np.searchsorted(agent_codes, history["agent_id"].to_numpy())
+    epoch = pd.Timestamp(0, tz="UTC")
+    start = (history["start"] - epoch).dt.total_seconds().to_numpy()
+    end = (history["end"] - epoch).dt.total_seconds().to_numpy()
+    for rows in (
+        pd.Series(np.arange(len(history)))
+        .groupby(history["poi_id"].to_numpy())
+        .indices.values()
+    ):
+        if rows.size < 2:
+            continue
+        overlap = np.minimum(end[rows, None], end[None, rows]) - np.maximum(
+            start[rows, None], start[None, rows]
+        )
+        first, second = np.nonzero(np.triu(overlap >= overlap_s, k=1))
+        a, b = agent[rows[first]], agent[rows[second]]
+        other = a != b
+        np.add.at(counts, (a[other], b[other]), 1.0)
+        np.add.at(counts, (b[other], a[other]), 1.0)
+    return counts
+
+
 def similar_individuals(
-    signatures: np.ndarray, agent_ids: list[object], k: int, *, block: int = 1024
+    signatures: np.ndarray,
+    agent_ids: list[object],
+    k: int,
+    *,
+    block: int = 1024,
+    bonus: np.ndarray | None = None,
 ) -> dict[object, tuple[object, ...]]:
     """The top-``k`` most similar individuals of each (smallest signature distance, not self).
 
     Ties are broken by position (stable sort). Computed in blocks of rows, so memory stays
-    ``block x n``.
+    ``block x n``. ``bonus`` (n, n), when given, is subtracted from the squared distances'
+    square roots: a larger bonus makes a pair more similar (the co-location signal).
     """
     n = len(agent_ids)
     k = min(k, n - 1)
@@ -459,6 +525,8 @@ def similar_individuals(
             + squared[None, :]
             - 2.0 * rows @ signatures.T
         )
+        if bonus is not None:
+            distance = np.sqrt(np.maximum(distance, 0.0)) - bonus[first : first + block]
         distance[np.arange(len(rows)), np.arange(first, first + len(rows))] = np.inf
         nearest = np.argsort(distance, axis=1, kind="stable")[:, :k]
         for offset, row in enumerate(nearest):

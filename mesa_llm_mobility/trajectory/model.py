@@ -62,6 +62,7 @@ from mesa_llm_mobility.trajectory.run_files import (
     check_stays_file,
     read_inputs,
     record_generation,
+    settings_parameters,
     workflow_success_rate,
 )
 from mesa_llm_mobility.trajectory.staypoints import STAY_COLUMNS
@@ -85,6 +86,33 @@ WORKFLOW_COLUMNS = (
     "duration_fallbacks",
 )
 """Columns of :meth:`TrajectoryModel.workflow_frame`: one row per generated day."""
+
+
+PAPER_TEMPERATURE = 0.9
+"""The paper's sampling temperature (its best), the LLM brain's default."""
+
+PAPER_TOP_P = 0.95
+"""The paper's nucleus sampling (Sec. IV-D), sent as ``top_p`` (brain ``extra_params``)."""
+
+PAPER_MAX_TOKENS = 1024
+"""The paper's output limit (Sec. IV-D); its context limit, 8192 tokens, is the server's
+(vLLM's ``--max-model-len``, llama.cpp's ``-c``), not a request parameter."""
+
+
+def paper_sampling(options: BrainOptions | None) -> BrainOptions:
+    """Brain options with the paper's sampling wherever they do not say otherwise.
+
+    Temperature 0.9, top-p 0.95 and at most 1024 completion tokens (Sec. IV-D); a ``top_p``
+    given in ``extra_params`` wins. The trajectory model's LLM brain samples so by default.
+    """
+    result = BrainOptions(**dict(options or {}))
+    result.setdefault("temperature", PAPER_TEMPERATURE)
+    result.setdefault("max_tokens", PAPER_MAX_TOKENS)
+    result["extra_params"] = {
+        "top_p": PAPER_TOP_P,
+        **(result.get("extra_params") or {}),
+    }
+    return result
 
 
 def stream_key(agent_id: Hashable) -> tuple[int, int]:
@@ -282,7 +310,12 @@ class TrajectoryModel(MobilityModel):
     ) -> None:
         if parameters is not None and not isinstance(parameters, TrajectoryParameters):
             overrides["history"], parameters = parameters, None
-        super().__init__(parameters, brain_options=brain_options, rng=rng, **overrides)
+        super().__init__(
+            parameters,
+            brain_options=paper_sampling(brain_options),
+            rng=rng,
+            **overrides,
+        )
         p = self.parameters
         inputs = read_inputs(p, settings=settings, evidence=evidence)
         self.settings = inputs.settings
@@ -712,9 +745,7 @@ def generate(
         start_date=None if start_date is None else str(start_date),
         dates=dates,
         settings=settings,
-        durations=settings.durations,
-        alpha=settings.alpha,
-        peers=settings.peers,
+        **settings_parameters(settings),
         brain=brain,
         brain_options=brain_options,
         rng=rng,

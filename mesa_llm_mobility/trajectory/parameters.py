@@ -30,9 +30,11 @@ class TrajectoryParameters(Parameters):
         start_date: First date to generate (none: the day after the history).
         hold_out: Hold out each individual's last days and generate those dates.
         timezone: Time zone of the history's times (none: the reader's default).
-        durations: One duration decision per day, or per visit (the paper's worker).
+        durations: One duration decision per visit (the paper's worker), or per day (ours).
         alpha: The exploration gate of the location worker.
         peers: K of the similar-individual pool.
+        kinematics: Distance-aware locations and travel times (false: the paper's ablation).
+        colocation_weight: Weight of co-location in the peer matching (0: off).
     """
 
     model_name: ClassVar[str] = "trajectory"
@@ -64,11 +66,23 @@ class TrajectoryParameters(Parameters):
         "naive times)",
     )
     durations: Literal["day", "visit"] = parameter(
-        "day",
-        "one duration decision per day, or per visit (the paper's duration worker)",
+        "visit",
+        "one duration decision per visit (the paper's duration worker with its verifier), "
+        "or one per day (ours: fewer calls)",
     )
     alpha: float = parameter(0.3, "exploration gate of the location worker", ge=0, le=1)
     peers: int = parameter(10, "K of the similar-individual pool", ge=1)
+    kinematics: bool = parameter(
+        True,
+        "distance-aware locations and travel times from speed priors (the paper's method); "
+        "false: its 'w/o kinematics' ablation (Tables VI-VII)",
+    )
+    colocation_weight: float = parameter(
+        0.0,
+        "weight of the co-location signal in the peer matching (0: off; the reference "
+        "code's colocation_extract)",
+        ge=0,
+    )
 
     def check(self) -> None:
         """A history is given; the time zone and the start date are readable."""

@@ -63,6 +63,37 @@ class GenerationInputs:
     settings: WorkflowSettings
 
 
+SETTINGS_PARAMETERS = ("durations", "alpha", "peers", "kinematics", "colocation_weight")
+"""The workflow settings that are declared parameters (:class:`TrajectoryParameters`)."""
+
+
+def settings_parameters(settings: WorkflowSettings) -> dict[str, object]:
+    """The declared parameters a :class:`WorkflowSettings` sets, by name."""
+    return {name: getattr(settings, name) for name in SETTINGS_PARAMETERS}
+
+
+def workflow_settings(
+    parameters: TrajectoryParameters, settings: WorkflowSettings | None = None
+) -> WorkflowSettings:
+    """The workflow settings of a run: ``settings`` with the declared parameters' values.
+
+    Raises:
+        ValueError: When ``settings`` sets a declared parameter to another value than the
+            parameters (give it as a parameter, e.g. ``durations="visit"``).
+    """
+    base, default = settings or WorkflowSettings(), WorkflowSettings()
+    for name in SETTINGS_PARAMETERS:
+        given, wanted = getattr(base, name), getattr(parameters, name)
+        if given != getattr(default, name) and given != wanted:
+            raise ValueError(
+                f"settings.{name}={given!r} differs from the parameter {name}={wanted!r}: "
+                f"give {name} as a parameter"
+            )
+    return dataclasses.replace(
+        base, **{name: getattr(parameters, name) for name in SETTINGS_PARAMETERS}
+    )
+
+
 def read_inputs(
     parameters: TrajectoryParameters,
     *,
@@ -80,12 +111,7 @@ def read_inputs(
     Raises:
         StayPointError: For a bad history (one line naming the file and the problem).
     """
-    settings = dataclasses.replace(
-        settings or WorkflowSettings(),
-        durations=parameters.durations,
-        alpha=parameters.alpha,
-        peers=parameters.peers,
-    )
+    settings = workflow_settings(parameters, settings)
     history = parameters.history
     stays = (
         history
@@ -102,7 +128,10 @@ def read_inputs(
     else:
         held_out, dates = stays.iloc[:0], None
     book = evidence or build_evidence(
-        stays, peers=settings.peers, min_history_days=settings.min_history_days
+        stays,
+        peers=settings.peers,
+        min_history_days=settings.min_history_days,
+        colocation_weight=settings.colocation_weight,
     )
     return GenerationInputs(stays, held_out, dates, book, settings)
 

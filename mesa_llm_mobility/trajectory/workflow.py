@@ -21,6 +21,14 @@ The defaults are the reference implementation's (alpha 0.3, beta 0.5 per km, lf 
 K 10, speeds 5 km/h up to 5 km and 40 km/h beyond, durations 5-720 minutes) except
 :attr:`WorkflowSettings.own_anchors`: by default a person's Home, Work and School are their own
 (where they have one), not a similar individual's.
+
+**Without kinematics** (``WorkflowSettings(kinematics=False)``, the paper's ablation of Tables VI
+and VII): the location score is ``s_freq`` alone (no distance compatibility with the previous
+POI) and a travel time is drawn uniformly from :attr:`WorkflowSettings.ablation_travel_minutes`
+(10-45 minutes, the reference's ablation script), whatever the distance. Everything else (the
+chains, first starts, durations) is unchanged; the reference's ablation script also replaces the
+LLM durations by normal draws and the first start by 08:00 plus -30 to 60 minutes, which the
+paper's "w/o kin." does not name, so ours keeps them.
 """
 
 from __future__ import annotations
@@ -64,13 +72,19 @@ class WorkflowSettings:
         max_travel_minutes: Upper clip of a travel time.
         min_duration_minutes: d_min.
         max_duration_minutes: d_max (raised per activity to the longest observed dwell).
-        durations: ``"day"``: one duration decision per trajectory; ``"visit"``: one per visit.
+        durations: ``"visit"`` (the default, the paper's per-visit worker): one duration decision
+            per visit; ``"day"``: one per trajectory (ours: fewer calls).
         max_chain_length: Most activities per chain.
         exemplars: Exemplar chains in the orchestrator prompt.
         summary_items: Activity shares and transitions listed in the prompt.
         min_history_days: Individuals with fewer history days are refused.
         anchor_share: When at least this share of an individual's evidence days start (end)
             with one activity, their chains must too (1.01 or more: never).
+        kinematics: Distance-aware locations and travel times from speed priors (the paper's
+            method); ``False`` is its "w/o kinematics" ablation (see the module docstring).
+        ablation_travel_minutes: Range of the uniform travel time without kinematics.
+        colocation_weight: Weight of the co-location signal in the peer matching (0: off; see
+            :func:`~.evidence.build_evidence`).
     """
 
     alpha: float = 0.3
@@ -86,12 +100,15 @@ class WorkflowSettings:
     max_travel_minutes: float = 180.0
     min_duration_minutes: int = 5
     max_duration_minutes: int = 720
-    durations: Literal["day", "visit"] = "day"
+    durations: Literal["day", "visit"] = "visit"
     max_chain_length: int = 24
     exemplars: int = 3
     summary_items: int = 8
     min_history_days: int = 1
     anchor_share: float = 0.9
+    kinematics: bool = True
+    ablation_travel_minutes: tuple[float, float] = (10.0, 45.0)
+    colocation_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
@@ -105,6 +122,16 @@ class WorkflowSettings:
         if self.max_chain_length < 1:
             raise ValueError(
                 f"max_chain_length must be >= 1, got {self.max_chain_length}"
+            )
+        low, high = self.ablation_travel_minutes
+        if not 0 <= low <= high:
+            raise ValueError(
+                "ablation_travel_minutes must be (low, high) with 0 <= low <= high, got "
+                f"{self.ablation_travel_minutes}"
+            )
+        if self.colocation_weight < 0:
+            raise ValueError(
+                f"colocation_weight must be >= 0, got {self.colocation_weight}"
             )
 
 
@@ -247,12 +274,16 @@ class LocationWorker:
         previous_poi: int | None,
         previous_activity: int | None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Eq. 6: the candidates and their scores S(p) (unnormalised)."""
+        """Eq. 6: the candidates and their unnormalised scores S(p).
+
+        Without kinematics the score is ``s_freq`` alone.
+        """
         candidates = self.candidates(agent_id, activity)
         if (
             previous_poi is None
             or previous_poi == INVALID_POI
             or not candidates.pois.size
+            or not self.settings.kinematics
         ):
             return candidates.pois, candidates.frequency_scores
         evidence = self.book.individuals[agent_id]
@@ -304,8 +335,14 @@ class LocationWorker:
         origin: int,
         destination: int,
         pair: tuple[int, int],
+        rng: np.random.Generator,
     ) -> float:
-        """Travel minutes between two POIs for an activity pair (eq. 9)."""
+        """Travel minutes between two POIs for an activity pair (eq. 9).
+
+        Without kinematics: a uniform draw from ``settings.ablation_travel_minutes``.
+        """
+        if not self.settings.kinematics:
+            return float(rng.uniform(*self.settings.ablation_travel_minutes))
         if origin == INVALID_POI or destination == INVALID_POI:
             distance = evidence.mean_distance_km
         else:
@@ -372,7 +409,7 @@ class LocationWorker:
             previous_code = codes[index - 1] if index else None
             poi = self.choose_location(agent_id, code, previous, previous_code, rng)
             travel.append(
-                self.travel(evidence, previous, poi, (previous_code, code))
+                self.travel(evidence, previous, poi, (previous_code, code), rng)
                 if index
                 else 0.0
             )

@@ -22,6 +22,8 @@ from mesa_llm_mobility.trajectory import scripted_llm
 from mesa_llm_mobility.trajectory.activities import ACTIVITIES
 from mesa_llm_mobility.trajectory.baselines import (
     BASELINES,
+    LLM_BASELINES,
+    NEURAL_BASELINES,
     HistoricalChainModel,
     VerifiedTrajectoryModel,
     run_baseline,
@@ -68,7 +70,14 @@ def _assert_valid_for(stays, history, held_out):
     assert days == history["agent_id"].nunique() * len(_dates(held_out))
 
 
-@pytest.mark.parametrize("name", [name for name in BASELINES if name != "llm"])
+OFFLINE = ("markov", "historical", "rules", "no_kinematics")
+
+
+def test_every_baseline_is_offline_llm_or_neural():
+    assert set(BASELINES) == {*OFFLINE, *LLM_BASELINES, *NEURAL_BASELINES}
+
+
+@pytest.mark.parametrize("name", OFFLINE)
 def test_offline_baselines_generate_valid_held_out_days(small_split, name):
     run = run_baseline(name, small_split.history, _dates(small_split.held_out), seed=2)
     _assert_valid_for(run.stays, small_split.history, small_split.held_out)
@@ -114,9 +123,10 @@ def test_the_same_seed_gives_the_same_days(small_split):
         assert first.equals(second)
 
 
-def test_llm_baseline_needs_an_llm_brain(small_split):
-    with pytest.raises(ValueError, match="needs an LLM brain"):
-        run_baseline("llm", small_split.history, _dates(small_split.held_out))
+def test_llm_baselines_need_an_llm_brain(small_split):
+    for name in LLM_BASELINES:
+        with pytest.raises(ValueError, match=f"the {name} baseline needs an LLM brain"):
+            run_baseline(name, small_split.history, _dates(small_split.held_out))
     with pytest.raises(ValueError, match="unknown baseline"):
         run_baseline("gan", small_split.history, _dates(small_split.held_out))
 

@@ -8,7 +8,11 @@ import pandas as pd
 import pytest
 
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
-from mesa_llm_mobility.trajectory.baselines import BASELINE_LABELS, run_baseline
+from mesa_llm_mobility.trajectory.baselines import (
+    BASELINE_LABELS,
+    NEURAL_BASELINES,
+    run_baseline,
+)
 from mesa_llm_mobility.trajectory.benchmark import (
     COST_COLUMNS,
     PAPER_FAILURE_RATES,
@@ -23,6 +27,7 @@ from mesa_llm_mobility.trajectory.benchmark import (
 from mesa_llm_mobility.trajectory.benchmark_report import write_report
 from mesa_llm_mobility.trajectory.metrics import METRICS
 from mesa_llm_mobility.trajectory.realism import realism
+from mesa_llm_mobility.trajectory.spatial import SPATIAL_METRICS
 from mesa_llm_mobility.trajectory.staypoints import local_dates
 
 OFFLINE = ("markov", "historical", "rules")
@@ -113,6 +118,12 @@ def test_table_builder_has_every_baseline(small_split, fixture_runs):
     assert tables.realism["auroc"].between(0, 1).all()
     assert list(tables.cost.columns) == list(COST_COLUMNS)
     assert list(tables.cost["baseline"]) == list(OFFLINE)
+    assert tables.cost["train_s"].isna().all()  # no neural baseline here
+    assert list(tables.spatial.index) == [*OFFLINE, REFERENCE]
+    assert list(tables.spatial.columns) == list(SPATIAL_METRICS)
+    # the workflow runs ground every planned visit in code: Table V's deterministic rows
+    assert list(tables.tools["baseline"]) == ["historical", "rules"]
+    assert (tables.tools["visit_success"] == 1.0).all()
     days = small_split.history["agent_id"].nunique() * 3
     assert (tables.cost["trajectories"] == days).all()
     assert (tables.cost["http_calls"] == 0).all()
@@ -148,6 +159,14 @@ def test_report_holds_every_table_and_the_papers_rows(
     assert (
         "0.537" in report
     )  # the paper's ICAD visit-level AUROC under our visit detector
+    # every published NumoSim row of Table II, the baselines not run here marked as such
+    assert "| paper: Geo-Llama, NumoSim (another dataset) | 0.0075 | 0.2361 |" in report
+    assert "| paper: GRU, NumoSim (another dataset) | 0.0111 |" in report
+    assert "paper: TrajGenAgent w/o kin., NumoSim (another dataset)" in report
+    assert "where the visits are" in report and "EMD km" in report
+    assert "Table V: tool-invocation success" in report
+    assert "| paper: Free-form tool calling, Qwen2.5-32B |" in report
+    assert "SeqGAN 20.62" in report  # the paper's GPU hours
     assert (run.plots_dir / "metrics.png").stat().st_size > 0
     assert (run.plots_dir / "realism.png").stat().st_size > 0
 
@@ -159,8 +178,18 @@ def test_config_refuses_what_cannot_run():
         benchmark_config(baselines=["gan"])
     with pytest.raises(ValueError, match="unknown detectors"):
         benchmark_config(detectors=["icad"])
-    assert benchmark_config()["baselines"] == list(OFFLINE)
-    assert benchmark_config(brain="llm:openai/x")["baselines"] == [*OFFLINE, "llm"]
+    with pytest.raises(ValueError, match="needs --brain llm"):
+        benchmark_config(baselines=["tool_calling"])
+    with pytest.raises(ValueError, match="neural_epochs"):
+        benchmark_config(neural_epochs=0)
+    workflow = [*OFFLINE, "no_kinematics"]
+    assert benchmark_config()["baselines"] == [*NEURAL_BASELINES, *workflow]
+    assert benchmark_config(brain="llm:openai/x")["baselines"] == [
+        *NEURAL_BASELINES,
+        *workflow,
+        "llm",
+        "tool_calling",
+    ]
 
 
 def test_detectors_that_cannot_score_leave_a_note(small_split, fixture_runs):

@@ -18,6 +18,7 @@ from mesa_llm_mobility.cognition.testing import (
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.trajectory import scripted_llm
 from mesa_llm_mobility.trajectory.metrics import METRICS
+from mesa_llm_mobility.trajectory.spatial import SPATIAL_METRICS
 from mesa_llm_mobility.trajectory.staypoints import read_history
 
 
@@ -133,6 +134,23 @@ def test_generate_then_evaluate_against_the_held_out_days(data, tmp_path, capsys
         == 0
     )
     assert "trajgenagent compat" in capsys.readouterr().out
+    code = main(
+        [
+            "traj",
+            "evaluate",
+            "--real",
+            str(run.table_path("held_out")),
+            "--generated",
+            str(out),
+            "--spatial",
+            "--json",
+            str(metrics),
+        ]
+    )
+    assert code == 0
+    assert "location-aware" in capsys.readouterr().out
+    values = json.loads(metrics.read_text())
+    assert list(values) == [*METRICS, *SPATIAL_METRICS]
 
 
 def _llm_flags(server):
@@ -258,15 +276,18 @@ def test_benchmark_on_a_tiny_city(tmp_path, capsys):
             "3",
             "--detectors",
             "visit,individual",
+            "--baselines",
+            "markov,historical,rules,no_kinematics",
             "--no-progress",
         ]
     )
     assert code == 0
     printed = capsys.readouterr().out
-    assert "12 individuals x 3 held-out days, 3 baselines" in printed
+    assert "12 individuals x 3 held-out days, 4 baselines" in printed
+    assert "beyond the paper, location-aware" in printed
     assert "full workflow, rule brain" in printed and "No temperature study" in printed
     run = RunDirectory.open(out)
-    for name in ("metrics", "realism", "cost"):
+    for name in ("metrics", "realism", "cost", "spatial", "tools"):
         assert (
             run.table_path(name).is_file()
             and (run.tables_dir / f"{name}.csv").is_file()
@@ -278,17 +299,21 @@ def test_benchmark_on_a_tiny_city(tmp_path, capsys):
         "markov",
         "historical",
         "rules",
+        "no_kinematics",
         "real, weeks before",
     ]
-    for name in ("markov", "historical", "rules"):
+    tools = pd.read_csv(run.tables_dir / "tools.csv").set_index("baseline")
+    assert list(tools.index) == ["historical", "rules", "no_kinematics"]
+    for name in ("markov", "historical", "rules", "no_kinematics"):
         generated = run.read_table(f"generated_{name}")
         assert generated["agent_id"].nunique() == 12
     report = (out / "report.md").read_text()
-    assert "Table II" in report and "Table III" in report and "NumoSim" in report
+    assert "Tables II and VI" in report and "Tables III and VII" in report
+    assert "NumoSim" in report
     assert (run.plots_dir / "metrics.png").is_file() and (
         run.plots_dir / "realism.png"
     ).is_file()
-    assert run.config["baselines"] == ["markov", "historical", "rules"]
+    assert run.config["baselines"] == ["markov", "historical", "rules", "no_kinematics"]
 
 
 def test_benchmark_refuses_the_llm_baseline_without_an_llm(tmp_path, capsys):
@@ -357,12 +382,16 @@ def test_benchmark_temperature_study_through_the_llm_brain(
     run = RunDirectory.open(tmp_path / "tb")
     study = run.read_table("temperature").set_index("temperature")
     assert list(study.index) == [0.5, 0.9, 1.5]
-    assert (study["daily_runs"] == 4).all() and (study["decisions"] == 8).all()
+    # the paper's per-visit worker: a chain and one duration per visit in each daily run
+    assert (study["daily_runs"] == 4).all() and (study["decisions"] > 3 * 4).all()
     assert study.loc[0.5, "total"] == 0.0  # transport faults are not the verifier's
     assert study.loc[0.9, "constraint"] == 1.0 and study.loc[0.9, "schema"] == 0.0
     assert study.loc[1.5, "schema"] == 1.0 and study.loc[1.5, "constraint"] == 0.0
     # every answer broken: every decision fell back to the rule policy, and is recorded so
-    assert study.loc[0.9, "fallbacks"] == 8 and study.loc[1.5, "fallbacks"] == 8
+    for temperature in (0.9, 1.5):
+        assert (
+            study.loc[temperature, "fallbacks"] == study.loc[temperature, "decisions"]
+        )
     assert study.loc[0.9, "paper_total"] == 0.091
     cost = run.read_table("cost").set_index("baseline")
     ledgers = [run.ledger_path, *sorted((run.path / "temperature").glob("*.jsonl"))]
@@ -370,7 +399,8 @@ def test_benchmark_temperature_study_through_the_llm_brain(
     calls = [Ledger.summarize_file(path).loc["all", "http_calls"] for path in ledgers]
     assert cost.loc["llm", "http_calls"] == calls[0] > 0
     assert sum(calls) == received
-    assert cost.loc["llm", "llm_decisions"] == 2 * 10 * 2
+    visits = len(run.read_table("generated_llm"))
+    assert cost.loc["llm", "llm_decisions"] == 2 * 10 + visits  # chains, then durations
     assert cost.loc["rules", "http_calls"] == 0
     assert (run.plots_dir / "temperature.png").is_file()
     assert "Table VIII" in (run.path / "report.md").read_text()

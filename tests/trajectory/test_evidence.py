@@ -9,6 +9,7 @@ from mesa_llm_mobility.trajectory.activities import ACTIVITY_INDEX as A
 from mesa_llm_mobility.trajectory.evidence import (
     END,
     build_evidence,
+    colocations,
     similar_individuals,
 )
 from mesa_llm_mobility.trajectory.geo import haversine_km
@@ -125,3 +126,68 @@ def test_peers_are_alike_in_the_synthetic_city(small_city):
         ]
     )
     assert same_role > 0.6  # routines (work, school, none) dominate the signature
+
+
+def _colocated():
+    """a and b share the cafe at noon for 30 min; c is there too but a minute only; d never."""
+    rows = []
+    for agent, start, end in (
+        ("a", "12:00", "13:00"),
+        ("b", "12:30", "14:00"),
+        ("c", "12:59", "13:30"),
+        ("d", "18:00", "19:00"),
+    ):
+        rows += [
+            (
+                agent,
+                f"home_{agent}",
+                34.0,
+                -118.0,
+                "Home",
+                "2024-01-01 00:00",
+                "2024-01-01 11:00",
+            ),
+            (
+                agent,
+                "cafe",
+                34.01,
+                -118.0,
+                "EatOut",
+                f"2024-01-01 {start}",
+                f"2024-01-01 {end}",
+            ),
+            (
+                agent,
+                f"home_{agent}",
+                34.0,
+                -118.0,
+                "Home",
+                f"2024-01-01 {end}",
+                "2024-01-01 23:59",
+            ),
+        ]
+    return validate_staypoints(stays_table(rows))
+
+
+def test_colocations_count_overlaps_of_two_minutes_at_one_poi():
+    history = _colocated()
+    codes = np.array(["a", "b", "c", "d"])
+    counts = colocations(history, codes)
+    assert (counts == counts.T).all() and (np.diag(counts) == 0).all()
+    # a-b overlap 30 min; b-c 60 min; a-c one minute (under two); d overlaps nobody
+    assert counts[0, 1] == 1 and counts[1, 2] == 1
+    assert counts[0, 2] == 0 and counts[:, 3].sum() == 0
+
+
+def test_colocation_brings_colocated_people_into_the_peer_pool():
+    signatures = np.array([[0.0], [0.3], [0.1], [0.2]])  # a's nearest: c, d, then b
+    ids = ["a", "b", "c", "d"]
+    plain = similar_individuals(signatures, ids, 1)
+    assert plain["a"] == ("c",)
+    bonus = np.zeros((4, 4))
+    bonus[0, 1] = bonus[1, 0] = 2.0 * np.log1p(1) / 5.0  # a and b met once, weight 2
+    assert similar_individuals(signatures, ids, 1, bonus=bonus)["a"] == ("b",)
+    # the pool of build_evidence uses it only when asked
+    history = _colocated()
+    weighted = build_evidence(history, peers=1, colocation_weight=50.0)
+    assert weighted.peers["a"] == ("b",)

@@ -156,3 +156,41 @@ def test_settings_are_checked():
         WorkflowSettings(alpha=1.5)
     with pytest.raises(ValueError, match="durations"):
         WorkflowSettings(durations="hour")
+
+
+def test_without_kinematics_locations_ignore_distance_and_travel_is_uniform():
+    book = _book()
+    worker = LocationWorker(book, WorkflowSettings(kinematics=False))
+    home = int(np.flatnonzero(book.poi_ids == "home")[0])
+    pois, scores = worker.location_scores("u", A["EatOut"], home, A["Home"])
+    candidates = worker.candidates("u", A["EatOut"])
+    assert (pois == candidates.pois).all()
+    assert scores == pytest.approx(candidates.frequency_scores)  # s_freq alone
+    with_kinematics = LocationWorker(book, WorkflowSettings())
+    assert with_kinematics.location_scores("u", A["EatOut"], home, A["Home"])[
+        1
+    ] != pytest.approx(candidates.frequency_scores)
+    evidence = book.individuals["u"]
+    rng = np.random.default_rng(0)
+    far = int(np.flatnonzero(book.poi_ids == "home_v")[0])  # 22 km away
+    drawn = [
+        worker.travel(evidence, home, far, (A["Home"], A["EatOut"]), rng)
+        for _ in range(200)
+    ]
+    assert min(drawn) >= 10 and max(drawn) <= 45 and np.std(drawn) > 5
+    assert with_kinematics.travel(
+        evidence, home, far, (A["Home"], A["EatOut"]), rng
+    ) == pytest.approx(
+        travel_minutes(
+            haversine_km(34.0, -118.0, 34.2, -118.0),
+            evidence.pair_speed_kmh.get((A["Home"], A["EatOut"])),
+            WorkflowSettings(),
+        )
+    )
+
+
+def test_ablation_and_colocation_settings_are_checked():
+    with pytest.raises(ValueError, match="ablation_travel_minutes"):
+        WorkflowSettings(ablation_travel_minutes=(45.0, 10.0))
+    with pytest.raises(ValueError, match="colocation_weight"):
+        WorkflowSettings(colocation_weight=-1.0)

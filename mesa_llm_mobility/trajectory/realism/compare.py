@@ -104,8 +104,34 @@ def realism(
                 real_scores = _per_individual_mean(visits, "real")
                 generated_scores = _per_individual_mean(visits, "generated")
                 level = "individual"
+        elif name == "visit_learned":
+            try:
+                from mesa_llm_mobility.trajectory.realism import (  # noqa: PLC0415  (JAX is optional)
+                    learned_visit,
+                )
+            except ImportError as error:
+                raise RealismError(
+                    f"the visit_learned detector needs JAX, Flax and Optax: pip install "
+                    f"'mesa-llm-mobility[neural]' ({error})"
+                ) from None
+            real_scores, generated_scores = _by_source(
+                learned_visit.score_split(split, top_k=top_k)
+            )
+            level = "visit"
         elif name == "individual":
             real_scores, generated_scores = _by_source(individual.score_split(split))
+            level = "individual"
+        elif name == "individual_h3":
+            try:
+                from mesa_llm_mobility.trajectory.realism import (  # noqa: PLC0415  (h3 is optional)
+                    semantic,
+                )
+            except ImportError as error:
+                raise RealismError(
+                    f"the individual_h3 detector needs h3: pip install "
+                    f"'mesa-llm-mobility[realism]' ({error})"
+                ) from None
+            real_scores, generated_scores = _by_source(semantic.score_split(split))
             level = "individual"
         else:
             real_scores, generated_scores = _by_source(

@@ -153,10 +153,28 @@ def score_split(split: DetectionSplit) -> pd.DataFrame:
         name: days.groupby("agent_id", sort=True).indices
         for name, days in (("normal", normal), *later.items())
     }
+    return cluster_scores(vectors, rows_of, split.seed)
+
+
+def cluster_scores(
+    vectors: dict[str, np.ndarray],
+    rows_of: dict[str, dict[object, np.ndarray]],
+    seed: int,
+) -> pd.DataFrame:
+    """Each individual's normal clusters, and the alignment and shift of their later days.
+
+    Args:
+        vectors: ``normal``, ``real`` and ``generated`` -> one behaviour vector per day.
+        rows_of: The same names -> agent -> the rows of their days in ``vectors``.
+        seed: Seed of k-means.
+
+    Returns:
+        :data:`INDIVIDUAL_SCORE_COLUMNS`, one row per individual of ``real`` and source.
+    """
     rows = []
     for agent in sorted(rows_of["real"]):
         clusters = BehaviourClusters.fit(
-            vectors["normal"][rows_of["normal"][agent]], split.seed
+            vectors["normal"][rows_of["normal"][agent]], seed
         )
         for source in ("real", "generated"):
             chosen = vectors[source][rows_of[source][agent]]
