@@ -124,7 +124,9 @@ def test_facility_labels_carry_the_counts():
 def _crowded_view(town):
     """Everyone somewhere: long labels at every facility, a queue, movers on every link."""
     rows = [
-        (f"in{k}-{f}", "staying", f) for k, f in enumerate(town.facilities) for _ in (0,)
+        (f"in{k}-{f}", "staying", f)
+        for k, f in enumerate(town.facilities)
+        for _ in (0,)
     ]
     rows += [(f"q{k}", "waiting_at_door", "Food court") for k in range(12)]
     rows += [(f"d{k}", "driving", link) for k, link in enumerate(town.road_links)]
