@@ -102,23 +102,16 @@ def ControlInput(
                 value=str(value),
                 on_value=on_value,
             )
-        elif control.kind == "int":
-            solara.SliderInt(
-                label,
-                value=int(value),
-                min=int(control.minimum),
-                max=int(control.maximum),
-                step=int(control.step or 1),
-                on_value=on_value,
-                thumb_label=False,
-            )
         else:
-            solara.SliderFloat(
+            whole = control.kind == "int"
+            number = int if whole else float
+            slider = solara.SliderInt if whole else solara.SliderFloat
+            slider(
                 label,
-                value=float(value),
-                min=float(control.minimum),
-                max=float(control.maximum),
-                step=float(control.step or 0.1),
+                value=number(value),
+                min=number(control.minimum),
+                max=number(control.maximum),
+                step=number(control.step or (1 if whole else 0.1)),
                 on_value=on_value,
                 thumb_label=False,
             )

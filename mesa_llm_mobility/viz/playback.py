@@ -5,7 +5,8 @@ function at a fixed interval (in a thread of the browser session) until it retur
 (the end of the run or of the replay) or the button is pressed again. :func:`LiveControls`
 puts it beside Reset and Step for a live model, with the model's parameters
 (:mod:`.controls`) under them: the controls Mesa's ``SolaraViz`` draws, with every slider's
-value shown and the step size in the model's clock unit.
+value shown and the step size in the model's clock unit. :func:`ReplayControls` puts it beside
+the buttons that move a replay's clock, with the playing speed.
 """
 
 from __future__ import annotations
@@ -174,3 +175,31 @@ def LiveControls(
     with solara.Card("Parameters", classes=["mlm-parameters"]):
         ParameterControls(parameters, values)
         solara.Text("Reset builds a new model with them.", style={"color": "#757575"})
+
+
+@solara.component
+def ReplayControls(
+    move: Callable[[float], bool],
+    jumps: Sequence[tuple[str, float]],
+    speed: Control,
+    at_end: bool,
+) -> None:
+    """Play / pause and buttons that move a replay's clock, then the playing speed.
+
+    Args:
+        move: Moves the clock by a number of its units (clamped to the run); whether it can
+            move on.
+        jumps: The buttons: label and units to move (``("+1 h", 60)``).
+        speed: Units a played frame moves (its value is shown, like every slider's).
+        at_end: The clock is at the end of the run (play is greyed out).
+    """
+    values = solara.use_reactive(control_values((speed, FRAME_INTERVAL)))
+    with solara.Row(classes=["mlm-button-row"]):
+        PlayPause(
+            lambda: move(float(values.value[speed.name])),
+            interval_ms=int(values.value[FRAME_INTERVAL.name]),
+            disabled=at_end,
+        )
+        for label, units in jumps:
+            solara.Button(label, outlined=True, on_click=lambda d=units: move(d))
+    ParameterControls((speed, FRAME_INTERVAL), values)

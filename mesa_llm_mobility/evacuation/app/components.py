@@ -41,7 +41,6 @@ from mesa_llm_mobility.evacuation.app.sources import (
 )
 from mesa_llm_mobility.evacuation.timing import DT_S, STEPS_PER_SECOND
 from mesa_llm_mobility.viz.clickable import ClickableMap, marker_at, marker_fractions
-from mesa_llm_mobility.viz.controls import ParameterControls, control_values
 from mesa_llm_mobility.viz.launch import open_or_error, run_from_argv
 from mesa_llm_mobility.viz.panels import (
     APP_CSS,
@@ -51,7 +50,7 @@ from mesa_llm_mobility.viz.panels import (
     html_table,
     png_bytes,
 )
-from mesa_llm_mobility.viz.playback import FRAME_INTERVAL, LiveControls, PlayPause
+from mesa_llm_mobility.viz.playback import LiveControls, ReplayControls
 
 selected_pedestrian: solara.Reactive[int | None] = solara.reactive(None)
 """The pedestrian shown in the inspector and ringed on the map (per browser session)."""
@@ -235,7 +234,6 @@ def ReplayApp(path: str) -> None:
     """A saved run, read-only: its clock (slider, buttons, play / pause) and the tabs."""
     saved, error = solara.use_memo(lambda: open_or_error(SavedEvacuation, path), [path])
     step = solara.use_reactive(0)
-    speed = solara.use_reactive(control_values((REPLAY_SPEED, FRAME_INTERVAL)))
     if saved is None:
         solara.Error(f"cannot replay {path}: {error}", classes=["mlm-error"])
         return
@@ -262,15 +260,7 @@ def ReplayApp(path: str) -> None:
                 max=last,
                 thumb_label=False,
             )
-        with solara.Row(classes=["mlm-button-row"]):
-            PlayPause(
-                lambda: move(float(speed.value[REPLAY_SPEED.name])),
-                interval_ms=int(speed.value[FRAME_INTERVAL.name]),
-                disabled=step.value >= last,
-            )
-            for label, seconds in REPLAY_JUMPS:
-                solara.Button(label, outlined=True, on_click=lambda d=seconds: move(d))
-        ParameterControls((REPLAY_SPEED, FRAME_INTERVAL), speed)
+        ReplayControls(move, REPLAY_JUMPS, REPLAY_SPEED, at_end=step.value >= last)
     AppTabs(source)
 
 

@@ -48,7 +48,7 @@ from mesa_llm_mobility.viz.panels import (
     html_table,
     png_bytes,
 )
-from mesa_llm_mobility.viz.playback import FRAME_INTERVAL, LiveControls, PlayPause
+from mesa_llm_mobility.viz.playback import LiveControls, ReplayControls
 
 selected_traveller: solara.Reactive[str | None] = solara.reactive(None)
 """The traveller shown in the inspector and ringed on the map (per browser session)."""
@@ -315,12 +315,11 @@ def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
     first, last = run.minutes
     end = last + 1  # the clock after the last recorded minute
     minute = solara.use_reactive(min(first + 8 * 60, last))
-    speed = solara.use_reactive(control_values((REPLAY_SPEED, FRAME_INTERVAL)))
     source = ReplaySource(run, minute.value)
 
-    def move(delta: int) -> bool:
-        """Move the clock by ``delta`` minutes within the run; whether it can move on."""
-        minute.set(min(max(minute.value + delta, first), end))
+    def move(minutes: float) -> bool:
+        """Move the clock by ``minutes`` within the run; whether it can move on."""
+        minute.set(min(max(minute.value + round(minutes), first), end))
         return minute.value < end
 
     with solara.AppBar():
@@ -341,17 +340,7 @@ def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
                 day_clock(minute.value, sep=", ").capitalize(),
                 classes=["mlm-replay-clock"],
             )
-            with solara.Row(classes=["mlm-button-row"]):
-                PlayPause(
-                    lambda: move(int(speed.value[REPLAY_SPEED.name])),
-                    interval_ms=int(speed.value[FRAME_INTERVAL.name]),
-                    disabled=minute.value >= end,
-                )
-                for label, delta in REPLAY_JUMPS:
-                    solara.Button(
-                        label, outlined=True, on_click=lambda d=delta: move(d)
-                    )
-            ParameterControls((REPLAY_SPEED, FRAME_INTERVAL), speed)
+            ReplayControls(move, REPLAY_JUMPS, REPLAY_SPEED, at_end=minute.value >= end)
         ForkForm(run, on_open)
     AppTabs(source)
 

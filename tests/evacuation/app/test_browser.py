@@ -24,12 +24,12 @@ from tests.urban.app.test_browser import (  # the shared browser set-up
     _clipped,
     _control_label,
     _legible_images,
-    _nudge_slider,
     _open,
     _overflowing,
     _play_then_pause,
     _require_browser_and_assets,
     _screenshot,
+    _slider_then_reset,
     _wait_text_change,
     serve_app,
 )
@@ -133,15 +133,8 @@ def test_live_app_steps_plays_inspects_and_keeps_one_model_per_session(
         shot = _screenshot(page, tmp_path, "evacuation_live.png")
         assert shot.stat().st_size > 10_000
         # a slider's new value shows at once; Reset builds the model with it
-        _nudge_slider(page, "block")
-        assert (
-            _wait_text_change(
-                page.locator(".mlm-control-block .v-label"), "Block (0: none): 1"
-            ).strip()
-            == "Block (0: none): 2"
-        )
-        page.get_by_role("button", name="Reset").click()
-        assert _wait_text_change(clock, clock.inner_text()).startswith("t = 0.0 s")
+        reset = _slider_then_reset(page, "block", "Block (0: none): 2", clock)
+        assert reset.startswith("t = 0.0 s")
         page.get_by_role("tab", name=TAB_NAMES[1]).click()  # the live plots
         page.wait_for_selector("img.mlm-outcomes", timeout=30_000)
         assert page.locator("img.mlm-fear").count() == 1

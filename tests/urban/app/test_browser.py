@@ -168,6 +168,15 @@ def _nudge_slider(page, name: str, key: str = "ArrowRight") -> None:
     page.keyboard.press(key)
 
 
+def _slider_then_reset(page, name: str, shown: str, clock) -> str:
+    """Move control ``name``'s slider one step: its label reads ``shown``; Reset: the clock."""
+    label = page.locator(f".mlm-control-{name} .v-label")
+    _nudge_slider(page, name)
+    assert _wait_text_change(label, label.inner_text()).strip() == shown
+    page.get_by_role("button", name="Reset").click()
+    return _wait_text_change(clock, clock.inner_text())
+
+
 def _play_then_pause(page, clock) -> None:
     """Play moves ``clock`` on (twice); pause stops it."""
     page.get_by_role("button", name=PLAY_LABEL).click()
@@ -309,15 +318,8 @@ def test_live_app_steps_draws_travellers_and_inspects_a_plan(
         _play_then_pause(page, clock)
 
         # a slider's new value shows at once; Reset builds the model with it
-        _nudge_slider(page, "n_agents")
-        assert (
-            _wait_text_change(
-                page.locator(".mlm-control-n_agents .v-label"), "Travellers: 70"
-            ).strip()
-            == "Travellers: 80"
-        )
-        page.get_by_role("button", name="Reset").click()
-        assert _wait_text_change(clock, clock.inner_text()) == "Day 1, 00:00"
+        reset = _slider_then_reset(page, "n_agents", "Travellers: 80", clock)
+        assert reset == "Day 1, 00:00"
         count = page.locator(".mlm-map-count").inner_text()
         moving, inside = map(
             int, re.search(r"(\d+) travellers.*?(\d+) inside", count).groups()
