@@ -171,8 +171,9 @@ def _nudge_slider(page, name: str, key: str = "ArrowRight") -> None:
 def _slider_then_reset(page, name: str, shown: str, clock) -> str:
     """Move control ``name``'s slider one step: its label reads ``shown``; Reset: the clock."""
     label = page.locator(f".mlm-control-{name} .v-label")
+    before = label.inner_text()
     _nudge_slider(page, name)
-    assert _wait_text_change(label, label.inner_text()).strip() == shown
+    assert _wait_text_change(label, before).strip() == shown
     page.get_by_role("button", name="Reset").click()
     return _wait_text_change(clock, clock.inner_text())
 
