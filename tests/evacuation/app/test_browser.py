@@ -34,6 +34,8 @@ from tests.urban.app.test_browser import (  # the shared browser set-up
     serve_app,
 )
 
+pytestmark = pytest.mark.slow  # a server and a browser: 1-4 min a test
+
 APP = ROOT / "examples" / "evacuation_app.py"
 CLOCK = re.compile(r"^t = \d+\.\d s")
 """The app's one clock, in seconds."""

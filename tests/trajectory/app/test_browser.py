@@ -7,6 +7,8 @@ must render its three views (map, timeline, metric table) with the day scores.
 
 from __future__ import annotations
 
+import pytest
+
 from mesa_llm_mobility.trajectory.runner import generation_config, run_generation
 from mesa_llm_mobility.trajectory.staypoints import write_numosim
 from mesa_llm_mobility.trajectory.synth import synthesize
@@ -20,6 +22,8 @@ from tests.urban.app.test_browser import (  # the shared browser set-up (and con
     _wait_text_change,
     serve_app,
 )
+
+pytestmark = pytest.mark.slow  # a server and a browser: 1-4 min a test
 
 APP = ROOT / "examples" / "trajgen_app.py"
 VIEWS = "img.mlm-traj-map"

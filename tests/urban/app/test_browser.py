@@ -38,6 +38,8 @@ from mesa_llm_mobility.viz.panels import (
 )
 from mesa_llm_mobility.viz.playback import PAUSE_LABEL, PLAY_LABEL
 
+pytestmark = pytest.mark.slow  # a server and a browser: 1-4 min a test
+
 ROOT = Path(__file__).resolve().parents[3]
 APP = ROOT / "examples" / "gatsim_app.py"
 DOC_IMAGES = ROOT / "docs" / "images" / "app"
