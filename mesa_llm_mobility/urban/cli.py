@@ -422,9 +422,13 @@ def _scenarios(args: argparse.Namespace) -> int:
     from mesa_llm_mobility.urban import believability  # noqa: PLC0415
 
     found = believability.generate_scenarios(
-        args.scenarios, days=args.days, seed=args.seed, agents=args.agents,
-        brain=args.brain, brain_options=brain_options(args),
-    )  # fmt: skip
+        args.scenarios,
+        days=args.days,
+        seed=args.seed,
+        agents=args.agents,
+        brain=args.brain,
+        brain_options=brain_options(args),
+    )
     paths = believability.write_annotator_files(found, args.out)
     kinds = ", ".join(
         f"{kind} {sum(s.kind == kind for s in found)}"
