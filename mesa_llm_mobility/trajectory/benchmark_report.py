@@ -10,7 +10,7 @@ there (they are not run here).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -19,16 +19,18 @@ from mesa_llm_mobility.experiment.markdown import markdown_table
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.experiment.storage import write_atomic
 from mesa_llm_mobility.trajectory.baselines import BASELINE_LABELS
-from mesa_llm_mobility.trajectory.benchmark import (
+from mesa_llm_mobility.trajectory.metrics import METRICS
+from mesa_llm_mobility.trajectory.paper_tables import (
     PAPER_GPU_HOURS,
     PAPER_NUMOSIM_DETECTORS,
     PAPER_NUMOSIM_METRICS,
     PAPER_NUMOSIM_TABLE,
     PAPER_TOOL_SUCCESS,
     REFERENCE,
-    BenchmarkTables,
 )
-from mesa_llm_mobility.trajectory.metrics import METRICS
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.trajectory.benchmark import BenchmarkTables
 
 REPORT_FILE = "report.md"
 PAPER_ROW = "paper: TrajGenAgent, NumoSim (another dataset)"
@@ -95,7 +97,7 @@ PUBLISHED_DETECTOR_COLUMNS = {
     "visit_individual AUROC": 3,
     "visit_individual AP": 4,
 }
-"""Our detector columns -> position in :data:`~.benchmark.PAPER_NUMOSIM_DETECTORS` (BeSTAD
+"""Our detector columns -> position in :data:`~.paper_tables.PAPER_NUMOSIM_DETECTORS` (BeSTAD
 under ``individual``, ICAD's two levels under ``visit`` and ``visit_individual``)."""
 
 
