@@ -29,7 +29,7 @@ import importlib.util
 import io
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
@@ -49,7 +49,7 @@ from mesa_llm_mobility.trajectory.baselines import (
     run_baseline,
     with_temperature,
 )
-from mesa_llm_mobility.trajectory.benchmark_report import write_report
+from mesa_llm_mobility.trajectory.benchmark_report import BenchmarkTables, write_report
 from mesa_llm_mobility.trajectory.evidence import build_evidence
 from mesa_llm_mobility.trajectory.freeform import tool_success
 from mesa_llm_mobility.trajectory.metrics import METRICS, evaluate
@@ -434,31 +434,6 @@ def cost_table(runs: Sequence[BaselineRun]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=list(COST_COLUMNS))
-
-
-@dataclass(frozen=True)
-class BenchmarkTables:
-    """The benchmark's tables.
-
-    Attributes:
-        metrics: Tables II and VI, one row per baseline (and the reference), index
-            ``baseline``.
-        realism: Tables III and VII, one row per baseline and detector (empty without
-            detectors).
-        cost: One row per baseline.
-        temperature: Table VIII (empty without an LLM brain).
-        spatial: Beyond the paper: the location-aware metrics, index ``baseline``.
-        tools: Table V: tool-invocation success per workflow baseline.
-        notes: What was left out and why (e.g. no detectors installed).
-    """
-
-    metrics: pd.DataFrame
-    realism: pd.DataFrame
-    cost: pd.DataFrame
-    temperature: pd.DataFrame
-    spatial: pd.DataFrame = field(default_factory=pd.DataFrame)
-    tools: pd.DataFrame = field(default_factory=pd.DataFrame)
-    notes: list[str] = field(default_factory=list)
 
 
 def load_realism(detectors: Sequence[str] | None = None) -> Realism | None:

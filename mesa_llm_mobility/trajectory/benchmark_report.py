@@ -9,8 +9,9 @@ there (they are not run here).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,8 +30,31 @@ from mesa_llm_mobility.trajectory.paper_tables import (
     REFERENCE,
 )
 
-if TYPE_CHECKING:
-    from mesa_llm_mobility.trajectory.benchmark import BenchmarkTables
+
+@dataclass(frozen=True)
+class BenchmarkTables:
+    """The benchmark's tables.
+
+    Attributes:
+        metrics: Tables II and VI, one row per baseline (and the reference), index
+            ``baseline``.
+        realism: Tables III and VII, one row per baseline and detector (empty without
+            detectors).
+        cost: One row per baseline.
+        temperature: Table VIII (empty without an LLM brain).
+        spatial: Beyond the paper: the location-aware metrics, index ``baseline``.
+        tools: Table V: tool-invocation success per workflow baseline.
+        notes: What was left out and why (e.g. no detectors installed).
+    """
+
+    metrics: pd.DataFrame
+    realism: pd.DataFrame
+    cost: pd.DataFrame
+    temperature: pd.DataFrame
+    spatial: pd.DataFrame = field(default_factory=pd.DataFrame)
+    tools: pd.DataFrame = field(default_factory=pd.DataFrame)
+    notes: list[str] = field(default_factory=list)
+
 
 REPORT_FILE = "report.md"
 PAPER_ROW = "paper: TrajGenAgent, NumoSim (another dataset)"
