@@ -4,8 +4,6 @@ import pytest
 
 from mesa_llm_mobility.cognition.brain import Brain, RuleBrain
 from mesa_llm_mobility.cognition.kinds import DecisionResult, Outcome
-from mesa_llm_mobility.evacuation.commit import apply_decision
-from mesa_llm_mobility.evacuation.contexts import decision_request
 from mesa_llm_mobility.evacuation.decisions import (
     EvacuationDecision,
     Offset,
@@ -25,7 +23,7 @@ def plaza():
 def check_invariants(model):
     pos = model.positions_frame()
     raw = model.plaza.raw
-    schedule = model.effective.schedule
+    schedule = model.scene.effective.schedule
     previous = None
     for step, frame in pos.groupby("step"):
         cells = list(zip(frame["x"], frame["y"], strict=True))
@@ -139,8 +137,8 @@ def test_gates_close_on_schedule_and_block_movement(plaza):
     )
     model.run()
     gate = plaza.gates[0].cells[0]
-    assert model.effective.codes[gate] == Terrain.GATE_CLOSED
-    assert not model.effective.passable[gate]
+    assert model.scene.effective.codes[gate] == Terrain.GATE_CLOSED
+    assert not model.scene.effective.passable[gate]
 
 
 def test_time_limit_leaves_unresolved(plaza):
@@ -158,7 +156,7 @@ def test_every_composition_runs(plaza, composition):
         plaza, composition=composition, block=4, rng=11, time_limit_s=8
     )
     model.run()
-    assert model.tick == 24 or not np.any(model.status == 0)
+    assert model.tick == 24 or not np.any(model.crowd.status == 0)
     assert len(model.outcomes_frame()) == 11
 
 
@@ -221,7 +219,7 @@ def test_target_offsets_and_waypoints_are_routed_on_the_belief_map(plaza):
 def test_unreachable_target_is_rejected_with_a_reason(plaza):
     model = EvacuationModel(plaza, composition={"average": 1}, rng=0, time_limit_s=1)
     agent = model.pedestrians[0]
-    request = decision_request(model, agent, "test")
+    request = model.decision_request(agent, "test")
     ctx = request.context
     far = Offset(
         dx=plaza.threat_cell[0] - ctx.position[0],
@@ -235,7 +233,7 @@ def test_unreachable_target_is_rejected_with_a_reason(plaza):
         target_offset=far,
     )
     assert "not observed" in validate_evacuation_move(ctx, out)[0]
-    apply_decision(model, agent, DecisionResult(request, out, Outcome.OK))
+    model.apply_decision(DecisionResult(request, out, Outcome.OK))
     row = model.decisions_frame().iloc[-1]
     assert not row["accepted"] and "no longer reachable" in row["commit_reason"]
     assert agent.previous.feedback.startswith("rejected:")
