@@ -26,13 +26,10 @@ from mesa_llm_mobility.evacuation.affect import FEAR_LEVELS, fear_level
 from mesa_llm_mobility.evacuation.agents import ACTIVE, EVACUATED, REACHED
 from mesa_llm_mobility.evacuation.communication import SHOUT_RADIUS_M
 from mesa_llm_mobility.evacuation.layers import GATE_CODE, GateState
-from mesa_llm_mobility.evacuation.model import (
-    CONE_DEG,
-    SIGHT_RADIUS_M,
-    EvacuationModel,
-)
+from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, Plaza, Terrain
 from mesa_llm_mobility.evacuation.routing import bearing_deg
+from mesa_llm_mobility.evacuation.scene import CONE_DEG, SIGHT_RADIUS_M
 from mesa_llm_mobility.evacuation.timing import DT_S
 from mesa_llm_mobility.viz.labels import Label, place_labels
 
@@ -86,32 +83,33 @@ class PlazaFrame:
 
 def frame_of_model(model: EvacuationModel) -> PlazaFrame:
     """The live model's current frame."""
-    n = model.n_pedestrians
-    on_grid = np.flatnonzero((model.status == ACTIVE) | (model.status == REACHED))
+    crowd = model.crowd
+    n = crowd.n_pedestrians
+    on_grid = np.flatnonzero((crowd.status == ACTIVE) | (crowd.status == REACHED))
     pedestrians = pd.DataFrame(
         {
-            "agent_id": [model.pedestrians[i].unique_id for i in on_grid],
-            "x": model.pos[on_grid, 0],
-            "y": model.pos[on_grid, 1],
-            "fear": model.fear[on_grid],
-            "status": np.where(model.status[on_grid] == ACTIVE, "active", "killed"),
+            "agent_id": crowd.ids[on_grid].tolist(),
+            "x": crowd.pos[on_grid, 0],
+            "y": crowd.pos[on_grid, 1],
+            "fear": crowd.fear[on_grid],
+            "status": np.where(crowd.status[on_grid] == ACTIVE, "active", "killed"),
             "shouting": [
                 bool(
-                    model.pedestrians[i].shouting
-                    and model.pedestrians[i].route_remaining > 0
+                    crowd.pedestrians[i].shouting
+                    and crowd.pedestrians[i].route_remaining > 0
                 )
                 for i in on_grid
             ],
         }
     )
-    dx, dy = MOORE_STEPS[int(model.heading[n])]
+    dx, dy = MOORE_STEPS[int(crowd.heading[n])]
     return PlazaFrame(
         step=model.tick,
-        codes=model.effective.codes.copy(),
+        codes=model.scene.effective.codes.copy(),
         pedestrians=pedestrians,
-        adversary=(int(model.pos[n, 0]), int(model.pos[n, 1]), bearing_deg(dx, dy)),
-        evacuated=int(np.count_nonzero(model.status == EVACUATED)),
-        killed=int(np.count_nonzero(model.status == REACHED)),
+        adversary=(int(crowd.pos[n, 0]), int(crowd.pos[n, 1]), bearing_deg(dx, dy)),
+        evacuated=crowd.count(EVACUATED),
+        killed=crowd.count(REACHED),
     )
 
 
