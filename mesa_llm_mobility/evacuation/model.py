@@ -57,14 +57,15 @@ from mesa_llm_mobility.evacuation.commit import (
     plan_routes_ahead,
     take_due_answers,
 )
-from mesa_llm_mobility.evacuation.communication import communicate
+from mesa_llm_mobility.evacuation.communication import (
+    communicate,
+    provide_exit_information,
+)
 from mesa_llm_mobility.evacuation.contexts import decision_requests, due_requests
 from mesa_llm_mobility.evacuation.crowd import Crowd, share_one_cell_class
 from mesa_llm_mobility.evacuation.decision_context import EvacuationContext
-from mesa_llm_mobility.evacuation.decisions import (
-    EVACUATION_MOVE,
-    EvacuationDecision,
-)
+from mesa_llm_mobility.evacuation.decision_output import EvacuationDecision
+from mesa_llm_mobility.evacuation.decisions import EVACUATION_MOVE
 from mesa_llm_mobility.evacuation.event_log import EventLog
 from mesa_llm_mobility.evacuation.evidence import (
     observe,
@@ -149,6 +150,16 @@ class EvacuationModel(MobilityModel):
         route_workers: Processes that plan a step's routes, this one included (1: none
             started). The results are the same for any number; more workers only make large
             crowds faster (:mod:`.route_planner`).
+        initial_exit_information: System-provided exit information at initialisation (the
+            condition of paper Fig. 9b): every pedestrian is told the direction and rough
+            distance of each evacuation exit before its first decision
+            (:func:`~.communication.provide_exit_information`). ``False`` (default): only what
+            a pedestrian sees or is told by others, as in the paper's main experiment.
+        friction: Bottleneck-flow calibration in [0, 1): the probability that every claimant
+            of a cell two or more movers want stays where it is this step (Kirchner et al.
+            2003; :func:`~.movement.jammed_movers`). 0 (default) is the paper's rule, under
+            which a queue passes a bottleneck at about 7.5 persons/(m s); see
+            ``docs/evacuation.md`` for the value that gives laboratory flows.
 
     LLM brains sample at temperature 0.2 (the paper's) unless ``brain_options`` says otherwise.
 
@@ -168,6 +179,7 @@ class EvacuationModel(MobilityModel):
         "n_options",
         "action",
         "situation",
+        "goal",
         "intent",
         "urgency",
         "route_id",
@@ -201,6 +213,8 @@ class EvacuationModel(MobilityModel):
         rejection: Rejection = "paper",
         memory_store: MemoryStore | None = None,
         route_workers: int = 1,
+        initial_exit_information: bool = False,
+        friction: float = 0.0,
     ) -> None:
         if rejection not in REJECTION_MODES:
             raise ValueError(
@@ -208,6 +222,8 @@ class EvacuationModel(MobilityModel):
             )
         if time_limit_s <= 0:
             raise ValueError(f"time_limit_s must be positive, got {time_limit_s}")
+        if not 0.0 <= friction < 1.0:
+            raise ValueError(f"friction must be in [0, 1), got {friction}")
         if round(time_limit_s * STEPS_PER_SECOND) > np.iinfo(np.int16).max:
             raise ValueError(
                 f"time_limit_s {time_limit_s} exceeds the belief store's step range"
@@ -217,6 +233,8 @@ class EvacuationModel(MobilityModel):
         super().__init__(brain=brain, brain_options=options, rng=rng)
         self.rejection: Rejection = rejection
         self.on_invalid: OnInvalid = REJECTION_MODES[rejection]
+        self.initial_exit_information = bool(initial_exit_information)
+        self.friction = float(friction)
         self.memory = MemoryFlow(memory_store)
         """The memory role's requests and answers in flight, and its records."""
         try:
@@ -297,6 +315,8 @@ class EvacuationModel(MobilityModel):
                 0, "gate_state", None, None, f"{opening.opening_id}:open"
             )
         observe_initial(crowd, self.senses, self.knowledge, scene)
+        if self.initial_exit_information:
+            provide_exit_information(crowd, scene, self.clock, self.events)
         observe(crowd, self.senses, self.knowledge, scene, self.clock, self.events)
         self._started = False
 
@@ -343,7 +363,7 @@ class EvacuationModel(MobilityModel):
         with timer("decisions"):
             self._decide()
         with timer("movement"):
-            walk(crowd, scene, self.rng)
+            walk(crowd, scene, self.rng, self.friction)
         with timer("other"):
             clock.advance()
             evacuated = reach_openings(crowd, scene, clock, events)
