@@ -74,3 +74,11 @@ def test_urban_llm_run_is_the_pinned_one():
 
 def test_evacuation_llm_run_is_the_pinned_one():
     _assert_same("evacuation_llm", outputs.evacuation_llm_run())
+
+
+def test_trajectory_rule_runs_are_the_pinned_ones():
+    _assert_same("trajectory_rules", outputs.trajectory_rule_runs())
+
+
+def test_trajectory_llm_run_is_the_pinned_one():
+    _assert_same("trajectory_llm", outputs.trajectory_llm_run())

@@ -19,6 +19,10 @@ from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import FakeLLMServer
 from mesa_llm_mobility.evacuation import scripted_llm as pedestrian
 from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.trajectory import scripted_llm as individual
+from mesa_llm_mobility.trajectory.model import TrajectoryModel
+from mesa_llm_mobility.trajectory.synth import synthesize
+from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
 from mesa_llm_mobility.urban import scripted_llm as traveller
 from mesa_llm_mobility.urban.runner import run_urban, urban_config
 
@@ -126,3 +130,47 @@ def evacuation_llm_run() -> dict[str, pd.DataFrame]:
             "positions": model.positions_frame(),
             "decisions": model.decisions_frame(),
         }
+
+
+def _trajectory_tables(model: TrajectoryModel) -> dict[str, pd.DataFrame]:
+    return {
+        "trajectories": model.trajectories_frame(),
+        "decisions": model.decisions_frame(),
+        "workflow": model.workflow_frame(),
+    }
+
+
+def trajectory_rule_runs() -> dict[str, pd.DataFrame]:
+    """A synthetic city of 24 people over 2 weeks, 3 days generated per duration mode."""
+    history = synthesize(24, 2, seed=0).stays
+    frames: dict[str, list[pd.DataFrame]] = {}
+    for durations in ("day", "visit"):
+        model = TrajectoryModel(
+            history, days=3, settings=WorkflowSettings(durations=durations), rng=0
+        )
+        with model:
+            model.run()
+        for name, frame in _trajectory_tables(model).items():
+            frames.setdefault(name, []).append(frame.assign(durations=durations))
+    return {name: pd.concat(parts, ignore_index=True) for name, parts in frames.items()}
+
+
+def trajectory_llm_run() -> dict[str, pd.DataFrame]:
+    """Eight people, 2 days, per-visit durations through the LLM brain and the local server."""
+    history = synthesize(8, 2, seed=1).stays
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        FakeLLMServer(individual.respond) as server,
+    ):
+        ledger = Path(folder) / "ledger.jsonl"
+        model = TrajectoryModel(
+            history,
+            days=2,
+            settings=WorkflowSettings(durations="visit"),
+            brain="llm:openai/fake-model",
+            brain_options=_llm_options(server, ledger=ledger),
+            rng=2,
+        )
+        with model:
+            model.run()
+        return {"ledger": _ledger_table(ledger), **_trajectory_tables(model)}
