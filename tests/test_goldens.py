@@ -19,16 +19,10 @@ RENAMED: dict[str, dict[str, str]] = {
     # #12: the decisions table's shared columns (MobilityModel.decisions_frame)
     "urban_rules_decisions": {"agent": "agent_id"},
     "urban_llm_decisions": {"agent": "agent_id"},
-    # #12: the evacuation decisions table's shared columns (outcome, reason) and its own
-    "evacuation_llm_decisions": {
-        "reason": "commit_reason",
-        "brain_outcome": "outcome",
-        "brain_reason": "reason",
-    },
 }
 """``{"<case>_<table>": {old column: new column}}`` for renames since the pinning."""
 
-ADDED: dict[str, set[str]] = {"evacuation_llm_decisions": {"kind"}}
+ADDED: dict[str, set[str]] = {}
 """``{"<case>_<table>": {column}}``: columns added since the pinning (no pinned value to check)."""
 
 

@@ -12,11 +12,9 @@ Importing this package has no side effects.
 from __future__ import annotations
 
 from mesa_llm_mobility.evacuation.affect import StimulusIntensities
-from mesa_llm_mobility.evacuation.decisions import (
-    EVACUATION_MOVE,
-    EvacuationContext,
-    EvacuationDecision,
-)
+from mesa_llm_mobility.evacuation.decision_context import EvacuationContext
+from mesa_llm_mobility.evacuation.decision_output import EvacuationDecision
+from mesa_llm_mobility.evacuation.decisions import EVACUATION_MOVE
 from mesa_llm_mobility.evacuation.layers import GateSchedule
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.outputs import (

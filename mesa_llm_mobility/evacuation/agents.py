@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         EvacuationContext,
         PreviousDecision,
     )
-    from mesa_llm_mobility.evacuation.decisions import EvacuationDecision
+    from mesa_llm_mobility.evacuation.decision_output import EvacuationDecision
     from mesa_llm_mobility.evacuation.personality import Personality
 
 
@@ -74,7 +74,12 @@ class Pedestrian(CellAgent):
         memory_text: Long-term first-person memory (<= 1,200 characters), as the memory role
             last rewrote it.
         memory_version: Revisions of ``memory_text`` so far.
-        shouting: Whether it shouts while moving (decided to escape).
+        situation: Its appraisal (normal, unsure, danger).
+        goal: Its standing goal's category (:data:`~.decision_output.GOAL_CATEGORIES`).
+        intent: The same goal in its own words.
+        urgency: How strongly it judges immediate action needed.
+        shouting: Whether it shouts while moving (it decided to escape:
+            :func:`~.decisions.decides_to_escape`).
         visited: Flat cells walked (familiarity).
     """
 
@@ -99,6 +104,7 @@ class Pedestrian(CellAgent):
         self.memory_text = ""
         self.memory_version = 0
         self.situation = "normal"
+        self.goal = "tour"
         self.intent = "tour"
         self.urgency = 0.0
         self.shouting = False

@@ -23,7 +23,8 @@ from mesa_llm_mobility.evacuation.decision_context import (
     EvacuationContext,
     PreviousDecision,
 )
-from mesa_llm_mobility.evacuation.decisions import EvacuationDecision
+from mesa_llm_mobility.evacuation.decision_output import EvacuationDecision
+from mesa_llm_mobility.evacuation.decisions import decides_to_escape
 from mesa_llm_mobility.evacuation.layers import BeliefStore
 from mesa_llm_mobility.evacuation.memory_flow import MemoryFlow, turn_summary
 from mesa_llm_mobility.evacuation.perception import heading_index
@@ -61,14 +62,16 @@ def revision_level(
 ) -> str:
     """How far a new decision revises the standing one (``goal``, ``plan``, ``execution``, ``none``).
 
-    ``goal``: intent or appraisal changed; ``plan``: the anchor moved more than 3 cells (and is
-    not the same opening); ``execution``: same anchor, different first three cells; ``none``
-    otherwise and for a first decision.
+    ``goal``: the goal's category changed (the paper's goal layer, Sec. 2.3.2: what the
+    pedestrian is trying to do; its words in ``intent`` may change freely without one, and so
+    may urgency, whose change the analysis relates to goal revisions); ``plan``: the anchor
+    moved more than 3 cells (and is not the same opening); ``execution``: same anchor,
+    different first three cells; ``none`` otherwise and for a first decision.
     """
     prev = agent.previous
     if prev is None:
         return "none"
-    if out.intent != prev.intent or out.situation != prev.situation:
+    if out.goal != prev.goal:
         return "goal"
     same_anchor = (anchor is None and prev.anchor is None) or (
         anchor is not None
@@ -286,13 +289,16 @@ def apply_decision(
     if accepted:
         agent.route, agent.route_pos = committed, 0
         agent.route_opening = opening if kind in ("exit", "gate") else None
-        agent.situation, agent.intent, agent.urgency = (
+        agent.situation, agent.goal, agent.urgency = (
             out.situation,
-            out.intent,
+            out.goal,
             out.urgency,
         )
-        agent.shouting = out.shout and out.action == "move"
-        agent.capsule = out.context_capsule
+        if out.intent is not None:  # left out: the standing intent stays
+            agent.intent = out.intent
+        agent.shouting = decides_to_escape(context, out)
+        if out.context_capsule is not None:  # left out: the notes stay
+            agent.capsule = out.context_capsule
         feedback = f"accepted: {out.action}" + (
             f", {len(committed)} cells committed toward {kind} {opening or ''}".rstrip()
             if out.action == "move"
@@ -301,7 +307,14 @@ def apply_decision(
     else:
         feedback = f"rejected: {reason}"
     agent.previous = PreviousDecision(
-        out.intent, out.urgency, out.situation, kind, opening, anchor, feedback
+        out.goal,
+        out.intent if out.intent is not None else agent.intent,
+        out.urgency,
+        out.situation,
+        kind,
+        opening,
+        anchor,
+        feedback,
     )
     agent.last_effect_step = clock.tick
     agent.blocked_steps = 0
@@ -338,14 +351,15 @@ def apply_decision(
         **_context_columns(context),
         action=out.action,
         situation=out.situation,
-        intent=out.intent,
+        goal=out.goal,
+        intent=out.intent if out.intent is not None else agent.intent,
         urgency=out.urgency,
         route_id=out.route_id,
         target_dx=out.target_offset.dx if out.target_offset else None,
         target_dy=out.target_offset.dy if out.target_offset else None,
         anchor_kind=kind,
         opening_id=opening,
-        shout=bool(out.shout),
+        shout=agent.shouting,
         cells_committed=len(committed) if accepted else 0,
         accepted=accepted,
         commit_reason=reason or None,
@@ -447,6 +461,7 @@ def keep_previous(
         f"rejected: {result.reason or 'invalid answer'}; your previous plan stays"
     )
     agent.previous = PreviousDecision(
+        agent.goal,
         agent.intent,
         agent.urgency,
         agent.situation,
@@ -463,6 +478,7 @@ def keep_previous(
         _time_columns(clock, context),
         **_context_columns(context),
         situation=agent.situation,
+        goal=agent.goal,
         intent=agent.intent,
         urgency=agent.urgency,
         shout=agent.shouting,

@@ -1,9 +1,13 @@
 """Person-to-person communication: shouting and exit information (paper Secs. 2.1.2, 2.3.7).
 
-A pedestrian who decided to escape shouts while moving; listeners within 15 m hear it without line
-of sight and learn only the bearing and approximate distance of the shouter (no threat coordinate).
-A pedestrian heading for an exit it observed itself tells pedestrians within 5 m where it is (its
-direction and approximate distance); information passes one hop, sender -> receiver.
+A pedestrian who decided to escape (:func:`~.decisions.decides_to_escape`: it moves after a
+direct sighting, or assesses danger, or states the goal escape) shouts while moving; listeners
+within 15 m hear it without line of sight and learn only the bearing and approximate distance of
+the shouter (no threat coordinate). A leaving pedestrian (goal category seek_exit, follow_others
+or escape: :data:`~.decision_output.EVACUATING_GOALS`) heading for an opening it observed itself
+tells pedestrians within 5 m where it is (its direction and approximate distance); information
+passes one hop, sender -> receiver. Both channels read the answer's enumerated fields, never the
+words of its free-text intent.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from mesa_llm_mobility.evacuation.crowd import Crowd
+from mesa_llm_mobility.evacuation.decision_output import EVACUATING_GOALS
 from mesa_llm_mobility.evacuation.event_log import EventLog
 from mesa_llm_mobility.evacuation.knowledge import Knowledge
 from mesa_llm_mobility.evacuation.messages import (
@@ -75,8 +80,9 @@ def communicate(
     """Shouts heard within 15 m and exit information within 5 m (at 1 s boundaries).
 
     Listeners of a shouter (a pedestrian shouting while it moves) hear it for the next second
-    and remember its direction; a pedestrian heading for an opening tells receivers within
-    ``EXIT_INFO_RADIUS_M`` who never saw it (once per sender, receiver and opening).
+    and remember its direction; a leaving pedestrian (its goal in ``EVACUATING_GOALS``) heading
+    for an opening tells receivers within ``EXIT_INFO_RADIUS_M`` who never saw it (once per
+    sender, receiver and opening).
 
     Reads the crowd, the beliefs and the scene; writes the senses (hearing), the receivers'
     exit hints, the knowledge (information passed) and the events (``shout_heard``,
@@ -113,7 +119,7 @@ def communicate(
         i
         for i in active
         if pedestrians[i].route_opening is not None
-        and pedestrians[i].intent in ("seek_exit", "escape", "follow_others")
+        and pedestrians[i].goal in EVACUATING_GOALS
     ]
     if not senders:
         return
@@ -162,3 +168,37 @@ def communicate(
         events.record(clock.tick, "exit_info_sent", si, ri, opening.opening_id)
         events.record(clock.tick, "exit_info_received", ri, si, opening.opening_id)
         knowledge.inform(si, ri, k)
+
+
+def provide_exit_information(
+    crowd: Crowd, scene: Scene, clock: Clock, events: EventLog
+) -> None:
+    """System-provided exit information at initialisation (the condition of paper Fig. 9b).
+
+    Every pedestrian is told the direction and rough distance of each evacuation exit (the
+    openings of kind ``exit``, which never close) from its cell, as exit information without
+    a sender; it enters the decision context as messages do and is recorded as an
+    ``exit_info_system`` event (detail: the opening id). Gates are not announced.
+
+    Reads the crowd's positions and the scene; writes the pedestrians' exit hints and the events.
+    """
+    exits = [o for o in scene.plaza.openings if o.kind == "exit"]
+    for i in crowd.active_indices().tolist():
+        x, y = (int(v) for v in crowd.pos[i])
+        memory = crowd.pedestrians[i].memory
+        for opening in exits:
+            cx, cy = opening.center
+            dx, dy = cx - x, cy - y
+            memory.hints[opening.opening_id] = ExitHint(
+                sender=None,
+                opening_id=opening.opening_id,
+                kind=opening.kind,
+                direction=compass(dx, dy),
+                approx_distance_m=approximate_distance_m(
+                    math.hypot(dx, dy) * scene.cell_size_m
+                ),
+                age_s=0.0,
+                cell=(cx, cy),
+            )
+            memory.hint_steps[opening.opening_id] = clock.tick
+            events.record(clock.tick, "exit_info_system", i, None, opening.opening_id)

@@ -25,7 +25,8 @@ from mesa_llm_mobility.evacuation.decision_context import (
     KnownOpening,
     StaleSighting,
 )
-from mesa_llm_mobility.evacuation.decisions import EVACUATION_MOVE, EvacuationDecision
+from mesa_llm_mobility.evacuation.decision_output import EvacuationDecision
+from mesa_llm_mobility.evacuation.decisions import EVACUATION_MOVE
 from mesa_llm_mobility.evacuation.layers import BeliefStore, BeliefWindow
 from mesa_llm_mobility.evacuation.messages import (
     ExitHint,
@@ -369,6 +370,11 @@ def _draft(
         "memory": agent.memory_text,
         "previous": agent.previous,
         "threat_offsets": threat_offsets,
+        "nearest_threat_m": round(
+            min(math.hypot(dx, dy) for dx, dy in threat_offsets) * cell_size, 2
+        )
+        if threat_offsets
+        else None,
         "adversary_ids": tuple(adversary_ids),
         "body_ids": tuple(body_ids),
         "grid_size": (width, height),

@@ -133,6 +133,7 @@ class Crowd:
         passable: np.ndarray,
         rng: np.random.Generator,
         forbidden: dict[int, np.ndarray],
+        friction: float = 0.0,
     ) -> MoveOutcome:
         """Resolve everyone's proposed cell and move them (paper Sec. 2.3.6).
 
@@ -144,6 +145,8 @@ class Crowd:
             passable: ``[x, y]`` cells that may be entered now.
             rng: The generator of the random order and the sidestep choices.
             forbidden: Cells some rows may not enter (:func:`~.movement.resolve_moves`).
+            friction: Probability that a contested cell's claimants all stay
+                (:func:`~.movement.jammed_movers`; 0: the paper's rule).
 
         Returns:
             Who moved and every row's resolution status.
@@ -158,6 +161,7 @@ class Crowd:
             self.occupancy,
             rng,
             forbidden,
+            friction,
         )
         self.pos = result.positions
         moved = np.flatnonzero(np.any(self.pos != old, axis=1)).tolist()

@@ -58,8 +58,13 @@ class StaleSighting:
 
 @dataclass(frozen=True)
 class PreviousDecision:
-    """The standing goal and the engine's feedback on the previous answer."""
+    """The standing goal and the engine's feedback on the previous answer.
 
+    ``goal`` is the goal's category (:data:`~.decision_output.GOAL_CATEGORIES`), ``intent`` the
+    same goal in the pedestrian's words.
+    """
+
+    goal: str
     intent: str
     urgency: float
     situation: str
@@ -101,6 +106,8 @@ class EvacuationContext:
     memory: str
     previous: PreviousDecision | None
     threat_offsets: tuple[tuple[int, int], ...] = ()
+    nearest_threat_m: float | None = None
+    """Distance to the nearest A or D in view (``None``: none in view)."""
     adversary_ids: tuple[int, ...] = ()
     body_ids: tuple[int, ...] = ()
     grid_size: tuple[int, int] = (0, 0)

@@ -8,55 +8,29 @@ either an offered route or a target offset. The validator enforces the paper's r
 must be an observed, passable cell reachable through observed cells (Sec. 2.2.3).
 
 The rule policy is the classical baseline: appraisal from evidence (direct sight of A or D ->
-danger; a shout, fleeing neighbours or remembered evidence -> unsure; else normal), urgency from
-fear and appraisal, and a route choice among the offered options scored with personality weights.
+danger; a shout, fleeing neighbours or remembered evidence -> unsure; else normal), urgency graded
+from fear and the evidence (:func:`urgency_from_evidence`), and a route choice among the offered
+options scored with personality weights. :func:`decides_to_escape` says which answers are a
+decision to escape (the engine's shouting follows it).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from mesa_llm_mobility.cognition.kinds import DecisionKind
 from mesa_llm_mobility.evacuation.decision_context import EvacuationContext
+from mesa_llm_mobility.evacuation.decision_output import (
+    ESCAPE_GOAL,
+    EvacuationDecision,
+    Goal,
+    Offset,
+    Situation,
+)
 from mesa_llm_mobility.evacuation.plaza import Terrain, passable_mask
-from mesa_llm_mobility.evacuation.prompts import CAPSULE_CHARS, render_evacuation_prompt
-
-Situation = Literal["normal", "unsure", "danger"]
-Action = Literal["move", "wait", "turn_and_observe"]
-
-
-class Offset(BaseModel):
-    """A cell offset relative to ``@``: dx east, dy north."""
-
-    dx: int = Field(ge=-200, le=200)
-    dy: int = Field(ge=-200, le=200)
-
-
-class EvacuationDecision(BaseModel):
-    """The answer to an ``EvacuationMove`` request."""
-
-    action: Action
-    situation: Situation = Field(description="your appraisal: normal, unsure or danger")
-    intent: str = Field(
-        min_length=1,
-        max_length=80,
-        description="standing goal, e.g. tour, explore, seek_exit, follow_others, escape",
-    )
-    urgency: float = Field(ge=0.0, le=1.0)
-    route_id: str | None = Field(
-        default=None, description="id of an offered route (R1...)"
-    )
-    target_offset: Offset | None = Field(
-        default=None,
-        description="target cell relative to @ when no offered route suits",
-    )
-    waypoint_offset: Offset | None = None
-    shout: bool = Field(default=False, description="shout a warning while moving")
-    context_capsule: str = Field(default="", max_length=CAPSULE_CHARS)
+from mesa_llm_mobility.evacuation.prompts import render_evacuation_prompt
 
 
 def _offset_errors(context: EvacuationContext, offset: Offset, label: str) -> list[str]:
@@ -127,34 +101,114 @@ _COMPASS_VECTORS = {
 
 
 def appraise(context: EvacuationContext) -> Situation:
-    """Appraisal from evidence: direct sight -> danger; shout, fleeing, remembered -> unsure."""
+    """Appraisal from evidence: direct sight -> danger; shout, fleeing, remembered -> unsure.
+
+    Exit information from another pedestrian is evidence (someone is leaving); the plaza's
+    system-provided exit information is not.
+    """
     if context.sees_adversary or context.sees_casualty:
         return "danger"
     previous = context.previous.situation if context.previous else "normal"
     if context.stale_sighting is not None:
         return "danger" if context.fear >= 0.45 else "unsure"
+    told = any(not hint.from_system for hint in context.exit_hints)
     if (
         context.heard_shouts
         or context.fleeing_neighbours > 0
-        or context.exit_hints
+        or told
         or previous != "normal"
     ):
         return "danger" if previous == "danger" and context.fear >= 0.45 else "unsure"
     return "normal"
 
 
-def urgency_for(situation: Situation, fear: float) -> float:
-    """Urgency from appraisal and fear: normal 0.1 + 0.2 f, unsure 0.35 + 0.4 f, danger 0.6 + 0.4 f."""
-    base, slope = {"normal": (0.1, 0.2), "unsure": (0.35, 0.4), "danger": (0.6, 0.4)}[
-        situation
-    ]
-    return round(min(1.0, base + slope * fear), 3)
+SIGHT_SCALE_M = 12.0
+"""Distance over which the proximity of a threat falls by e (the sight radius)."""
+
+STALE_MEMORY_S = 30.0
+"""Time over which a remembered sighting's weight falls by e."""
+
+SHOUT_FADE_S = 10.0
+"""Time over which a heard shout's weight falls by e (shouts stay in a context 10 s)."""
+
+
+def _proximity(distance_m: float) -> float:
+    return math.exp(-distance_m / SIGHT_SCALE_M)
+
+
+def _recency(age_s: float, scale_s: float) -> float:
+    return math.exp(-age_s / scale_s)
+
+
+def threat_evidence(context: EvacuationContext) -> float:
+    """How strongly the pedestrian's evidence says the threat is near and now, in [0, 1].
+
+    The strongest of (the paper's evidence, Secs. 2.3.5-2.3.7, graded as the Protective Action
+    Decision Model grades a threat's cues by their certainty, proximity and immediacy, Lindell
+    and Perry 2012, and as environmental cues outweigh ambiguous social ones, Kuligowski 2013):
+
+    - the armed person in direct sight: ``exp(-d / 12 m)`` of its distance ``d`` (a body only:
+      0.8 of that);
+    - a remembered sighting: ``0.9 exp(-d / 12 m) exp(-age / 30 s)``;
+    - shouts heard (no threat coordinate): ``0.6 (1 - prod(1 - 0.35 exp(-age / 10 s)))`` over
+      the shouts in the context, each adding less;
+    - people seen fleeing: ``0.1`` per person, at most ``0.3``.
+    """
+    threat = 0.0
+    if context.nearest_threat_m is not None:
+        weight = 1.0 if context.sees_adversary else 0.8
+        threat = weight * _proximity(context.nearest_threat_m)
+    stale = context.stale_sighting
+    if stale is not None:
+        threat = max(
+            threat,
+            0.9 * _proximity(stale.distance_m) * _recency(stale.age_s, STALE_MEMORY_S),
+        )
+    silence = 1.0
+    for shout in context.heard_shouts:
+        silence *= 1.0 - 0.35 * _recency(shout.age_s, SHOUT_FADE_S)
+    alarm = 0.6 * (1.0 - silence)
+    crowd = 0.1 * min(context.fleeing_neighbours, 3)
+    return max(threat, alarm, crowd)
+
+
+def urgency_from_evidence(context: EvacuationContext) -> float:
+    """The rule pedestrian's urgency, graded from fear and the evidence: ``0.05 + 0.5 f + 0.45 e``.
+
+    ``f`` is the engine's fear (which already rises with the strongest stimulus and decays
+    slowly, paper Eq. 4) and ``e`` the :func:`threat_evidence` (distance and recency of the
+    threat, shouts heard, people fleeing), capped at 1 and rounded to 3 decimals. Without any
+    evidence and without fear it is 0.05; a pedestrian beside the armed person, in high fear,
+    about 0.93.
+    """
+    urgency = 0.05 + 0.5 * context.fear + 0.45 * threat_evidence(context)
+    return round(min(1.0, urgency), 3)
+
+
+def decides_to_escape(context: EvacuationContext, decision: EvacuationDecision) -> bool:
+    """Whether an answer is a decision to escape, after which the pedestrian shouts as it moves.
+
+    The paper (Sec. 2.3.7): "A pedestrian who has decided to escape, either after a direct
+    sighting or through the model's situation assessment, shouts while moving." An answer
+    decides to escape when it moves and either was made with A or D in direct sight, or
+    assesses the situation as ``danger``, or states the goal ``escape``. Urgency does not
+    enter: the paper ties the decision to the sighting or the assessment, and shouting is
+    not a field of the answer (the paper's output has none).
+    """
+    if decision.action != "move":
+        return False
+    return (
+        context.sees_adversary
+        or context.sees_casualty
+        or decision.situation == "danger"
+        or decision.goal == ESCAPE_GOAL
+    )
 
 
 def score_options(
     context: EvacuationContext,
     situation: Situation,
-    intent: str,
+    goal: Goal,
     rng: np.random.Generator,
 ) -> list[float]:
     """Personality-weighted utility of every offered option (plus Gumbel noise from ``rng``).
@@ -184,7 +238,7 @@ def score_options(
                 is_opening and option.opening_id == prev.opening_id
             ):
                 s += 0.5 + 0.25 * z_c
-        crowd = 0.15 * (z_n + z_a) + (0.5 if intent == "follow_others" else 0.0)
+        crowd = 0.15 * (z_n + z_a) + (0.5 if goal == "follow_others" else 0.0)
         s += crowd * min(option.visible_people, 5) / 5.0
         if option.anchor_kind == "frontier":
             s += 0.25 * z_o + (0.6 if not evacuating else 0.0)
@@ -207,44 +261,51 @@ def score_options(
 def evacuation_rule_policy(
     context: EvacuationContext, rng: np.random.Generator
 ) -> EvacuationDecision:
-    """The classical rule-based pedestrian (baseline of the paper's comparison)."""
+    """The classical rule-based pedestrian (baseline of the paper's comparison).
+
+    Appraisal by :func:`appraise`, urgency by :func:`urgency_from_evidence`, the goal from the
+    appraisal (danger: escape; unsure: seek_exit, or follow_others for agreeable, neurotic
+    pedestrians who see people fleeing; normal: tour, or explore for open ones; its words are
+    the category's own), and the best of the offered options by :func:`score_options`.
+    """
     situation = appraise(context)
-    urgency = urgency_for(situation, context.fear)
+    urgency = urgency_from_evidence(context)
     p = context.personality
+    goal: Goal
     if situation == "danger":
-        intent = "escape"
+        goal = "escape"
     elif situation == "unsure":
-        intent = (
+        goal = (
             "follow_others"
             if (p.z("A") + p.z("N")) / 2 > 0.5 and context.fleeing_neighbours > 0
             else "seek_exit"
         )
     else:
-        intent = "explore" if p.z("O") > 0.5 else "tour"
+        goal = "explore" if p.z("O") > 0.5 else "tour"
     if not context.options:
         return EvacuationDecision(
             action="turn_and_observe",
             situation=situation,
-            intent=intent,
+            goal=goal,
+            intent=goal,
             urgency=urgency,
-            context_capsule=f"{intent}: no route known, looking around",
+            context_capsule=f"{goal}: no route known, looking around",
         )
-    scores = score_options(context, situation, intent, rng)
+    scores = score_options(context, situation, goal, rng)
     best = context.options[int(np.argmax(scores))]
-    shout = situation == "danger"
     target = (
         f"{best.anchor_kind} {best.opening_id}"
         if best.opening_id
         else f"frontier {best.direction}"
     )
-    capsule = f"{intent} (urgency {urgency:.2f}); took {best.route_id} toward {target}"
+    capsule = f"{goal} (urgency {urgency:.2f}); took {best.route_id} toward {target}"
     return EvacuationDecision(
         action="move",
         situation=situation,
-        intent=intent,
+        goal=goal,
+        intent=goal,
         urgency=urgency,
         route_id=best.route_id,
-        shout=shout,
         context_capsule=capsule,
     )
 

@@ -28,7 +28,7 @@ from mesa_llm_mobility.evacuation.timing import step_time_s
 if TYPE_CHECKING:
     from mesa_llm_mobility.evacuation.agents import Pedestrian
     from mesa_llm_mobility.evacuation.decision_context import EvacuationContext
-    from mesa_llm_mobility.evacuation.decisions import EvacuationDecision
+    from mesa_llm_mobility.evacuation.decision_output import EvacuationDecision
     from mesa_llm_mobility.memory.store import MemoryStore
 
 MEMORY_VERSION_COLUMNS = (

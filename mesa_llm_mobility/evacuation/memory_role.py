@@ -45,7 +45,8 @@ class TurnSummary:
             pedestrian knows, as last seen.
         stale_threat: ``(direction, distance m, age s)`` of the remembered last sighting of the
             armed person, when it is out of view.
-        told: ``(sender, kind, direction)`` of exit information received.
+        told: ``(sender, kind, direction)`` of exit information received (sender ``None``:
+            the plaza's system).
         action: The decided action (``None`` when the answer was rejected).
         situation: The appraisal.
         intent: The standing goal.
@@ -64,7 +65,7 @@ class TurnSummary:
     events: tuple[str, ...]
     known_openings: tuple[tuple[str, str, str, str, float], ...]
     stale_threat: tuple[str, float, float] | None
-    told: tuple[tuple[int, str, str], ...]
+    told: tuple[tuple[int | None, str, str], ...]
     action: str | None
     situation: str
     intent: str
@@ -161,6 +162,10 @@ _KEY_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^I last saw the armed person"), "sighting"),
     (re.compile(r"^I saw a person lying motionless"), "body"),
     (re.compile(r"^Pedestrian (\d+) told me"), "told:{0}"),
+    (
+        re.compile(r"^The plaza's announcement told me an open \w+ lies to the (\w+)"),
+        "told:system:{0}",
+    ),
 )
 
 
@@ -221,6 +226,11 @@ def turn_facts(turn: TurnSummary) -> list[tuple[str | None, str]]:
             (
                 f"told:{sender}",
                 f"Pedestrian {sender} told me an open {kind} lies to the {direction}.",
+            )
+            if sender is not None
+            else (
+                f"told:system:{direction}",
+                f"The plaza's announcement told me an open {kind} lies to the {direction}.",
             )
         )
     facts.extend((None, f"I {event}.") for event in turn.events)

@@ -36,9 +36,13 @@ class HeardShout:
 
 @dataclass(frozen=True)
 class ExitHint:
-    """Exit information received from another pedestrian."""
+    """Exit information received from another pedestrian, or from the plaza's system.
 
-    sender: int
+    ``sender`` is the pedestrian's agent id, ``None`` for system-provided information at
+    initialisation (paper Fig. 9b).
+    """
+
+    sender: int | None
     opening_id: str
     kind: str
     direction: str
@@ -46,9 +50,19 @@ class ExitHint:
     age_s: float
     cell: tuple[int, int]
 
+    @property
+    def from_system(self) -> bool:
+        """Whether the plaza's system gave it (not another pedestrian)."""
+        return self.sender is None
+
     def describe(self) -> str:
         """Prompt line."""
-        return f"pedestrian {self.sender} told you an open {self.kind} lies to the {self.direction}, about {self.approx_distance_m} m away ({self.age_s:.0f} s ago)"
+        source = (
+            "the plaza's public announcement told you"
+            if self.sender is None
+            else f"pedestrian {self.sender} told you"
+        )
+        return f"{source} an open {self.kind} lies to the {self.direction}, about {self.approx_distance_m} m away ({self.age_s:.0f} s ago)"
 
 
 def heard_shout(

@@ -59,14 +59,15 @@ from mesa_llm_mobility.evacuation.commit import (
     plan_routes_ahead,
     take_due_answers,
 )
-from mesa_llm_mobility.evacuation.communication import communicate
+from mesa_llm_mobility.evacuation.communication import (
+    communicate,
+    provide_exit_information,
+)
 from mesa_llm_mobility.evacuation.contexts import decision_requests, due_requests
 from mesa_llm_mobility.evacuation.crowd import Crowd, share_one_cell_class
 from mesa_llm_mobility.evacuation.decision_context import EvacuationContext
-from mesa_llm_mobility.evacuation.decisions import (
-    EVACUATION_MOVE,
-    EvacuationDecision,
-)
+from mesa_llm_mobility.evacuation.decision_output import EvacuationDecision
+from mesa_llm_mobility.evacuation.decisions import EVACUATION_MOVE
 from mesa_llm_mobility.evacuation.event_log import EventLog
 from mesa_llm_mobility.evacuation.evidence import (
     observe,
@@ -179,6 +180,7 @@ class EvacuationModel(MobilityModel):
         "n_options",
         "action",
         "situation",
+        "goal",
         "intent",
         "urgency",
         "route_id",
@@ -215,6 +217,8 @@ class EvacuationModel(MobilityModel):
         p = self.parameters
         self.rejection: Rejection = p.rejection
         self.on_invalid: OnInvalid = REJECTION_MODES[p.rejection]
+        self.initial_exit_information = p.initial_exit_information
+        self.friction = p.friction
         self.memory = MemoryFlow(memory_store)
         """The memory role's requests and answers in flight, and its records."""
         self.checkpoint_every_steps = _checkpoint_steps(checkpoint_every_s)
@@ -304,6 +308,8 @@ class EvacuationModel(MobilityModel):
                 0, "gate_state", None, None, f"{opening.opening_id}:open"
             )
         observe_initial(crowd, self.senses, self.knowledge, scene)
+        if self.initial_exit_information:
+            provide_exit_information(crowd, scene, self.clock, self.events)
         observe(crowd, self.senses, self.knowledge, scene, self.clock, self.events)
         self._started = False
 
@@ -350,7 +356,7 @@ class EvacuationModel(MobilityModel):
         with timer("decisions"):
             self._decide()
         with timer("movement"):
-            walk(crowd, scene, self.rng)
+            walk(crowd, scene, self.rng, self.friction)
         with timer("other"):
             clock.advance()
             evacuated = reach_openings(crowd, scene, clock, events)

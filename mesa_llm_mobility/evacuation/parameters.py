@@ -55,6 +55,8 @@ class EvacuationParameters(Parameters):
         gates_closed_at_s: When they are closed.
         rejection: What happens to an invalid LLM answer: ``paper`` rejects it (the pedestrian
             keeps its plan and is told why next turn), ``repair`` re-prompts, then falls back.
+        initial_exit_information: Every pedestrian told of the exits at the start (Fig. 9b).
+        friction: Probability that a movement conflict stays unresolved (0: the paper's).
         random_spawn: Pedestrians on random walkable cells instead of the start cells (none:
             only when there are more pedestrians than start cells).
     """
@@ -106,6 +108,20 @@ class EvacuationParameters(Parameters):
         "paper",
         "an invalid LLM answer: 'paper' rejects it (the pedestrian keeps its plan and is "
         "told why next turn), 'repair' re-prompts then falls back to the rule policy",
+    )
+    initial_exit_information: bool = parameter(
+        False,
+        "system-provided exit information at initialisation (paper Fig. 9b): each pedestrian "
+        "is told the direction and rough distance of every evacuation exit before its first "
+        "decision",
+    )
+    friction: float = parameter(
+        0.0,
+        "bottleneck-flow calibration (Kirchner et al. 2003): the probability that a movement "
+        "conflict stays unresolved; 0 is the paper's rule, 0.9 gives laboratory bottleneck "
+        "flows",
+        ge=0,
+        lt=1,
     )
     random_spawn: bool | None = parameter(
         None,

@@ -32,7 +32,9 @@ def update_gates(scene: Scene, clock: Clock, events: EventLog) -> None:
             )
 
 
-def walk(crowd: Crowd, scene: Scene, rng: np.random.Generator) -> None:
+def walk(
+    crowd: Crowd, scene: Scene, rng: np.random.Generator, friction: float = 0.0
+) -> None:
     """Every entity proposes at most one Moore step and the crowd resolves them.
 
     An active pedestrian proposes the next cell of its committed route (a route whose next
@@ -43,6 +45,8 @@ def walk(crowd: Crowd, scene: Scene, rng: np.random.Generator) -> None:
 
     Reads the scene; writes the crowd (positions and what follows them), the pedestrians'
     route progress and blocked spells, and the adversary's policy state; draws from ``rng``.
+    ``friction`` is the bottleneck calibration of :func:`~.movement.resolve_moves` (0: the
+    paper's rule).
     """
     n = crowd.n_pedestrians
     height = scene.plaza.height
@@ -64,7 +68,7 @@ def walk(crowd: Crowd, scene: Scene, rng: np.random.Generator) -> None:
         proposals[walking] = next_cells
     proposals[n] = propose_move(crowd, scene)
     moved, status = crowd.move(
-        proposals, scene.effective.passable, rng, {n: scene.opening_mask}
+        proposals, scene.effective.passable, rng, {n: scene.opening_mask}, friction
     )
     for e, (x, y) in zip(moved, crowd.pos[moved].tolist(), strict=True):
         if e < n:

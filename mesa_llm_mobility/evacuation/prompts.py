@@ -14,12 +14,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mesa_llm_mobility.cognition.kinds import Message
+from mesa_llm_mobility.evacuation.decision_output import (
+    CAPSULE_CHARS,
+    ESCAPE_GOAL,
+    EVACUATING_GOALS,
+    GOAL_CATEGORIES,
+)
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.evacuation.decision_context import EvacuationContext
-
-CAPSULE_CHARS = 500
-"""Length limit of the short-term context capsule (paper Sec. 2.3.3)."""
 
 MEMORY_CHARS = 1200
 """Length limit of the long-term first-person memory (paper Sec. 2.3.3)."""
@@ -32,9 +35,16 @@ CAPSULE_RULE = (
     "Keep: your current intention, strategies the environment confirmed, corrections the engine "
     "made to your answers, open questions. Drop: reasoning, restatements, map details that "
     "expired, and offsets that your movement made wrong. Record the outcome of each attempt, "
-    "not how you reached it. An accepted answer replaces the capsule; a rejected one keeps the "
-    "previous capsule."
+    "not how you reached it. An accepted answer replaces the capsule; a rejected one, or one "
+    "without context_capsule, keeps the previous capsule."
 )
+
+GOAL_RULE = (
+    "goal is the category of your standing goal, one of: "
+    + "; ".join(f"{name} ({meaning})" for name, meaning in GOAL_CATEGORIES.items())
+    + ". intent says the same goal in your own words."
+)
+"""The goal categories as the policy text explains them."""
 
 POLICY_BLOCKS: tuple[tuple[str, str], ...] = (
     (
@@ -67,9 +77,16 @@ POLICY_BLOCKS: tuple[tuple[str, str], ...] = (
     (
         "INTENT",
         (
-            "intent (what you are trying to do) and urgency (0-1: how strongly you judge that "
-            "immediate action is needed) are a standing goal: they stay as they are until you "
-            "change them, and your previous values are shown to you each turn."
+            "goal and intent (what you are trying to do) and urgency (0-1: how strongly you "
+            "judge that immediate action is needed) are a standing goal: they stay as they are "
+            "until you change them, and your previous values are shown to you each turn. "
+            + GOAL_RULE
+            + f" While you move after seeing A or D, or in danger, or with the goal "
+            f"{ESCAPE_GOAL}, you shout in alarm as you go, and people within 15 m hear it. "
+            "While you head for an exit or gate you have seen with the goal "
+            + ", ".join(EVACUATING_GOALS[:-1])
+            + f" or {EVACUATING_GOALS[-1]}, you tell people within 5 m who have not seen it "
+            "where it is."
         ),
     ),
     (
@@ -93,9 +110,11 @@ POLICY_BLOCKS: tuple[tuple[str, str], ...] = (
         "OUTPUT",
         (
             "Answer with one JSON object: action (move, wait or turn_and_observe), situation "
-            "(normal, unsure or danger), intent, urgency and context_capsule. For move give either "
-            "route_id of an offered route or target_offset (dx, dy) of a cell you observed, that is "
-            "passable and reachable through observed cells, optionally with one waypoint_offset. "
+            "(normal, unsure or danger), goal (one of the categories above), intent, urgency and "
+            "context_capsule. For move give either route_id of an offered route or target_offset "
+            "(dx, dy) of a cell you observed, that is passable and reachable through observed "
+            "cells, optionally with one waypoint_offset (dx, dy), an intermediate cell on the way. "
+            "intent and context_capsule may be left out: they then stay as they were. "
             "Anything else is rejected, your previous plan stays, and you are told why."
         ),
     ),
@@ -161,7 +180,8 @@ def user_message(context: EvacuationContext) -> str:
     if context.previous is not None:
         p = context.previous
         lines.append(
-            f"STANDING GOAL: intent {p.intent!r}, urgency {p.urgency:.2f}, situation {p.situation}."
+            f"STANDING GOAL: goal {p.goal}, intent {p.intent!r}, urgency {p.urgency:.2f}, "
+            f"situation {p.situation}."
         )
         lines.append(f"FEEDBACK ON YOUR PREVIOUS ANSWER: {p.feedback}")
     else:

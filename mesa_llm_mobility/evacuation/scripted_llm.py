@@ -67,6 +67,7 @@ def respond(body: dict[str, Any]) -> Reply:
         decision: dict[str, Any] = {
             "action": "turn_and_observe",
             "situation": "unsure",
+            "goal": "explore",
             "intent": "explore",
             "urgency": 0.3,
         }
@@ -74,6 +75,7 @@ def respond(body: dict[str, Any]) -> Reply:
         decision = {
             "action": "move",
             "situation": "danger" if "Fear: 0.00" not in prompt else "unsure",
+            "goal": "seek_exit",
             "intent": "seek_exit",
             "urgency": 0.7,
             "route_id": route.group(1),

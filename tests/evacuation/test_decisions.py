@@ -6,13 +6,13 @@ import pytest
 from mesa_llm_mobility.cognition.brain import RuleBrain
 from mesa_llm_mobility.cognition.kinds import DecisionRequest
 from mesa_llm_mobility.evacuation.decision_context import StaleSighting
+from mesa_llm_mobility.evacuation.decision_output import EvacuationDecision, Offset
 from mesa_llm_mobility.evacuation.decisions import (
     EVACUATION_MOVE,
-    EvacuationDecision,
-    Offset,
     appraise,
+    decides_to_escape,
     evacuation_rule_policy,
-    urgency_for,
+    urgency_from_evidence,
     validate_evacuation_move,
 )
 from mesa_llm_mobility.evacuation.messages import ExitHint, HeardShout
@@ -28,7 +28,13 @@ def context():
 
 
 def decision(**kw):
-    base = {"action": "move", "situation": "normal", "intent": "tour", "urgency": 0.2}
+    base = {
+        "action": "move",
+        "situation": "normal",
+        "goal": "tour",
+        "intent": "tour",
+        "urgency": 0.2,
+    }
     base.update(kw)
     return EvacuationDecision(**base)
 
@@ -98,7 +104,7 @@ def test_kind_parse_rejects_bad_json_and_domain_errors(context):
     assert output is None and any("action" in e for e in errors)
     output, errors = EVACUATION_MOVE.parse(
         context,
-        '{"action": "move", "situation": "danger", "intent": "escape", "urgency": 0.9, "route_id": "R42"}',
+        '{"action": "move", "situation": "danger", "goal": "escape", "urgency": 0.9, "route_id": "R42"}',
     )
     assert output is None and "was not offered" in errors[0]
 
@@ -121,23 +127,73 @@ def test_appraisal_from_evidence(context):
         appraise(dataclasses.replace(context, stale_sighting=stale, fear=0.1))
         == "unsure"
     )
+    told = ExitHint(7, "exit1", "exit", "E", 20, 1.0, (0, 0))
+    announced = dataclasses.replace(told, sender=None)
+    assert appraise(dataclasses.replace(context, exit_hints=(told,))) == "unsure"
+    # the plaza's own announcement is no sign that anyone is leaving
+    assert appraise(dataclasses.replace(context, exit_hints=(announced,))) == "normal"
 
 
-def test_urgency_formula():
-    assert urgency_for("normal", 0.0) == pytest.approx(0.1)
-    assert urgency_for("unsure", 0.5) == pytest.approx(0.55)
-    assert urgency_for("danger", 1.0) == pytest.approx(1.0)
+def test_urgency_is_graded_by_fear_distance_recency_and_shouts(context):
+    calm = dataclasses.replace(context, fear=0.0)
+    assert urgency_from_evidence(calm) == pytest.approx(0.05)
+    near = dataclasses.replace(
+        calm, sees_adversary=True, nearest_threat_m=2.0, fear=0.8
+    )
+    far = dataclasses.replace(near, nearest_threat_m=11.0)
+    body = dataclasses.replace(near, sees_adversary=False, sees_casualty=True)
+    assert urgency_from_evidence(near) > urgency_from_evidence(far)
+    assert urgency_from_evidence(near) > urgency_from_evidence(body)
+    assert urgency_from_evidence(
+        dataclasses.replace(near, fear=1.0)
+    ) > urgency_from_evidence(near)
+    fresh = StaleSighting((5, 5), "NE", 4.0, 2.0)
+    old = StaleSighting((5, 5), "NE", 4.0, 40.0)
+    assert urgency_from_evidence(
+        dataclasses.replace(calm, stale_sighting=fresh)
+    ) > urgency_from_evidence(dataclasses.replace(calm, stale_sighting=old))
+    one = (HeardShout("N", 10, 1.0),)
+    three = (*one, HeardShout("E", 15, 2.0), HeardShout("S", 5, 3.0))
+    stale_shout = (HeardShout("N", 10, 9.0),)
+    u = {
+        name: urgency_from_evidence(dataclasses.replace(calm, heard_shouts=shouts))
+        for name, shouts in (("one", one), ("three", three), ("stale", stale_shout))
+    }
+    assert u["three"] > u["one"] > u["stale"] > 0.05
+    # a shout (uncertain evidence) weighs less than the armed person in sight
+    assert u["three"] < urgency_from_evidence(far)
+    assert 0.0 <= urgency_from_evidence(dataclasses.replace(near, fear=1.0)) <= 1.0
 
 
-def test_rule_policy_escapes_shouts_and_prefers_openings_when_in_danger(context):
-    ctx = dataclasses.replace(context, sees_adversary=True, fear=0.9)
+def test_a_decision_to_escape_is_a_move_after_a_sighting_in_danger_or_to_escape(
+    context,
+):
+    moving = decision(route_id=context.options[0].route_id)
+    assert not decides_to_escape(context, moving)
+    assert decides_to_escape(context, decision(situation="danger"))
+    assert decides_to_escape(context, decision(goal="escape", situation="unsure"))
+    seen = dataclasses.replace(context, sees_casualty=True)
+    assert decides_to_escape(seen, moving)  # a sighting, whatever the appraisal
+    for still in ("wait", "turn_and_observe"):  # shouting is while moving
+        assert not decides_to_escape(seen, decision(action=still, situation="danger"))
+    # neither the words of the intent nor urgency make a decision to escape
+    assert not decides_to_escape(
+        context, decision(intent="escape now!", goal="seek_exit", urgency=1.0)
+    )
+
+
+def test_rule_policy_escapes_and_prefers_openings_when_in_danger(context):
+    ctx = dataclasses.replace(
+        context, sees_adversary=True, fear=0.9, nearest_threat_m=6.0
+    )
     out = evacuation_rule_policy(ctx, np.random.default_rng(0))
-    assert out.situation == "danger" and out.intent == "escape" and out.shout
+    assert out.situation == "danger" and out.goal == "escape" == out.intent
+    assert decides_to_escape(ctx, out)
     assert out.urgency >= 0.6
     assert validate_evacuation_move(ctx, out) == []
     calm = evacuation_rule_policy(context, np.random.default_rng(0))
-    assert calm.situation == "normal" and not calm.shout
-    assert calm.intent in ("tour", "explore")
+    assert calm.situation == "normal" and not decides_to_escape(context, calm)
+    assert calm.goal in ("tour", "explore")
 
 
 def test_rule_policy_is_deterministic_under_the_rng_and_personality_matters(context):

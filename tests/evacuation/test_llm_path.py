@@ -9,6 +9,20 @@ from mesa_llm_mobility.cognition.llm_brain import LLMBrain
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 
 
+def answering(answer, ledger_path, **options):
+    """The real LLM brain, every completion of which is ``answer`` (litellm's mock)."""
+    return LLMBrain(
+        "openai/fake-model",
+        api_key="sk-local-fake",
+        extra_params={"mock_response": json.dumps(answer)},
+        max_concurrency=8,
+        timeout_s=10,
+        max_attempts=1,
+        ledger=Ledger(ledger_path),
+        **options,
+    )
+
+
 @pytest.mark.parametrize(
     ("route_id", "rejection", "outcome"),
     [("R1", "paper", "ok"), ("R9", "repair", "fallback"), ("R9", "paper", "rejected")],
@@ -19,21 +33,13 @@ def test_llm_answers_are_validated_then_rejected_or_replaced_by_the_rule_policy(
     answer = {
         "action": "move",
         "situation": "unsure",
-        "intent": "seek_exit",
+        "goal": "seek_exit",
+        "intent": "get out through the nearest exit",
         "urgency": 0.5,
         "route_id": route_id,
     }
     ledger_path = tmp_path / "ledger.jsonl"
-    brain = LLMBrain(
-        "openai/fake-model",
-        api_key="sk-local-fake",
-        extra_params={"mock_response": json.dumps(answer)},
-        max_concurrency=8,
-        timeout_s=10,
-        max_attempts=1,
-        max_repairs=1,
-        ledger=Ledger(ledger_path),
-    )
+    brain = answering(answer, ledger_path, max_repairs=1)
     model = EvacuationModel(
         composition={"average": 3},
         rng=0,
@@ -54,7 +60,7 @@ def test_llm_answers_are_validated_then_rejected_or_replaced_by_the_rule_policy(
             for p in model.pedestrians
         )
     elif outcome == "ok":
-        assert (decisions["intent"] == "seek_exit").all() and (
+        assert (decisions["goal"] == "seek_exit").all() and (
             decisions["route_id"] == "R1"
         ).all()
     else:  # the offered ids were R1..R5 at most: the rule policy answered, and says why
@@ -67,3 +73,28 @@ def test_llm_answers_are_validated_then_rejected_or_replaced_by_the_rule_policy(
     assert all(len(r["rounds"]) == (2 if outcome == "fallback" else 1) for r in records)
     prompt = records[0]["messages"][-1]["content"]
     assert "Current view:" in prompt and "@" in prompt and "R1:" in prompt
+
+
+def test_an_answer_worded_as_a_model_words_it_is_accepted_and_acted_on(tmp_path):
+    """Other case and punctuation, an unknown field and a ``shout`` of false: the decision to
+    escape still makes the pedestrians shout, and the goal is read from its category."""
+    answer = {
+        "action": "Move",
+        "situation": "DANGER!",
+        "goal": "Escape.",
+        "intent": "run away from the man with the knife",
+        "urgency": 0.9,
+        "route_id": "R1",
+        "reasoning": "Someone is screaming behind me.",
+        "shout": False,
+    }
+    brain = answering(answer, tmp_path / "ledger.jsonl")
+    model = EvacuationModel(
+        composition={"average": 3}, rng=0, brain=brain, time_limit_s=1
+    )
+    model.run()
+    decisions = model.decisions_frame()
+    assert (decisions["outcome"] == "ok").all() and decisions["accepted"].all()
+    assert (decisions["goal"] == "escape").all()
+    assert (decisions["situation"] == "danger").all()
+    assert decisions["shout"].all() and all(p.shouting for p in model.pedestrians)

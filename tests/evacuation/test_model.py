@@ -4,9 +4,9 @@ import pytest
 
 from mesa_llm_mobility.cognition.brain import Brain, RuleBrain
 from mesa_llm_mobility.cognition.kinds import DecisionResult, Outcome
+from mesa_llm_mobility.evacuation.decision_output import EvacuationDecision, Offset
 from mesa_llm_mobility.evacuation.decisions import (
-    EvacuationDecision,
-    Offset,
+    EVACUATION_MOVE,
     validate_evacuation_move,
 )
 from mesa_llm_mobility.evacuation.memory_role import EVACUATION_MEMORY
@@ -191,7 +191,7 @@ class TargetBrain(Brain):
             out = EvacuationDecision(
                 action="move",
                 situation="normal",
-                intent="tour",
+                goal="tour",
                 urgency=0.1,
                 target_offset=Offset(
                     dx=option.anchor_offset[0], dy=option.anchor_offset[1]
@@ -234,6 +234,7 @@ def test_unreachable_target_is_rejected_with_a_reason(plaza):
     out = EvacuationDecision(
         action="move",
         situation="unsure",
+        goal="explore",
         intent="explore",
         urgency=0.4,
         target_offset=far,
@@ -348,3 +349,51 @@ def test_a_refused_world_closes_the_brain(plaza):
     with pytest.raises(ValueError, match="unknown composition"):  # refused before
         EvacuationModel(plaza=plaza, composition="Q", brain=ClosingBrain(rng=0))
     assert closed == [True]
+
+
+def test_system_provided_exit_information_at_initialisation(plaza):
+    """The condition of the paper's Fig. 9b: told of every evacuation exit before deciding."""
+    off = EvacuationModel(plaza, composition="A", block=1, rng=0, time_limit_s=1)
+    on = EvacuationModel(
+        plaza,
+        composition="A",
+        block=1,
+        rng=0,
+        time_limit_s=1,
+        initial_exit_information=True,
+    )
+    assert "exit_info_system" not in set(off.events_frame()["event"])
+    system = on.events_frame().query("event == 'exit_info_system'")
+    exits = {o.opening_id for o in plaza.exits}
+    assert len(system) == 11 * len(exits) and set(system["detail"]) == exits
+    assert (system["step"] == 0).all() and system["other_id"].isna().all()
+    context = on.decision_request(on.pedestrians[0], "initial").context
+    assert {h.opening_id for h in context.exit_hints} == exits
+    assert all(h.from_system for h in context.exit_hints)
+    user = EVACUATION_MOVE.messages(context)[1]["content"]
+    assert "the plaza's public announcement told you an open exit lies to the" in user
+    on.step()  # the announcement alone alarms no rule pedestrian
+    assert (on.decisions_frame()["situation"] == "normal").all()
+
+
+@pytest.mark.parametrize("friction", [-0.1, 1.0])
+def test_friction_outside_its_range_is_refused(plaza, friction):
+    with pytest.raises(ValueError, match="friction must be in"):
+        EvacuationModel(plaza, composition="A", friction=friction)
+
+
+def test_friction_slows_a_dense_crowd_and_keeps_the_invariants(plaza):
+    crowd = {"average": 150, "anxious_conformist": 150}
+    moved = {}
+    for mu in (0.0, 0.8):
+        model = EvacuationModel(
+            plaza, composition=crowd, rng=4, time_limit_s=10, friction=mu
+        ).run()
+        check_invariants(model)
+        positions = model.positions_frame()
+        walkers = positions[positions["kind"] == "pedestrian"].sort_values(
+            ["agent_id", "step"]
+        )
+        steps = walkers.groupby("agent_id")[["x", "y"]].diff().abs().max(axis=1)
+        moved[mu] = float((steps > 0).mean())
+    assert moved[0.8] < moved[0.0]

@@ -28,18 +28,24 @@ def setup(positions, width=6, height=6):
     return positions, occupancy, np.ones((width, height), dtype=bool)
 
 
+def two_want_one_cell(resolve, seed, friction=0.0):
+    """Two walkers, two cells apart, both wanting the cell between them."""
+    pos, occ, passable = setup([(1, 2), (3, 2)])
+    return resolve(
+        pos,
+        np.array([(2, 2), (2, 2)]),
+        np.ones(2, bool),
+        passable,
+        occ,
+        np.random.default_rng(seed),
+        friction=friction,
+    )
+
+
 def test_conflict_has_one_random_winner_and_loser_sidesteps_next_to_target(resolve):
     winners = set()
     for seed in range(20):
-        pos, occ, passable = setup([(1, 2), (3, 2)])
-        res = resolve(
-            pos,
-            np.array([(2, 2), (2, 2)]),
-            np.ones(2, bool),
-            passable,
-            occ,
-            np.random.default_rng(seed),
-        )
+        res = two_want_one_cell(resolve, seed)
         assert sorted(res.status.tolist()) == [MOVED, SIDESTEP]
         winner = int(np.flatnonzero(res.status == MOVED)[0])
         winners.add(winner)
@@ -193,9 +199,12 @@ def random_proposals(rng, positions, width, height):
     return proposals
 
 
+@pytest.mark.parametrize("friction", [0.0, 0.6])
 @pytest.mark.parametrize("seed", range(12))
-def test_compiled_pass_equals_the_reference_on_random_crowds(seed):
+def test_compiled_pass_equals_the_reference_on_random_crowds(seed, friction):
     """The compiled pass and the plain reference agree on 25 crowds x 12 steps per seed.
+
+    Without friction (the paper's rule) and with it (:func:`jammed_movers`).
 
     Positions, statuses, occupancy and the generator's state are compared after every pass;
     the crowds must between them contain conflicts (two movers wanting one cell), moves
@@ -238,7 +247,9 @@ def test_compiled_pass_equals_the_reference_on_random_crowds(seed):
                 (spec, resolve_moves_reference),
             ):
                 results.append(
-                    resolve(pos, proposals, active, passable, occ, gen, forbidden)
+                    resolve(
+                        pos, proposals, active, passable, occ, gen, forbidden, friction
+                    )
                 )
                 pos[:] = results[-1].positions
             np.testing.assert_array_equal(results[0].status, results[1].status)
@@ -248,3 +259,74 @@ def test_compiled_pass_equals_the_reference_on_random_crowds(seed):
             statuses.update(results[0].status.tolist())
     assert statuses == {STAY, MOVED, SIDESTEP, BLOCKED}
     assert all(count > 0 for count in seen.values()), seen
+
+
+def queue(length):
+    """A one-lane corridor full of walkers who all want to step east."""
+    positions = np.array([(x, 0) for x in range(length)], dtype=np.int64)
+    occupancy = np.full((length + 1, 1), -1, dtype=np.int64)
+    occupancy[positions[:, 0], 0] = np.arange(length)
+    east = positions + np.array([1, 0])
+    return positions, east, occupancy, np.ones((length + 1, 1), bool)
+
+
+@pytest.mark.parametrize("resolve", [resolve_moves, resolve_moves_reference])
+def test_friction_makes_a_queue_keep_gaps_and_leaves_a_lone_walker_alone(resolve):
+    moved = {}
+    for mu in (0.0, 0.9):
+        counts = []
+        for seed in range(30):
+            pos, proposals, occ, passable = queue(8)
+            res = resolve(
+                pos,
+                proposals,
+                np.ones(8, bool),
+                passable,
+                occ,
+                np.random.default_rng(seed),
+                friction=mu,
+            )
+            counts.append(int((res.status == MOVED).sum()))
+        moved[mu] = np.mean(counts)
+    assert moved[0.0] == 8  # the paper's rule: the whole queue steps at once
+    assert moved[0.9] < 2.5  # the front walker, and a follower one time in ten
+    lone = np.array([(1, 1)])
+    for mu in (0.0, 0.9):
+        rng = np.random.default_rng(0)
+        occ = np.full((4, 4), -1, dtype=np.int64)
+        occ[1, 1] = 0
+        res = resolve(
+            lone,
+            lone + 1,
+            np.ones(1, bool),
+            np.ones((4, 4), bool),
+            occ,
+            rng,
+            friction=mu,
+        )
+        assert res.status.tolist() == [MOVED]
+
+
+def test_contested_cells_stay_contested_with_friction_and_no_draw_without_conflict():
+    """Two walkers wanting one cell both stay about ``mu`` of the time; no conflict, no draw."""
+    both_stay = 0
+    for seed in range(200):
+        res = two_want_one_cell(resolve_moves, seed, friction=0.7)
+        both_stay += res.status.tolist() == [BLOCKED, BLOCKED]
+    assert 0.6 < both_stay / 200 < 0.8
+    # apart, they draw only the random order: the generator ends where it would without friction
+    states = []
+    for mu in (0.0, 0.7):
+        pos, occ, passable = setup([(1, 1), (4, 4)])
+        rng = np.random.default_rng(3)
+        resolve_moves(
+            pos,
+            np.array([(2, 2), (5, 5)]),
+            np.ones(2, bool),
+            passable,
+            occ,
+            rng,
+            friction=mu,
+        )
+        states.append(rng.bit_generator.state)
+    assert states[0] == states[1]

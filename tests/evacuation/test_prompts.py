@@ -1,12 +1,19 @@
 """The decision role's prompt: seven policy blocks, identity section, every user-message item."""
 
 import dataclasses
+import typing
 
 import pytest
 
 from mesa_llm_mobility.evacuation.decision_context import (
     PreviousDecision,
     StaleSighting,
+)
+from mesa_llm_mobility.evacuation.decision_output import (
+    ESCAPE_GOAL,
+    EVACUATING_GOALS,
+    GOAL_CATEGORIES,
+    EvacuationDecision,
 )
 from mesa_llm_mobility.evacuation.decisions import EVACUATION_MOVE
 from mesa_llm_mobility.evacuation.messages import ExitHint, HeardShout
@@ -32,6 +39,7 @@ def context():
         memory="I saw an armed person near the south gate.",
         previous=PreviousDecision(
             "seek_exit",
+            "leave by the east exit",
             0.6,
             "unsure",
             "exit",
@@ -86,7 +94,10 @@ def test_user_message_carries_every_item_of_the_turn(context):
     assert "now NW of you, 13 m away" in stale
     for option in context.options:
         assert f"\n{option.describe()}" in user
-    assert "STANDING GOAL: intent 'seek_exit', urgency 0.60, situation unsure." in user
+    assert (
+        "STANDING GOAL: goal seek_exit, intent 'leave by the east exit', urgency 0.60, "
+        "situation unsure." in user
+    )
     assert (
         "FEEDBACK ON YOUR PREVIOUS ANSWER: rejected: route_id 'R7' was not offered"
         in user
@@ -112,3 +123,39 @@ def test_a_first_decision_says_there_is_no_goal_or_feedback_yet(context):
     assert "FEEDBACK ON YOUR PREVIOUS ANSWER: none (first decision)." in user
     assert "HEARD: nothing" in user and "STALE THREAT RECORD: none" in user
     assert "CONTEXT CAPSULE (<= 500 chars): (empty)" in user
+
+
+def _values(annotation):
+    """The allowed values of a field whose type is a Literal (or an optional one)."""
+    for arg in (annotation, *typing.get_args(annotation)):
+        if typing.get_origin(arg) is typing.Literal:
+            return typing.get_args(arg)
+    return ()
+
+
+def test_every_answer_field_is_named_and_explained_in_the_policy_text():
+    """The engine acts only on fields the policy prose (not just the JSON schema) explains.
+
+    Every field of the answer is named in the shared policy, every value of an enumerated
+    field is listed there, and each goal category comes with the meaning the policy gives it.
+    A field the policy never mentions (as ``shout`` once was) fails here.
+    """
+    fields = EvacuationDecision.model_fields
+    assert {"action", "situation", "goal", "intent", "urgency"} <= set(fields)
+    for name, field in fields.items():
+        assert name in SHARED_POLICY, f"{name} is not named in the policy"
+        for value in _values(field.annotation):
+            assert value in SHARED_POLICY, f"{name}={value} is not in the policy"
+    for goal, meaning in GOAL_CATEGORIES.items():
+        assert f"{goal} ({meaning})" in SHARED_POLICY
+    assert set(_values(fields["goal"].annotation)) == set(GOAL_CATEGORIES)
+    assert "shout" not in fields  # shouting follows the decision to escape
+
+
+def test_the_policy_says_what_the_engine_does_with_the_goal():
+    """Shouting and telling others of an exit are stated with the categories that cause them."""
+    intent_block = dict(POLICY_BLOCKS)["INTENT"]
+    shouting = next(s for s in intent_block.split(". ") if "shout" in s)
+    assert ESCAPE_GOAL in shouting and "danger" in shouting and "A or D" in shouting
+    telling = next(s for s in intent_block.split(". ") if "tell people" in s)
+    assert all(goal in telling for goal in EVACUATING_GOALS)

@@ -27,10 +27,8 @@ from mesa_llm_mobility.evacuation.app.plaza_view import (
     frame_of_model,
     frame_of_run,
 )
-from mesa_llm_mobility.evacuation.decisions import (
-    EVACUATION_MOVE,
-    EvacuationContext,
-)
+from mesa_llm_mobility.evacuation.decision_context import EvacuationContext
+from mesa_llm_mobility.evacuation.decisions import EVACUATION_MOVE
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.plaza import Plaza, load_plaza
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
