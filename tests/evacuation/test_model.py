@@ -353,9 +353,9 @@ def test_a_refused_world_closes_the_brain(plaza):
 
 def test_system_provided_exit_information_at_initialisation(plaza):
     """The condition of the paper's Fig. 9b: told of every evacuation exit before deciding."""
-    off = EvacuationModel(plaza, composition="A", block=1, rng=0, time_limit_s=1)
+    off = EvacuationModel(plaza=plaza, composition="A", block=1, rng=0, time_limit_s=1)
     on = EvacuationModel(
-        plaza,
+        plaza=plaza,
         composition="A",
         block=1,
         rng=0,
@@ -378,8 +378,8 @@ def test_system_provided_exit_information_at_initialisation(plaza):
 
 @pytest.mark.parametrize("friction", [-0.1, 1.0])
 def test_friction_outside_its_range_is_refused(plaza, friction):
-    with pytest.raises(ValueError, match="friction must be in"):
-        EvacuationModel(plaza, composition="A", friction=friction)
+    with pytest.raises(ValueError, match="evacuation friction: must be"):
+        EvacuationModel(plaza=plaza, composition="A", friction=friction)
 
 
 def test_friction_slows_a_dense_crowd_and_keeps_the_invariants(plaza):
@@ -387,7 +387,7 @@ def test_friction_slows_a_dense_crowd_and_keeps_the_invariants(plaza):
     moved = {}
     for mu in (0.0, 0.8):
         model = EvacuationModel(
-            plaza, composition=crowd, rng=4, time_limit_s=10, friction=mu
+            plaza=plaza, composition=crowd, rng=4, time_limit_s=10, friction=mu
         ).run()
         check_invariants(model)
         positions = model.positions_frame()
