@@ -67,6 +67,18 @@ def _failed_cell(notebook: nbformat.NotebookNode) -> str:
     return "a cell"
 
 
+def _figures_shown(notebook: nbformat.NotebookNode) -> list[str]:
+    """Code cells ending in a ``plot_...(...)`` call that show no image (ids)."""
+    missing = []
+    for index, cell in enumerate(notebook.cells):
+        lines = [line for line in cell.source.splitlines() if line.strip()]
+        if cell.cell_type != "code" or not lines or not lines[-1].startswith("plot_"):
+            continue
+        if not any("image/png" in o.get("data", {}) for o in cell.outputs):
+            missing.append(f"cell {index} (id {cell.get('id', '?')})")
+    return missing
+
+
 def test_kernel_runs_this_interpreter(tmp_path: Path) -> None:
     notebook = nbformat.v4.new_notebook(
         cells=[
@@ -93,6 +105,7 @@ def test_notebook_runs(path: Path) -> None:
     except CellExecutionError as error:
         failure = ANSI_ESCAPE.sub("", str(error))
     else:
+        assert _figures_shown(notebook) == [], f"{path.name}: figures not shown"
         return
     pytest.fail(
         f"{path.name}: {_failed_cell(notebook)} raised:\n{failure}", pytrace=False

@@ -1,9 +1,10 @@
 """Mesa agents of the evacuation model: pedestrians and the adversary.
 
-Both are :class:`mesa.discrete_space.CellAgent`; ``agent.cell`` is where they stand. The model keeps
-their positions, headings and fear in numpy arrays as well (``agent.index`` is the row), so that
-perception and movement run vectorised; the agents hold the per-person state that is not numeric:
-the committed route, the pending decision, the standing goal, memory and received messages.
+Both are :class:`mesa.discrete_space.CellAgent`; ``agent.cell`` is where they stand, a view of
+their row in the crowd's arrays (:class:`~.crowd.Crowd`: positions, headings, status and fear,
+``agent.index`` is the row), which perception and movement use vectorised. The agents hold the
+per-person state that is not numeric: the committed route, the pending decision, the standing
+goal, memory and received messages.
 """
 
 from __future__ import annotations
@@ -11,19 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import mesa
 from mesa.discrete_space import CellAgent
 
 from mesa_llm_mobility.evacuation.adversary import AdversaryState
-from mesa_llm_mobility.evacuation.communication import ExitHint
+from mesa_llm_mobility.evacuation.messages import ExitHint
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.cognition.kinds import DecisionResult
-    from mesa_llm_mobility.evacuation.decisions import (
+    from mesa_llm_mobility.evacuation.decision_context import (
         EvacuationContext,
-        EvacuationDecision,
         PreviousDecision,
     )
-    from mesa_llm_mobility.evacuation.model import EvacuationModel
+    from mesa_llm_mobility.evacuation.decisions import EvacuationDecision
     from mesa_llm_mobility.evacuation.personality import Personality
 
 
@@ -54,8 +55,15 @@ class PedestrianMemory:
 class Pedestrian(CellAgent):
     """An adult pedestrian with a private belief map and a Five-Factor personality.
 
+    Args:
+        model: The model it belongs to.
+        index: Its row in the crowd's arrays.
+        personality: The profile.
+        start: Start cell.
+        height: The plaza's height in cells (flat cell numbers are ``x * height + y``).
+
     Attributes:
-        index: Row in the model's arrays.
+        index: Row in the crowd's arrays.
         personality: The profile.
         start: Start cell.
         route: Committed cells (flat), at most 20 per decision.
@@ -72,10 +80,11 @@ class Pedestrian(CellAgent):
 
     def __init__(
         self,
-        model: EvacuationModel,
+        model: mesa.Model,
         index: int,
         personality: Personality,
         start: tuple[int, int],
+        height: int,
     ) -> None:
         super().__init__(model)
         self.index = index
@@ -83,7 +92,6 @@ class Pedestrian(CellAgent):
         self.start = start
         self.route: list[int] = []
         self.route_pos = 0
-        self.route_anchor: tuple[int, int] | None = None
         self.route_opening: str | None = None
         self.pending: PendingDecision | None = None
         self.previous: PreviousDecision | None = None
@@ -96,7 +104,7 @@ class Pedestrian(CellAgent):
         self.shouting = False
         self.last_effect_step = -(10**9)
         self.blocked_steps = 0
-        self.visited: set[int] = {start[0] * model.plaza.height + start[1]}
+        self.visited: set[int] = {start[0] * height + start[1]}
         self.memory = PedestrianMemory()
 
     @property
@@ -108,7 +116,7 @@ class Pedestrian(CellAgent):
 class Adversary(CellAgent):
     """The armed person: adult physics, 12 m / 120 degree perception, fixed patrol-pursuit policy."""
 
-    def __init__(self, model: EvacuationModel, index: int) -> None:
+    def __init__(self, model: mesa.Model, index: int) -> None:
         super().__init__(model)
         self.index = index
         self.state = AdversaryState()

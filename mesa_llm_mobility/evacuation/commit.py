@@ -1,32 +1,55 @@
 """Committing a decision: the engine's side of an ``EvacuationMove`` answer.
 
-:func:`apply_decision` installs a brain's answer when it falls due: it joins the chosen option's
-path to where the pedestrian stands now (:func:`stitch`) or routes anew over the pedestrian's
-believed map (:func:`route_now`), commits at most ``COMMIT_CELLS`` cells, sets the standing goal
-and feedback, and records the decision's row (:meth:`MobilityModel.record_decision`).
+:func:`take_due_answers` collects the answers whose 1 s boundary has come; :func:`plan_routes_ahead`
+sends the new routes they need to the route planner early in the step (its worker processes
+route while the step communicates and updates fear); :func:`apply_decisions` then installs each
+answer (:func:`apply_decision`): it joins the chosen option's path to where the pedestrian stands
+now (:func:`stitch`) or takes the route planned anew over the pedestrian's believed map, commits
+at most ``COMMIT_CELLS`` cells, sets the standing goal and feedback, states the memory revision of
+the turn and records the decision's row.
 """
 
 from __future__ import annotations
 
-from time import perf_counter
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Protocol
 
-from mesa_llm_mobility.evacuation.decisions import (
+import numpy as np
+
+from mesa_llm_mobility.cognition.kinds import DecisionResult
+from mesa_llm_mobility.evacuation.agents import ACTIVE, Pedestrian
+from mesa_llm_mobility.evacuation.crowd import Crowd
+from mesa_llm_mobility.evacuation.decision_context import (
     EvacuationContext,
-    EvacuationDecision,
     PreviousDecision,
 )
-from mesa_llm_mobility.evacuation.memory_flow import queue_revision, turn_summary
+from mesa_llm_mobility.evacuation.decisions import EvacuationDecision
+from mesa_llm_mobility.evacuation.layers import BeliefStore
+from mesa_llm_mobility.evacuation.memory_flow import MemoryFlow, turn_summary
 from mesa_llm_mobility.evacuation.perception import heading_index
 from mesa_llm_mobility.evacuation.plaza import Terrain
-from mesa_llm_mobility.evacuation.route_planner import RouteQuery, SentQueries
+from mesa_llm_mobility.evacuation.route_planner import (
+    RoutePlanner,
+    RouteQuery,
+    SentQueries,
+)
 from mesa_llm_mobility.evacuation.routing import COMMIT_CELLS, RouteOption
-from mesa_llm_mobility.evacuation.timing import step_time_s
+from mesa_llm_mobility.evacuation.timing import Clock, step_time_s
 
-if TYPE_CHECKING:
-    from mesa_llm_mobility.cognition.kinds import DecisionResult
-    from mesa_llm_mobility.evacuation.agents import Pedestrian
-    from mesa_llm_mobility.evacuation.model import EvacuationModel
+type MoveAnswer = DecisionResult[EvacuationContext, EvacuationDecision]
+"""A brain's answer to an ``EvacuationMove`` request."""
+
+type DueAnswer = tuple[Pedestrian, MoveAnswer]
+"""An answer whose boundary has come, with its pedestrian."""
+
+
+class DecisionRecorder(Protocol):
+    """Adds a row to the decisions table (:meth:`MobilityModel.record_decision`)."""
+
+    def __call__(
+        self, result: DecisionResult[Any, Any], time: Mapping[str, Any], **columns: Any
+    ) -> None:
+        """Record ``result`` at ``time`` with the model's own ``columns``."""
 
 
 def revision_level(
@@ -74,7 +97,7 @@ class MoveTarget(NamedTuple):
 
 
 class RoutesSent(NamedTuple):
-    """What :func:`send_new_routes` found and sent for a step's due answers."""
+    """What :func:`plan_routes_ahead` found and sent for a step's due answers."""
 
     targets: dict[int, MoveTarget]
     """Each move answer's :func:`_move_target`, by its position in ``due``."""
@@ -84,18 +107,50 @@ class RoutesSent(NamedTuple):
     """Their route queries, as sent."""
 
 
-def send_new_routes(
-    model: EvacuationModel,
-    due: list[tuple[Pedestrian, DecisionResult[EvacuationContext, EvacuationDecision]]],
+def take_due_answers(crowd: Crowd, step: int) -> list[DueAnswer]:
+    """The pending answers of active pedestrians due at ``step``, in row order (taken).
+
+    Reads and clears each such pedestrian's pending decision.
+    """
+    due = []
+    status = crowd.status.tolist()
+    for agent in crowd.pedestrians:
+        pending = agent.pending
+        if (
+            status[agent.index] == ACTIVE
+            and pending is not None
+            and pending.due_step <= step
+        ):
+            agent.pending = None
+            due.append((agent, pending.result))
+    return due
+
+
+def plan_routes_ahead(
+    due: list[DueAnswer],
+    crowd: Crowd,
+    belief: BeliefStore,
+    raw: np.ndarray,
+    planner: RoutePlanner,
 ) -> RoutesSent:
     """Send the route queries of the due answers whose path cannot be stitched on.
 
     A decision's new route depends only on its pedestrian's cell and beliefs, which nothing
     between this step's perception and the decisions' application changes (shouts, exit
     information, fear and memory revisions do not, nor does applying another pedestrian's
-    decision), so the routes are sent to the model's route planner before that work: its
-    worker processes, if any, answer them meanwhile. The stitched paths are kept for
+    decision), so the routes are sent to the route planner before that work: its worker
+    processes, if any, answer them meanwhile. The stitched paths are kept for
     :func:`apply_decisions` for the same reason.
+
+    Args:
+        due: The answers due now.
+        crowd: The crowd (positions, read).
+        belief: The belief maps (read).
+        raw: The plaza's raw layer (corner rules of a stitch).
+        planner: Receives the route queries.
+
+    Returns:
+        The targets found and the routes sent.
     """
     targets, needs, queries = {}, [], []
     for k, (agent, result) in enumerate(due):
@@ -103,66 +158,98 @@ def send_new_routes(
         if out is None or out.action != "move":
             continue
         i = agent.index
-        here = (int(model.pos[i, 0]), int(model.pos[i, 1]))
+        here = (int(crowd.pos[i, 0]), int(crowd.pos[i, 1]))
         context: EvacuationContext = result.request.context
-        targets[k] = target = _move_target(model, i, here, context, out)
+        targets[k] = target = _move_target(i, here, context, out, belief, raw)
         if not target.route:
             needs.append(k)
-            queries.append(route_query(model, i, here, target.anchor, out, context))
-    return RoutesSent(targets, needs, model.route_planner.send(queries))
+            queries.append(route_query(i, here, target.anchor, out, context, belief))
+    return RoutesSent(targets, needs, planner.send(queries))
 
 
 def apply_decisions(
-    model: EvacuationModel,
-    due: list[tuple[Pedestrian, DecisionResult[EvacuationContext, EvacuationDecision]]],
-    sent: RoutesSent | None = None,
+    due: list[DueAnswer],
+    sent: RoutesSent,
+    crowd: Crowd,
+    belief: BeliefStore,
+    raw: np.ndarray,
+    clock: Clock,
+    memory: MemoryFlow,
+    record: DecisionRecorder,
 ) -> None:
-    """:func:`apply_decision` for each due answer in turn, the new routes they need planned together.
+    """:func:`apply_decision` for each due answer in turn, with the routes planned ahead.
 
     Args:
-        model: The model.
         due: The answers due now, in order.
-        sent: What :func:`send_new_routes` sent for ``due`` earlier in the step (``None``: sent
-            now).
+        sent: What :func:`plan_routes_ahead` sent for ``due`` earlier in the step.
+        crowd: As for :func:`apply_decision`.
+        belief: As for :func:`apply_decision`.
+        raw: As for :func:`apply_decision`.
+        clock: As for :func:`apply_decision`.
+        memory: As for :func:`apply_decision`.
+        record: As for :func:`apply_decision`.
     """
-    sent = sent if sent is not None else send_new_routes(model, due)
-    start = perf_counter()
-    answers = sent.routes.answers()
-    model.timing["routing"] += perf_counter() - start
-    fresh = dict(zip(sent.needs, answers, strict=True))
+    fresh = dict(zip(sent.needs, sent.routes.answers(), strict=True))
     for k, (agent, result) in enumerate(due):
-        apply_decision(model, agent, result, fresh.get(k), sent.targets.get(k))
+        apply_decision(
+            agent,
+            result,
+            crowd,
+            belief,
+            raw,
+            clock,
+            memory,
+            record,
+            fresh_route=fresh.get(k),  # type: ignore[arg-type]  (route answers)
+            target=sent.targets.get(k),
+        )
 
 
 def apply_decision(
-    model: EvacuationModel,
     agent: Pedestrian,
-    result: DecisionResult[EvacuationContext, EvacuationDecision],
+    result: MoveAnswer,
+    crowd: Crowd,
+    belief: BeliefStore,
+    raw: np.ndarray,
+    clock: Clock,
+    memory: MemoryFlow,
+    record: DecisionRecorder,
+    *,
+    planner: RoutePlanner | None = None,
     fresh_route: list[int] | None = None,
     target: MoveTarget | None = None,
 ) -> None:
     """Install a decision at its due step and add its row to the decisions table.
 
     The target is checked against the pedestrian's current cell (it walked while the decision
-    was pending): an option's path is stitched on (:func:`stitch`), else routed anew over the
-    believed map (:func:`route_now`, or ``fresh_route`` when that route is already planned);
-    an unreachable target is rejected with a reason. At most ``COMMIT_CELLS`` cells are
-    committed.
+    was pending): an option's path is stitched on (:func:`stitch`), else ``fresh_route`` (the
+    route planned ahead) or a route planned now by ``planner`` over the believed map; an
+    unreachable target is rejected with a reason. At most ``COMMIT_CELLS`` cells are committed.
+
+    Reads the crowd's positions, the beliefs and the raw layer; writes the pedestrian's route,
+    standing goal, capsule, feedback and (``turn_and_observe``) the crowd's heading of it, the
+    memory revision request of the turn and the decision's row.
 
     Args:
-        model: The model.
         agent: The pedestrian the decision is for.
         result: The brain's answer to its ``EvacuationMove`` request.
-        fresh_route: The :func:`route_now` answer of this decision, planned beforehand.
+        crowd: The crowd.
+        belief: The belief maps.
+        raw: The plaza's raw layer.
+        clock: The clock (the step the decision takes effect).
+        memory: Receives the memory revision request of the turn.
+        record: Records the decision's row.
+        planner: Plans a route now when ``fresh_route`` is not given.
+        fresh_route: The route of this decision, planned beforehand.
         target: The :func:`_move_target` of a move answer, found beforehand.
     """
     context: EvacuationContext = result.request.context
     out: EvacuationDecision | None = result.output
     if out is None:
-        keep_previous(model, agent, result)
+        keep_previous(agent, result, crowd, clock, memory, record)
         return
     i = agent.index
-    x, y = int(model.pos[i, 0]), int(model.pos[i, 1])
+    x, y = int(crowd.pos[i, 0]), int(crowd.pos[i, 1])
     anchor: tuple[int, int] | None = None
     option = None
     opening: str | None = None
@@ -173,14 +260,15 @@ def apply_decision(
         anchor, option, opening, kind, route = (
             target
             if target is not None
-            else _move_target(model, i, (x, y), context, out)
+            else _move_target(i, (x, y), context, out, belief, raw)
         )
         if not route:
-            route = (
-                fresh_route
-                if fresh_route is not None
-                else route_now(model, i, (x, y), anchor, out, context)
-            )
+            if fresh_route is None:
+                assert planner is not None, "a route to plan needs the planner"
+                fresh_route = planner.route(
+                    route_query(i, (x, y), anchor, out, context, belief)
+                )
+            route = fresh_route
             if not route and (x, y) != anchor:
                 accepted, reason = (
                     False,
@@ -190,17 +278,14 @@ def apply_decision(
         if out.target_offset is not None and (
             out.target_offset.dx or out.target_offset.dy
         ):
-            model.heading[i] = heading_index(out.target_offset.dx, out.target_offset.dy)
+            crowd.heading[i] = heading_index(out.target_offset.dx, out.target_offset.dy)
         else:
-            model.heading[i] = (model.heading[i] + 4) % 8
+            crowd.heading[i] = (crowd.heading[i] + 4) % 8
     level = revision_level(agent, out, anchor, opening, route) if accepted else "none"
     committed = route[:COMMIT_CELLS]
     if accepted:
         agent.route, agent.route_pos = committed, 0
-        agent.route_anchor, agent.route_opening = (
-            anchor,
-            opening if kind in ("exit", "gate") else None,
-        )
+        agent.route_opening = opening if kind in ("exit", "gate") else None
         agent.situation, agent.intent, agent.urgency = (
             out.situation,
             out.intent,
@@ -218,16 +303,16 @@ def apply_decision(
     agent.previous = PreviousDecision(
         out.intent, out.urgency, out.situation, kind, opening, anchor, feedback
     )
-    agent.last_effect_step = model.tick
+    agent.last_effect_step = clock.tick
     agent.blocked_steps = 0
     nearest_known = None
     known = context.known_openings
     usable = [o for o in known if o.state != "closed"]
     if usable:
         nearest_known = min(usable, key=lambda o: o.distance_m).opening_id
-    target = None
+    target_words = None
     if out.action == "move":
-        target = (
+        target_words = (
             f"{kind} {opening}"
             if opening
             else (
@@ -238,10 +323,18 @@ def apply_decision(
                 else None
             )
         )
-    _remember_turn(model, agent, context, out, target if accepted else None, feedback)
-    model.record_decision(
+    _remember_turn(
+        agent,
+        context,
+        out,
+        target_words if accepted else None,
+        feedback,
+        clock,
+        memory,
+    )
+    record(
         result,
-        _time_columns(model, context),
+        _time_columns(clock, context),
         **_context_columns(context),
         action=out.action,
         situation=out.situation,
@@ -264,11 +357,12 @@ def apply_decision(
 
 
 def _move_target(
-    model: EvacuationModel,
     i: int,
     here: tuple[int, int],
     context: EvacuationContext,
     out: EvacuationDecision,
+    belief: BeliefStore,
+    raw: np.ndarray,
 ) -> MoveTarget:
     """Where a move answer goes: anchor, option, opening and anchor kind, and a route.
 
@@ -281,7 +375,7 @@ def _move_target(
             context.position[0] + option.anchor_offset[0],
             context.position[1] + option.anchor_offset[1],
         )
-        route = stitch(model, i, here, context.position, option.path)
+        route = stitch(i, here, context.position, option.path, belief, raw)
         return MoveTarget(anchor, option, option.opening_id, option.anchor_kind, route)
     assert out.target_offset is not None
     anchor = (
@@ -292,16 +386,16 @@ def _move_target(
 
 
 def _remember_turn(
-    model: EvacuationModel,
     agent: Pedestrian,
     context: EvacuationContext,
     out: EvacuationDecision | None,
     target: str | None,
     feedback: str,
+    clock: Clock,
+    memory: MemoryFlow,
 ) -> None:
     """Queue the memory role's revision for the turn just committed."""
-    queue_revision(
-        model,
+    memory.request(
         agent,
         turn_summary(
             context,
@@ -309,16 +403,16 @@ def _remember_turn(
             intent=agent.intent,
             target=target,
             feedback=feedback,
-            time_s=step_time_s(model.tick),
+            time_s=step_time_s(clock.tick),
         ),
     )
 
 
-def _time_columns(model: EvacuationModel, context: EvacuationContext) -> dict[str, Any]:
+def _time_columns(clock: Clock, context: EvacuationContext) -> dict[str, Any]:
     return {
         "request_step": context.step,
-        "applied_step": model.tick,
-        "time_s": step_time_s(model.tick),
+        "applied_step": clock.tick,
+        "time_s": step_time_s(clock.tick),
     }
 
 
@@ -335,9 +429,12 @@ def _context_columns(context: EvacuationContext) -> dict[str, Any]:
 
 
 def keep_previous(
-    model: EvacuationModel,
     agent: Pedestrian,
-    result: DecisionResult[EvacuationContext, EvacuationDecision],
+    result: MoveAnswer,
+    crowd: Crowd,
+    clock: Clock,
+    memory: MemoryFlow,
+    record: DecisionRecorder,
 ) -> None:
     """A rejected answer (paper semantics): nothing changes but the feedback for the next turn.
 
@@ -358,12 +455,12 @@ def keep_previous(
         prev.anchor if prev else None,
         feedback,
     )
-    agent.last_effect_step = model.tick
+    agent.last_effect_step = clock.tick
     agent.blocked_steps = 0
-    _remember_turn(model, agent, context, None, None, feedback)
-    model.record_decision(
+    _remember_turn(agent, context, None, None, feedback, clock, memory)
+    record(
         result,
-        _time_columns(model, context),
+        _time_columns(clock, context),
         **_context_columns(context),
         situation=agent.situation,
         intent=agent.intent,
@@ -373,17 +470,18 @@ def keep_previous(
         accepted=False,
         commit_reason=result.reason,
         revision_level="none",
-        x=int(model.pos[agent.index, 0]),
-        y=int(model.pos[agent.index, 1]),
+        x=int(crowd.pos[agent.index, 0]),
+        y=int(crowd.pos[agent.index, 1]),
     )
 
 
 def stitch(
-    model: EvacuationModel,
     i: int,
     here: tuple[int, int],
     decided_at: tuple[int, int],
     path: tuple[int, ...],
+    belief: BeliefStore,
+    raw: np.ndarray,
 ) -> list[int]:
     """Join the option's path from the current cell without a new search, when possible.
 
@@ -392,8 +490,7 @@ def stitch(
     """
     if here == decided_at:
         return list(path)
-    height = model.plaza.height
-    believed = model.belief
+    height = raw.shape[1]
     for j in range(min(len(path), 8) - 1, -1, -1):
         tx, ty = divmod(path[j], height)
         dx, dy = tx - here[0], ty - here[1]
@@ -402,12 +499,12 @@ def stitch(
         if max(abs(dx), abs(dy)) == 1:
             if dx and dy:
                 a = (
-                    believed.knows(i, (here[0] + dx) * height + here[1])
-                    and model.plaza.raw[here[0] + dx, here[1]] == Terrain.FLOOR
+                    belief.knows(i, (here[0] + dx) * height + here[1])
+                    and raw[here[0] + dx, here[1]] == Terrain.FLOOR
                 )
                 b = (
-                    believed.knows(i, here[0] * height + here[1] + dy)
-                    and model.plaza.raw[here[0], here[1] + dy] == Terrain.FLOOR
+                    belief.knows(i, here[0] * height + here[1] + dy)
+                    and raw[here[0], here[1] + dy] == Terrain.FLOOR
                 )
                 if not (a or b):
                     continue
@@ -415,41 +512,23 @@ def stitch(
     return []
 
 
-def route_now(
-    model: EvacuationModel,
-    i: int,
-    here: tuple[int, int],
-    target: tuple[int, int],
-    out: EvacuationDecision,
-    context: EvacuationContext,
-) -> list[int]:
-    """Route from the current cell to ``target`` over the believed map (via the waypoint, if any).
-
-    Returns:
-        The flat cells of the route (empty when the target is unreachable).
-    """
-    start = perf_counter()
-    route = model.route_planner.solver.route(
-        route_query(model, i, here, target, out, context)
-    )
-    model.timing["routing"] += perf_counter() - start
-    return route
-
-
 def route_query(
-    model: EvacuationModel,
     i: int,
     here: tuple[int, int],
     target: tuple[int, int],
     out: EvacuationDecision,
     context: EvacuationContext,
+    belief: BeliefStore,
 ) -> RouteQuery:
-    """The query of :func:`route_now`: the believed codes of pedestrian ``i``'s window now."""
-    window = model.belief.window(i, here)
+    """The query of a new route from ``here`` to ``target`` (via the answer's waypoint, if any).
+
+    It carries the believed codes of pedestrian ``i``'s belief window now.
+    """
+    window = belief.window(i, here)
     waypoint = None
     if out.waypoint_offset is not None:
         waypoint = (
             context.position[0] + out.waypoint_offset.dx,
             context.position[1] + out.waypoint_offset.dy,
         )
-    return RouteQuery(model.belief.codes_in(i, window), window, here, target, waypoint)
+    return RouteQuery(belief.codes_in(i, window), window, here, target, waypoint)

@@ -9,18 +9,26 @@ direction and approximate distance); information passes one hop, sender -> recei
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.spatial import cKDTree
 
+from mesa_llm_mobility.evacuation.crowd import Crowd
+from mesa_llm_mobility.evacuation.event_log import EventLog
+from mesa_llm_mobility.evacuation.knowledge import Knowledge
+from mesa_llm_mobility.evacuation.messages import (
+    ExitHint,
+    approximate_distance_m,
+    shout_details,
+)
 from mesa_llm_mobility.evacuation.routing import compass
-from mesa_llm_mobility.evacuation.timing import SHOUT_MEMORY_S, STEPS_PER_SECOND
-
-if TYPE_CHECKING:
-    from mesa_llm_mobility.evacuation.model import EvacuationModel
+from mesa_llm_mobility.evacuation.scene import Scene
+from mesa_llm_mobility.evacuation.senses import Senses
+from mesa_llm_mobility.evacuation.timing import (
+    SHOUT_MEMORY_S,
+    STEPS_PER_SECOND,
+    Clock,
+)
 
 SHOUT_RADIUS_M = 15.0
 EXIT_INFO_RADIUS_M = 5.0
@@ -56,152 +64,76 @@ def pairs_within(
     return r[keep], s[keep], d[keep]
 
 
-def approximate_distance_m(distance_m: float) -> int:
-    """Distance as heard: rounded to the nearest 5 m, at least 5 m."""
-    return max(5, round(distance_m / 5.0) * 5)
-
-
-@dataclass(frozen=True)
-class HeardShout:
-    """A shout as a listener perceives it: direction and rough distance, nothing about the threat."""
-
-    direction: str
-    approx_distance_m: int
-    age_s: float
-
-    def describe(self) -> str:
-        """Prompt line."""
-        return f"someone shouting in alarm to the {self.direction}, about {self.approx_distance_m} m away ({self.age_s:.0f} s ago)"
-
-
-@dataclass(frozen=True)
-class ExitHint:
-    """Exit information received from another pedestrian."""
-
-    sender: int
-    opening_id: str
-    kind: str
-    direction: str
-    approx_distance_m: int
-    age_s: float
-    cell: tuple[int, int]
-
-    def describe(self) -> str:
-        """Prompt line."""
-        return f"pedestrian {self.sender} told you an open {self.kind} lies to the {self.direction}, about {self.approx_distance_m} m away ({self.age_s:.0f} s ago)"
-
-
-def heard_shout(
-    listener: tuple[int, int],
-    shouter: tuple[int, int],
-    cell_size_m: float,
-    age_s: float = 0.0,
-) -> HeardShout:
-    """What a listener at ``listener`` hears of a shouter at ``shouter``."""
-    return _heard_from(
-        shouter[0] - listener[0], shouter[1] - listener[1], cell_size_m, age_s
-    )
-
-
-@lru_cache(maxsize=1 << 16)
-def _heard_from(dx: int, dy: int, cell_size_m: float, age_s: float) -> HeardShout:
-    """:func:`heard_shout` of a shouter at offset ``(dx, dy)`` (a crowd repeats offsets)."""
-    return HeardShout(
-        compass(dx, dy),
-        approximate_distance_m(float(np.hypot(dx, dy)) * cell_size_m),
-        age_s,
-    )
-
-
-def shout_details(offsets: np.ndarray, cell_size_m: float) -> list[str]:
-    """The ``shout_heard`` event details of shouters at ``offsets`` (``(k, 2)``, from the listener).
-
-    Each is the direction and rough distance a listener hears (:func:`heard_shout`), computed
-    once for each distinct offset (a crowd has millions of pairs but a few thousand offsets).
-    """
-    if not len(offsets):
-        return []
-    unique, at = np.unique(
-        np.asarray(offsets).reshape(-1, 2), axis=0, return_inverse=True
-    )
-    texts = []
-    for dx, dy in unique.tolist():
-        heard = heard_shout((0, 0), (dx, dy), cell_size_m)
-        texts.append(f"{heard.direction} ~{heard.approx_distance_m} m")
-    return [texts[k] for k in at.ravel().tolist()]
-
-
-def communicate(model: EvacuationModel) -> None:
+def communicate(
+    crowd: Crowd,
+    senses: Senses,
+    knowledge: Knowledge,
+    scene: Scene,
+    clock: Clock,
+    events: EventLog,
+) -> None:
     """Shouts heard within 15 m and exit information within 5 m (at 1 s boundaries).
 
-    Listeners of a shout hear it for the next second and remember its direction; a pedestrian
-    heading for an opening tells receivers within ``EXIT_INFO_RADIUS_M`` who never saw it (once
-    per sender, receiver and opening). Both are recorded as events.
+    Listeners of a shouter (a pedestrian shouting while it moves) hear it for the next second
+    and remember its direction; a pedestrian heading for an opening tells receivers within
+    ``EXIT_INFO_RADIUS_M`` who never saw it (once per sender, receiver and opening).
 
-    Args:
-        model: The model at a 1 s boundary.
+    Reads the crowd, the beliefs and the scene; writes the senses (hearing), the receivers'
+    exit hints, the knowledge (information passed) and the events (``shout_heard``,
+    ``exit_info_sent``, ``exit_info_received``).
     """
-    active = model.active_indices()
+    active = crowd.active_indices()
+    pos, cell_size = crowd.pos, scene.cell_size_m
+    pedestrians = crowd.pedestrians
     shouters = np.array(  # shouting while moving
         [
             i
             for i in active
-            if model.pedestrians[i].shouting
-            and model.pedestrians[i].route_remaining > 0
+            if pedestrians[i].shouting and pedestrians[i].route_remaining > 0
         ],
         dtype=np.int64,
     )
     if shouters.size:
-        r, s, _ = pairs_within(
-            model.pos[active], model.pos[shouters], SHOUT_RADIUS_M / model.cell_size_m
-        )
+        r, s, _ = pairs_within(pos[active], pos[shouters], SHOUT_RADIUS_M / cell_size)
         keep = active[r] != shouters[s]
         listeners, speakers = active[r[keep]], shouters[s[keep]]
-        model.hears_until[listeners] = model.tick + STEPS_PER_SECOND
-        first = model.shouts.hear(model.tick, listeners, speakers, model.pos[speakers])
+        senses.hears_until[listeners] = clock.tick + STEPS_PER_SECOND
+        first = senses.shouts.hear(clock.tick, listeners, speakers, pos[speakers])
         if first.any():
             new_listeners, new_speakers = listeners[first], speakers[first]
-            model.record_events(
+            events.record_many(
+                clock.tick,
                 "shout_heard",
                 new_listeners,
                 new_speakers,
-                shout_details(
-                    model.pos[new_speakers] - model.pos[new_listeners],
-                    model.cell_size_m,
-                ),
+                shout_details(pos[new_speakers] - pos[new_listeners], cell_size),
             )
-    model.shouts.forget_before(model.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND)
+    senses.shouts.forget_before(clock.tick - SHOUT_MEMORY_S * STEPS_PER_SECOND)
     senders = [
         i
         for i in active
-        if model.pedestrians[i].route_opening is not None
-        and model.pedestrians[i].intent in ("seek_exit", "escape", "follow_others")
+        if pedestrians[i].route_opening is not None
+        and pedestrians[i].intent in ("seek_exit", "escape", "follow_others")
     ]
     if not senders:
         return
     sender_arr = np.array(senders, dtype=np.int64)
     opening_of = np.array(
-        [model.opening_number[model.pedestrians[i].route_opening] for i in senders],
+        [scene.opening_number[pedestrians[i].route_opening] for i in senders],
         dtype=np.int64,
     )
-    r, s, _ = pairs_within(
-        model.pos[active],
-        model.pos[sender_arr],
-        EXIT_INFO_RADIUS_M / model.cell_size_m,
-    )
+    r, s, _ = pairs_within(pos[active], pos[sender_arr], EXIT_INFO_RADIUS_M / cell_size)
     receivers, senders_, openings = active[r], sender_arr[s], opening_of[s]
     keep = receivers != senders_
     receivers, senders_, openings = receivers[keep], senders_[keep], openings[keep]
     known = np.zeros(receivers.size, dtype=bool)
-    for k, cells in enumerate(
-        model.opening_cells
-    ):  # only news: the receiver never saw it
+    for k, cells in enumerate(scene.opening_cells):  # only news: never saw it
         mine = openings == k
         if mine.any():
-            known[mine] = np.any(model.belief.known(receivers[mine], cells), axis=1)
-    sent = model.info_sent
+            known[mine] = np.any(senses.belief.known(receivers[mine], cells), axis=1)
+    sent = knowledge.info_sent
     news = np.flatnonzero(~known)  # most receivers already saw the opening
-    here = model.pos[receivers[news]].tolist()
+    here = pos[receivers[news]].tolist()
     for si, ri, k, (rx, ry) in zip(
         senders_[news].tolist(),
         receivers[news].tolist(),
@@ -212,23 +144,21 @@ def communicate(model: EvacuationModel) -> None:
         if (si, ri, k) in sent:
             continue
         sent.add((si, ri, k))
-        opening = model.plaza.openings[k]
+        opening = scene.plaza.openings[k]
         cx, cy = opening.center
         dx, dy = cx - rx, cy - ry
         hint = ExitHint(
-            sender=model.uid(si),
+            sender=crowd.uid(si),
             opening_id=opening.opening_id,
             kind=opening.kind,
             direction=compass(dx, dy),
-            approx_distance_m=approximate_distance_m(
-                math.hypot(dx, dy) * model.cell_size_m
-            ),
+            approx_distance_m=approximate_distance_m(math.hypot(dx, dy) * cell_size),
             age_s=0.0,
             cell=(cx, cy),
         )
-        receiver = model.pedestrians[ri]
+        receiver = pedestrians[ri]
         receiver.memory.hints[opening.opening_id] = hint
-        receiver.memory.hint_steps[opening.opening_id] = model.tick
-        model.record_event("exit_info_sent", si, ri, opening.opening_id)
-        model.record_event("exit_info_received", ri, si, opening.opening_id)
-        model.exit_knowledge.inform(model, si, ri, k)
+        receiver.memory.hint_steps[opening.opening_id] = clock.tick
+        events.record(clock.tick, "exit_info_sent", si, ri, opening.opening_id)
+        events.record(clock.tick, "exit_info_received", ri, si, opening.opening_id)
+        knowledge.inform(si, ri, k)

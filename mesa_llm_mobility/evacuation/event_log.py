@@ -26,9 +26,15 @@ NO_AGENT = -1
 
 
 class EventLog:
-    """Rows of the events table: step, event, agent id, other agent id, detail."""
+    """Rows of the events table: step, event, agent id, other agent id, detail.
 
-    def __init__(self) -> None:
+    Args:
+        ids: The agent id of every crowd row, for :meth:`record` and :meth:`record_many`
+            (``None``: rows are agent ids).
+    """
+
+    def __init__(self, ids: np.ndarray | None = None) -> None:
+        self._ids = ids
         self._step = array("q")
         self._event = array("i")
         self._agent = array("q")
@@ -72,6 +78,42 @@ class EventLog:
         self._agent.extend(np.asarray(agents, dtype=np.int64).tolist())
         self._other.extend(np.asarray(others, dtype=np.int64).tolist())
         self._detail.extend([self._code(text) for text in details])
+
+    def record(
+        self,
+        step: int,
+        event: str,
+        agent: int | None,
+        other: int | None,
+        detail: str = "",
+    ) -> None:
+        """Append one row of crowd rows ``agent`` and ``other`` (``None``: none)."""
+        ids = self._ids
+        self.add(
+            step,
+            event,
+            None if agent is None else int(agent if ids is None else ids[agent]),
+            None if other is None else int(other if ids is None else ids[other]),
+            detail,
+        )
+
+    def record_many(
+        self,
+        step: int,
+        event: str,
+        agents: np.ndarray,
+        others: np.ndarray,
+        details: Sequence[str],
+    ) -> None:
+        """Append rows of one step and event of crowd rows ``agents`` and ``others``."""
+        ids = self._ids
+        self.add_many(
+            step,
+            event,
+            agents if ids is None else ids[agents],
+            others if ids is None else ids[others],
+            details,
+        )
 
     def frame(self) -> pd.DataFrame:
         """The table (:data:`EVENT_COLUMNS`), as a list of its row tuples would build it."""

@@ -29,7 +29,7 @@ from mesa_llm_mobility.evacuation.plaza import Terrain
 from mesa_llm_mobility.evacuation.timing import step_time_s
 
 if TYPE_CHECKING:
-    from mesa_llm_mobility.evacuation.model import EvacuationModel
+    from mesa_llm_mobility.evacuation.knowledge import Knowledge
     from mesa_llm_mobility.evacuation.plaza import Plaza
 
 OPENING_STATES: dict[int, str] = {
@@ -86,14 +86,14 @@ class ExitKnowledgeRecorder:
         self._observations: list[tuple] = []
         self._information: list[tuple] = []
 
-    def state_now(self, model: EvacuationModel, opening: int) -> str:
+    def state_now(self, model: Knowledge, opening: int) -> str:
         """The true state of opening number ``opening`` (effective layer)."""
         code = int(model.effective.codes.ravel()[self._first_cell[opening]])
         return OPENING_STATES[code]
 
     def observe(
         self,
-        model: EvacuationModel,
+        model: Knowledge,
         viewers: np.ndarray,
         cells: np.ndarray,
         step: int,
@@ -130,7 +130,7 @@ class ExitKnowledgeRecorder:
             )
 
     def inform(
-        self, model: EvacuationModel, sender: int, receiver: int, opening: int
+        self, model: Knowledge, sender: int, receiver: int, opening: int
     ) -> None:
         """Note one message of exit information (rows ``sender`` -> ``receiver``).
 

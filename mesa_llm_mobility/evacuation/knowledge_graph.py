@@ -15,8 +15,10 @@ operations; :func:`operation_counts` counts them per run.
 version), ``decision``, ``route``, ``affect`` and ``observation`` nodes; edges continue
 lineages, link every decision to the memory items present when it was requested, to its route,
 its affect and the observations since the previous decision, and associate facts of different
-semantic tracks remembered together. :func:`write_graphml` exports it; :func:`plot_agent_lanes`
-draws one pedestrian's record in five lanes like the paper's Fig. 8.
+semantic tracks remembered together. :func:`write_graphml` exports it;
+:func:`plot_knowledge_graph` draws it on a time axis, one lane per node type (memory split by
+track), with a legend of node types and relations; :func:`plot_agent_lanes` draws one
+pedestrian's record in five lanes like the paper's Fig. 8.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from mesa_llm_mobility.evacuation.affect import fear_level
 from mesa_llm_mobility.evacuation.memory_role import split_sentences
@@ -481,3 +484,161 @@ def plot_agent_lanes(
     path = Path(path)
     figure.savefig(path, dpi=120)
     return path
+
+
+KG_NODE_STYLE = {
+    "observation": ("tab:purple", "v", "observations"),
+    "decision": ("tab:red", "s", "decisions"),
+    "affect": ("tab:orange", "o", "affect (fear)"),
+    "route": ("tab:green", "D", "routes chosen"),
+    "memory": ("tab:blue", "o", "remembered facts"),
+}
+"""Colour, marker and lane name of each node type of :func:`plot_knowledge_graph`."""
+
+KG_RELATION_COLOURS = {
+    "preceded": "#9467bd",
+    "felt": "#ff7f0e",
+    "chose": "#2ca02c",
+    "informed_by": "#1f77b4",
+    "retained": "#7f7f7f",
+    "revised": "#17becf",
+    "associated": "#bcbd22",
+}
+"""Colour of each relation's edges in :func:`plot_knowledge_graph`."""
+
+
+def _node_times(graph: nx.MultiDiGraph) -> dict[str, float]:
+    """Each node's time (s); a route takes the time of the first decision that chose it."""
+    times = {n: float(d["time_s"]) for n, d in graph.nodes(data=True) if "time_s" in d}
+    for decision, route, relation in graph.edges(data="relation"):
+        if relation == "chose" and decision in times:
+            times[route] = min(times.get(route, np.inf), times[decision])
+    return times
+
+
+def _node_lanes(graph: nx.MultiDiGraph) -> tuple[dict[str, int], list[str]]:
+    """Each node's lane (row from the top) and the lanes' names."""
+    names: list[str] = []
+    keys: list[tuple[str, str]] = []
+    present = {d["type"] for _, d in graph.nodes(data=True)}
+    tracks = sorted(
+        {
+            str(d.get("track"))
+            for _, d in graph.nodes(data=True)
+            if d["type"] == "memory"
+        }
+    )
+    for kind in KG_NODE_STYLE:
+        if kind not in present:
+            continue
+        for track in tracks if kind == "memory" else [""]:
+            keys.append((kind, track))
+            label = KG_NODE_STYLE[kind][2]
+            names.append(f"memory: {track}" if kind == "memory" else label)
+    lane_of = {key: k for k, key in enumerate(keys)}
+    lanes = {
+        n: lane_of[(d["type"], str(d.get("track")) if d["type"] == "memory" else "")]
+        for n, d in graph.nodes(data=True)
+    }
+    return lanes, names
+
+
+def plot_knowledge_graph(
+    graph: nx.MultiDiGraph,
+    title: str | None = None,
+    path: str | Path | None = None,
+) -> Figure:
+    """A knowledge graph on a time axis: one lane per node type, edges coloured by relation.
+
+    Lanes from the top: observations, decisions, affect, routes chosen (labelled with their
+    target), then the remembered facts, one lane per semantic track. A node sits at its time
+    (a route at the first decision that chose it); several nodes of one lane at one time are
+    spread a little within the lane. The legend names every node type and relation drawn.
+
+    Args:
+        graph: From :func:`knowledge_graph` (one pedestrian reads best).
+        title: The title (default: the number of nodes and edges).
+        path: Also write the figure here as PNG.
+
+    Returns:
+        The figure.
+    """
+    if graph.number_of_nodes() == 0:
+        raise ValueError("knowledge graph: no nodes to draw")
+    times = _node_times(graph)
+    lanes, lane_names = _node_lanes(graph)
+    position: dict[str, tuple[float, float]] = {}
+    crowd: dict[tuple[int, float], int] = {}
+    for node in graph.nodes:
+        x = times.get(node, 0.0)
+        k = crowd.get((lanes[node], x), 0)
+        crowd[(lanes[node], x)] = k + 1
+        offset = (0.0, 0.12, -0.12, 0.24, -0.24)[k % 5]  # five at one time stay apart
+        position[node] = (x, lanes[node] + offset)
+    figure = Figure(figsize=(10, 1.2 + 0.55 * len(lane_names)), layout="constrained")
+    ax = figure.subplots()
+    handles = []
+    for relation, colour in KG_RELATION_COLOURS.items():
+        edges = [(u, v) for u, v, r in graph.edges(data="relation") if r == relation]
+        if not edges:
+            continue
+        for u, v in edges:
+            (x0, y0), (x1, y1) = position[u], position[v]
+            ax.plot([x0, x1], [y0, y1], color=colour, lw=0.6, alpha=0.45, zorder=1)
+        handles.append(
+            Line2D([], [], color=colour, lw=1.5, label=relation.replace("_", " "))
+        )
+    node_handles = []
+    for kind, (colour, marker, label) in KG_NODE_STYLE.items():
+        nodes = [n for n, d in graph.nodes(data=True) if d["type"] == kind]
+        if not nodes:
+            continue
+        xy = np.array([position[n] for n in nodes])
+        ax.scatter(
+            xy[:, 0],
+            xy[:, 1],
+            s=36,
+            c=colour,
+            marker=marker,
+            zorder=3,
+            edgecolors="white",
+            linewidths=0.5,
+            gid=kind,
+        )
+        node_handles.append(
+            Line2D([], [], ls="", marker=marker, color=colour, label=label)
+        )
+    for node, data in graph.nodes(data=True):
+        if data["type"] == "route":
+            x, y = position[node]
+            ax.annotate(
+                str(data["target"]),
+                (x, y),
+                xytext=(5, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=9,
+                color="#1b5e20",
+            )
+    ax.set_yticks(range(len(lane_names)), lane_names, fontsize=9)
+    ax.set_ylim(len(lane_names) - 0.5, -0.5)
+    ax.set_xlabel("time (s)")
+    ax.grid(axis="x", color="#eeeeee")
+    ax.set_title(
+        title
+        or f"knowledge graph: {graph.number_of_nodes()} nodes, "
+        f"{graph.number_of_edges()} edges",
+        fontsize=11,
+    )
+    ax.legend(
+        handles=node_handles + handles,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=9,
+        title="nodes, then edges",
+        title_fontsize=9,
+        frameon=False,
+    )
+    if path is not None:
+        figure.savefig(Path(path), dpi=120)
+    return figure

@@ -81,6 +81,21 @@ class EffectiveLayer:
         self.opaque = np.isin(plaza.raw, OPAQUE_CODES)
         self.gate_state = GateState.OPEN
         self.passable = passable_mask(self.codes)
+        self._snapshot: tuple[GateState, np.ndarray] | None = None
+        """The last :meth:`codes_snapshot` and the gate state it was taken in."""
+
+    def codes_snapshot(self) -> np.ndarray:
+        """A read-only flat copy of :attr:`codes`, shared until the gate state changes.
+
+        A symbolic view renders lazily, so it keeps the codes of the moment it was made; views
+        made while the terrain is unchanged share one snapshot instead of a plaza-sized copy
+        each. The codes change only with the gate state (:meth:`update`).
+        """
+        if self._snapshot is None or self._snapshot[0] != self.gate_state:
+            snap = self.codes.ravel().copy()
+            snap.flags.writeable = False
+            self._snapshot = (self.gate_state, snap)
+        return self._snapshot[1]
 
     def update(self, time_s: float) -> GateState | None:
         """Apply the gate schedule at ``time_s``; return the new state when it changed."""
@@ -101,10 +116,6 @@ class BeliefStore:
     what it knows about the openings), the gate state it last saw per gate cell, and the
     bounding box of everything it perceived (routing works inside that box).
     """
-
-    pairs_written = 0
-    """Pairs :meth:`observe_views` examined for new cells (those of new views) so far (also
-    for a store unpickled from a checkpoint of an earlier version)."""
 
     def __init__(self, plaza: Plaza, n_agents: int) -> None:
         self.width, self.height = plaza.raw.shape
@@ -130,6 +141,8 @@ class BeliefStore:
         self._viewpoint = np.full((n_agents, 3), -1, dtype=np.int64)
         """Per agent: x, y and heading of its last :meth:`observe_views` (``-1``: none)."""
         self._viewpoint_opaque: np.ndarray | None = None
+        self.pairs_written = 0
+        """Pairs :meth:`observe_views` examined for new cells (those of new views) so far."""
 
     def observe(
         self,

@@ -1,12 +1,13 @@
 """The memory role in the model's turn: summaries, requests, due revisions, their records.
 
-When a decision is committed (:func:`~.commit.apply_decision`), :func:`queue_revision` states an
-``EvacuationMemory`` request from the pedestrian's current memory and a :class:`~.memory_role.
-TurnSummary` of the turn. The model sends the queued requests with the step's decision requests
-in one batch; each answer falls due at the next 1 s boundary (:func:`apply_due_revisions`), first
-thing in that turn, as in the paper (Sec. 2.3.1). Every revision is recorded: a row of the
-``memory_versions`` table (agent, version, time, outcome, text) and, when the model has a
-:class:`~mesa_llm_mobility.memory.MemoryStore`, a node of the agent's Chroma memory stream.
+When a decision is committed (:func:`~.commit.apply_decision`), :meth:`MemoryFlow.request`
+states an ``EvacuationMemory`` request from the pedestrian's current memory and a
+:class:`~.memory_role.TurnSummary` of the turn (:func:`turn_summary`). The model sends the queued
+requests with the step's decision requests in one batch; each answer falls due at the next 1 s
+boundary (:meth:`MemoryFlow.apply_due`), first thing in that turn, as in the paper (Sec. 2.3.1).
+Every revision is recorded: a row of the ``memory_versions`` table (agent, version, time,
+outcome, text) and, when the model has a :class:`~mesa_llm_mobility.memory.MemoryStore`, a node
+of the agent's Chroma memory stream.
 """
 
 from __future__ import annotations
@@ -26,11 +27,9 @@ from mesa_llm_mobility.evacuation.timing import step_time_s
 
 if TYPE_CHECKING:
     from mesa_llm_mobility.evacuation.agents import Pedestrian
-    from mesa_llm_mobility.evacuation.decisions import (
-        EvacuationContext,
-        EvacuationDecision,
-    )
-    from mesa_llm_mobility.evacuation.model import EvacuationModel
+    from mesa_llm_mobility.evacuation.decision_context import EvacuationContext
+    from mesa_llm_mobility.evacuation.decisions import EvacuationDecision
+    from mesa_llm_mobility.memory.store import MemoryStore
 
 MEMORY_VERSION_COLUMNS = (
     "agent_id",
@@ -105,67 +104,100 @@ def turn_summary(
     )
 
 
-def queue_revision(
-    model: EvacuationModel, agent: Pedestrian, turn: TurnSummary
-) -> None:
-    """State the pedestrian's memory revision for the turn just committed (sent next batch)."""
-    context = MemoryContext(
-        agent_id=agent.unique_id,
-        version=agent.memory_version + 1,
-        memory=agent.memory_text,
-        turn=turn,
-    )
-    model.memory_queue.append(
-        DecisionRequest(
-            EVACUATION_MEMORY,
-            agent.unique_id,
-            context,
-            sampling={"reasoning_effort": MEMORY_EFFORT},
-        )
-    )
+class MemoryFlow:
+    """The memory role's requests and answers in flight, and the record of every revision.
 
+    Args:
+        store: A :class:`~mesa_llm_mobility.memory.MemoryStore` whose per-agent streams receive
+            every revision (``None``: the ``memory_versions`` table only).
 
-def apply_due_revisions(model: EvacuationModel) -> None:
-    """Install the revisions due at this step, in request order, and record each one."""
-    due = [entry for entry in model.memory_due if entry[0] <= model.tick]
-    model.memory_due = [entry for entry in model.memory_due if entry[0] > model.tick]
-    for _due, request_step, result in due:
-        agent = model.by_uid[result.agent_id]
-        out: MemoryRevision | None = result.output
-        if out is None:  # a memory answer is never rejected (repair, then the template)
-            continue
-        agent.memory_text = out.memory
-        agent.memory_version += 1
-        row = (  # in MEMORY_VERSION_COLUMNS order
-            agent.unique_id,
-            agent.memory_version,
-            request_step,
-            model.tick,
-            step_time_s(model.tick),
-            str(result.outcome),
-            len(out.memory),
-            out.memory,
+    Attributes:
+        queue: Revisions stated this step, sent with the step's decision requests.
+        due: Answers waiting for their boundary: ``(due step, request step, result)``.
+        rows: The ``memory_versions`` rows (:data:`MEMORY_VERSION_COLUMNS` order).
+        store: The memory store, if any (never pickled: a checkpoint's owner attaches it).
+    """
+
+    def __init__(self, store: MemoryStore | None = None) -> None:
+        self.queue: list[DecisionRequest[MemoryContext, MemoryRevision]] = []
+        self.due: list[tuple[int, int, DecisionResult[MemoryContext, MemoryRevision]]]
+        self.due = []
+        self.rows: list[tuple[object, ...]] = []
+        self.store = store
+
+    def __getstate__(self) -> dict[str, object]:
+        """Everything but the store (a Chroma client)."""
+        return {**self.__dict__, "store": None}
+
+    def request(self, agent: Pedestrian, turn: TurnSummary) -> None:
+        """State the pedestrian's memory revision for the turn just committed (sent next batch)."""
+        context = MemoryContext(
+            agent_id=agent.unique_id,
+            version=agent.memory_version + 1,
+            memory=agent.memory_text,
+            turn=turn,
         )
-        model.memory_rows.append(row)
-        if model.memory_store is not None:
-            model.memory_store.stream(agent.unique_id).remember(
-                out.memory,
-                node_type="reflection",
-                importance=1.0,
-                now=step_time_s(model.tick) / 60.0,  # the stream's clock is in minutes
-                keywords=("long_term_memory", f"v{agent.memory_version}"),
+        self.queue.append(
+            DecisionRequest(
+                EVACUATION_MEMORY,
+                agent.unique_id,
+                context,
+                sampling={"reasoning_effort": MEMORY_EFFORT},
             )
+        )
 
+    def take_queue(self) -> list[DecisionRequest[MemoryContext, MemoryRevision]]:
+        """The revisions stated since the last call (emptied)."""
+        queued, self.queue = self.queue, []
+        return queued
 
-def defer_revision(
-    model: EvacuationModel,
-    result: DecisionResult[MemoryContext, MemoryRevision],
-    due: int,
-) -> None:
-    """Keep a memory answer until its due step."""
-    model.memory_due.append((due, model.tick, result))
+    def defer(
+        self,
+        result: DecisionResult[MemoryContext, MemoryRevision],
+        due: int,
+        step: int,
+    ) -> None:
+        """Keep a memory answer, requested at ``step``, until its due step."""
+        self.due.append((due, step, result))
 
+    def apply_due(self, step: int, by_uid: dict[int, Pedestrian]) -> None:
+        """Install the revisions due at ``step``, in request order, and record each one.
 
-def memory_versions_frame(model: EvacuationModel) -> pd.DataFrame:
-    """Every memory revision: ``agent_id, version, request_step, applied_step, time_s, outcome, chars, memory``."""
-    return pd.DataFrame(model.memory_rows, columns=list(MEMORY_VERSION_COLUMNS))
+        Args:
+            step: The current step.
+            by_uid: The pedestrians by agent id.
+        """
+        due = [entry for entry in self.due if entry[0] <= step]
+        self.due = [entry for entry in self.due if entry[0] > step]
+        for _due, request_step, result in due:
+            agent = by_uid[result.agent_id]
+            out: MemoryRevision | None = result.output
+            if (
+                out is None
+            ):  # a memory answer is never rejected (repair, then the template)
+                continue
+            agent.memory_text = out.memory
+            agent.memory_version += 1
+            row = (  # in MEMORY_VERSION_COLUMNS order
+                agent.unique_id,
+                agent.memory_version,
+                request_step,
+                step,
+                step_time_s(step),
+                str(result.outcome),
+                len(out.memory),
+                out.memory,
+            )
+            self.rows.append(row)
+            if self.store is not None:
+                self.store.stream(agent.unique_id).remember(
+                    out.memory,
+                    node_type="reflection",
+                    importance=1.0,
+                    now=step_time_s(step) / 60.0,  # the stream's clock is in minutes
+                    keywords=("long_term_memory", f"v{agent.memory_version}"),
+                )
+
+    def frame(self) -> pd.DataFrame:
+        """Every memory revision: ``agent_id, version, request_step, applied_step, time_s, outcome, chars, memory``."""
+        return pd.DataFrame(self.rows, columns=list(MEMORY_VERSION_COLUMNS))

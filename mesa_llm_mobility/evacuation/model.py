@@ -1,29 +1,38 @@
 """``EvacuationModel``: pedestrians escaping a moving threat in a plaza (the paper's world).
 
-One Mesa step is one physical step of dt = 1/3 s. Each step: gates follow the emergency schedule;
-perception is recomputed and written to the private beliefs; evidence (sightings, shouts, exit
-information, fleeing neighbours) updates fear; due decisions are applied at 1 s boundaries; new
-decision requests of the step go to the brain in one batch; the adversary plans; every entity
-proposes one move and moves are resolved; evacuations and attacks are evaluated; the frame is
-recorded. The run ends when every pedestrian evacuated or was reached, or at the time limit.
+One Mesa step is one physical step of dt = 1/3 s. The world's state lives in a few objects, each
+phase of the step is a function of the ones it reads and writes, and :meth:`EvacuationModel.step`
+lists the phases in the paper's order (Sec. 2.3.1):
+
+- :class:`~.scene.Scene`: the plaza, its effective layer (gate states) and fixed derived data;
+- :class:`~.crowd.Crowd`: positions (their one home), headings, status and fear of everyone;
+- :class:`~.senses.Senses`: this step's perception, the private beliefs, sightings, shouts heard;
+- :class:`~.knowledge.Knowledge`: exit information passed and the record of exit knowledge;
+- :class:`~.timing.Clock`: the step counter;
+- :class:`~.memory_flow.MemoryFlow`: the memory role's requests and answers in flight;
+- the records: events (:class:`~.event_log.EventLog`), positions
+  (:class:`~.positions_log.PositionsLog`) and decisions (the base class's table).
+
+Each step: gates follow the emergency schedule; perception is recomputed and written to the
+private beliefs; at a 1 s boundary the answers due are taken, their new routes sent to the route
+planner, and shouts and exit information pass; fear follows the strongest stimulus; at a boundary
+due memory revisions and decisions are applied; new requests of the step go to the brain in one
+batch; every entity proposes one move and moves are resolved (the adversary plans first);
+evacuations and attacks are evaluated; the frame is recorded. The run ends when every pedestrian
+evacuated or was reached, or at the time limit. :class:`~.stopwatch.PhaseTimer` times the phases.
 """
 
 from __future__ import annotations
 
-import copyreg
 import logging
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
-from time import perf_counter
 from typing import Any, ClassVar, Literal, Self
 
 import mesa
 import numpy as np
 import pandas as pd
-from mesa.discrete_space import OrthogonalMooreGrid
-from mesa.discrete_space.grid import pickle_gridcell
-from mesa.discrete_space.property_layer import create_property_accessors
 
 from mesa_llm_mobility.cognition.brain import Brain
 from mesa_llm_mobility.cognition.kinds import (
@@ -34,31 +43,28 @@ from mesa_llm_mobility.cognition.kinds import (
 )
 from mesa_llm_mobility.cognition.settings import BrainOptions
 from mesa_llm_mobility.evacuation import run_files
-from mesa_llm_mobility.evacuation.adversary_moves import attack, propose_move
-from mesa_llm_mobility.evacuation.affect import (
-    StimulusIntensities,
-    recovery_rate,
-    sensitivity,
-)
+from mesa_llm_mobility.evacuation.adversary_moves import attack
+from mesa_llm_mobility.evacuation.affect import StimulusIntensities
 from mesa_llm_mobility.evacuation.agents import (
     ACTIVE,
     EVACUATED,
     REACHED,
     STATUS_NAMES,
-    Adversary,
     Pedestrian,
     PendingDecision,
 )
 from mesa_llm_mobility.evacuation.commit import (
     apply_decision,
     apply_decisions,
-    send_new_routes,
+    plan_routes_ahead,
+    take_due_answers,
 )
 from mesa_llm_mobility.evacuation.communication import communicate
 from mesa_llm_mobility.evacuation.contexts import decision_requests, due_requests
+from mesa_llm_mobility.evacuation.crowd import Crowd, share_one_cell_class
+from mesa_llm_mobility.evacuation.decision_context import EvacuationContext
 from mesa_llm_mobility.evacuation.decisions import (
     EVACUATION_MOVE,
-    EvacuationContext,
     EvacuationDecision,
 )
 from mesa_llm_mobility.evacuation.event_log import EventLog
@@ -68,59 +74,37 @@ from mesa_llm_mobility.evacuation.evidence import (
     update_crowd_fear,
 )
 from mesa_llm_mobility.evacuation.exit_knowledge import ExitKnowledgeRecorder
-from mesa_llm_mobility.evacuation.hearing import ShoutLog
-from mesa_llm_mobility.evacuation.layers import (
-    BeliefStore,
-    EffectiveLayer,
-    GateSchedule,
-)
-from mesa_llm_mobility.evacuation.memory_flow import (
-    apply_due_revisions,
-    defer_revision,
-    memory_versions_frame,
-)
+from mesa_llm_mobility.evacuation.knowledge import Knowledge
+from mesa_llm_mobility.evacuation.layers import GateSchedule
+from mesa_llm_mobility.evacuation.memory_flow import MemoryFlow
 from mesa_llm_mobility.evacuation.memory_role import (
     EVACUATION_MEMORY,
     MemoryContext,
     MemoryRevision,
-)
-from mesa_llm_mobility.evacuation.movement import (
-    BLOCKED,
-    MOVED,
-    resolve_moves,
 )
 from mesa_llm_mobility.evacuation.outputs import outcome_measures
 from mesa_llm_mobility.evacuation.parameters import (
     EvacuationParameters,
     EvacuationRunOptions,
 )
-from mesa_llm_mobility.evacuation.perception import (
-    Perception,
-    RepeatedViews,
-    ViewGeometry,
-    heading_index,
-)
 from mesa_llm_mobility.evacuation.personality import composition_profiles
+from mesa_llm_mobility.evacuation.physical_step import (
+    reach_openings,
+    update_gates,
+    walk,
+)
 from mesa_llm_mobility.evacuation.placement import (
-    inner_cell,
-    pocket_cells,
     shortest_exit_distances,
     start_cells,
 )
-from mesa_llm_mobility.evacuation.plaza import (
-    MOORE_STEPS,
-    Plaza,
-    load_plaza,
-    passable_mask,
-)
+from mesa_llm_mobility.evacuation.plaza import Plaza, load_plaza
+from mesa_llm_mobility.evacuation.positions_log import PositionsLog
 from mesa_llm_mobility.evacuation.route_planner import RoutePlanner
-from mesa_llm_mobility.evacuation.routing import GridGraph, bearing_deg
 from mesa_llm_mobility.evacuation.run_files import MEMORY_EMBEDDING
-from mesa_llm_mobility.evacuation.timing import (
-    DT_S,
-    STEPS_PER_SECOND,
-    due_step,
-)
+from mesa_llm_mobility.evacuation.scene import Scene
+from mesa_llm_mobility.evacuation.senses import Senses
+from mesa_llm_mobility.evacuation.stopwatch import PhaseTimer
+from mesa_llm_mobility.evacuation.timing import STEPS_PER_SECOND, Clock, due_step
 from mesa_llm_mobility.experiment.base_model import MobilityModel, Progress
 from mesa_llm_mobility.experiment.collector import LongRun
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
@@ -142,10 +126,6 @@ REJECTION_MODES: dict[str, OnInvalid] = {"paper": "reject", "repair": "repair"}
 
 PAPER_TEMPERATURE = 0.2
 """Sampling temperature of both LLM roles in the paper (Sec. 3.4)."""
-
-SIGHT_RADIUS_M = 12.0
-CONE_DEG = 120.0
-INITIAL_CHEBYSHEV = 3
 
 
 class EvacuationModel(MobilityModel):
@@ -184,10 +164,10 @@ class EvacuationModel(MobilityModel):
 
     parameters_class: ClassVar[type[EvacuationParameters]] = EvacuationParameters
     parameters: EvacuationParameters
+    run_options_class: ClassVar[type[EvacuationRunOptions]] = EvacuationRunOptions
     keep_checkpoints: ClassVar[int | None] = 2
     """The latest two (the one before, should the latest be torn): one holds the whole model,
     about 0.6 GB for 10,000 pedestrians."""
-    run_options_class: ClassVar[type[EvacuationRunOptions]] = EvacuationRunOptions
     time_columns: ClassVar[tuple[str, ...]] = ("request_step", "applied_step", "time_s")
     decision_columns: ClassVar[tuple[str, ...]] = (
         "trigger",
@@ -235,12 +215,8 @@ class EvacuationModel(MobilityModel):
         p = self.parameters
         self.rejection: Rejection = p.rejection
         self.on_invalid: OnInvalid = REJECTION_MODES[p.rejection]
-        self.memory_store = memory_store
-        self.memory_queue: list[DecisionRequest[MemoryContext, MemoryRevision]] = []
-        """Memory revisions stated this step, sent with the step's decision requests."""
-        self.memory_due: list[tuple[int, int, MemoryResult]] = []
-        """Memory answers waiting for their boundary: (due step, request step, result)."""
-        self.memory_rows: list[tuple[object, ...]] = []
+        self.memory = MemoryFlow(memory_store)
+        """The memory role's requests and answers in flight, and its records."""
         self.checkpoint_every_steps = _checkpoint_steps(checkpoint_every_s)
         try:
             plaza = p.plaza if isinstance(p.plaza, Plaza) else load_plaza(p.plaza)
@@ -259,7 +235,7 @@ class EvacuationModel(MobilityModel):
                 GateSchedule(p.gates_closing_at_s, p.gates_closed_at_s),
                 p.random_spawn,
                 record_positions,
-                stimuli,
+                stimuli or StimulusIntensities(),
                 route_workers,
             )
         except BaseException:
@@ -272,115 +248,47 @@ class EvacuationModel(MobilityModel):
         composition: str | Mapping[str, int],
         block: int | None,
         time_limit_s: float,
-        gate_schedule: GateSchedule | None,
+        gate_schedule: GateSchedule,
         random_spawn: bool | None,
         record_positions: bool,
-        stimuli: StimulusIntensities | None,
+        stimuli: StimulusIntensities,
         route_workers: int,
     ) -> None:
-        """Build the world and the first perception (no brain call)."""
-        self.plaza = plaza
+        """Build the world's state and the first perception (no brain call)."""
         self.time_limit_s = float(time_limit_s)
-        self.limit_steps = round(time_limit_s * STEPS_PER_SECOND)
         self.composition = (
             composition if isinstance(composition, str) else dict(composition)
         )
         self.block = block
-        self.stimuli = stimuli or StimulusIntensities()
-        self.record_positions = record_positions
-        plaza_ = self.plaza
-        width, height = plaza_.width, plaza_.height
-        self.cell_size_m = plaza_.cell_size_m
-        self.grid = OrthogonalMooreGrid(
-            (width, height), torus=False, capacity=1, random=self.random
-        )
-        self.effective = EffectiveLayer(plaza_, gate_schedule or GateSchedule())
-        self.graph = GridGraph(plaza_.raw)
-        sight_cells = SIGHT_RADIUS_M / self.cell_size_m
-        self.view = ViewGeometry.cone(sight_cells, CONE_DEG)
-        self.initial_view = ViewGeometry.square(INITIAL_CHEBYSHEV)
-
+        self.stimuli = stimuli
+        self.clock = Clock(round(time_limit_s * STEPS_PER_SECOND))
+        self.scene = scene = Scene(plaza, gate_schedule)
         profiles = composition_profiles(composition)
         n = len(profiles)
-        self.n_pedestrians = n
-        self.views = RepeatedViews(self.view, n)
-        """The pedestrians' perception, copying the cells of viewpoints that held."""
-        starts = start_cells(plaza_, n, block, random_spawn, self.rng)
-        self.pos = np.zeros((n + 1, 2), dtype=np.int64)
-        self.heading = np.zeros(n + 1, dtype=np.int64)
-        self.status = np.zeros(n, dtype=np.int8)
-        self.fear = np.zeros(n)
-        neuroticism = np.array([p.N for p in profiles], dtype=float)
-        self.kappa = sensitivity(neuroticism)
-        self.rho = recovery_rate(neuroticism)
-        self.occupancy = np.full((width, height), -1, dtype=np.int64)
-        self.pedestrians: list[Pedestrian] = []
-        for i, (profile, start) in enumerate(zip(profiles, starts, strict=True)):
-            agent = Pedestrian(self, i, profile, start)
-            agent.cell = self.grid[start]
-            self.pedestrians.append(agent)
-            self.pos[i] = start
-            self.occupancy[start] = i
-        self.heading[:n] = self.rng.integers(0, 8, size=n)
-        self.by_uid = {a.unique_id: a for a in self.pedestrians}
-        self.pedestrian_ids = np.array(
-            [a.unique_id for a in self.pedestrians], dtype=np.int64
+        starts = start_cells(plaza, n, block, random_spawn, self.rng)
+        self.crowd = crowd = Crowd(
+            self, plaza.raw.shape, profiles, starts, plaza.threat_cell, self.rng
         )
-        """Agent id of every pedestrian row."""
-        self.adversary = Adversary(self, n)
-        self.adversary.cell = self.grid[plaza_.threat_cell]
-        self.pos[n] = plaza_.threat_cell
-        self.occupancy[plaza_.threat_cell] = n
-        self.heading[n] = self.rng.integers(0, 8)
-        self.belief = BeliefStore(plaza_, n)
-        self.opening_cells = [
-            np.array([x * height + y for x, y in o.cells]) for o in plaza_.openings
-        ]
-        self.opening_cells_flat = np.concatenate(self.opening_cells)
-        """Every opening's cells in one array; opening ``k``'s are
-        ``opening_bounds[k]:opening_bounds[k + 1]``."""
-        self.opening_bounds = np.cumsum([0, *map(len, self.opening_cells)])
-        self.opening_mask = plaza_.opening_index >= 0
+        self.senses = Senses(plaza, n, scene.view)
+        self.knowledge = Knowledge(
+            ExitKnowledgeRecorder(plaza), scene.effective, crowd.ids, self.clock
+        )
+        self.timer = PhaseTimer()
+        """Wall seconds per phase of the steps (:data:`~.stopwatch.STEP_PHASES`)."""
         self.route_planner = RoutePlanner(
-            plaza_.raw, self.graph, self.opening_mask, self.cell_size_m, route_workers
+            plaza.raw,
+            scene.graph,
+            scene.opening_mask,
+            scene.cell_size_m,
+            route_workers,
+            self.timer,
         )
-        self.adversary_forbidden = {n: self.opening_mask}
-        self.adversary_fields: dict[tuple[int, int], np.ndarray] = {}
-        self.waypoints = tuple(
-            inner_cell(plaza_, o.center) for o in (*plaza_.exits, *plaza_.gates)
-        )
-        raw_pass = passable_mask(plaza_.raw)
-        self.pocket = pocket_cells(raw_pass)
         self.shortest_exit_m = shortest_exit_distances(
-            plaza_, self.graph, self.opening_cells, starts
+            plaza, scene.graph, scene.opening_cells, starts
         )
-        self.shouts = ShoutLog(n)
-        """The shouts heard in the last ``SHOUT_MEMORY_S``, and who ever heard whom."""
-        self.info_sent: set[tuple[int, int, int]] = set()
-        """Exit information already passed on: (sender, receiver, opening number)."""
-        self.opening_number = {o.opening_id: k for k, o in enumerate(plaza_.openings)}
-        self.seen_adversary_now = np.zeros(n, dtype=bool)
-        self.seen_casualty_now = np.zeros(n, dtype=bool)
-        self.hears_until = np.full(n, -1, dtype=np.int64)
-        self.fleeing_seen = np.zeros(n, dtype=np.int64)
-        self.adversary_distance_m = np.full(n, np.inf)
-        self.perception: Perception | None = None
-        """This step's perception of the active pedestrians (for the decision contexts)."""
-        self.batch_index = np.full(n, -1, dtype=np.int64)
-        self._frames: list[dict[str, np.ndarray]] = []
-        self.events = EventLog()
-        self.exit_used: dict[int, str] = {}
-        self.resolved_step = np.full(n, -1, dtype=np.int64)
-        self.tick = 0
-        # wall time per phase: perception, routing (all route searches), decisions (contexts and
-        # brain, routing excluded), movement (proposals, adversary planning, resolution), other
-        self.timing = {
-            "perception": 0.0,
-            "decisions": 0.0,
-            "routing": 0.0,
-            "movement": 0.0,
-            "other": 0.0,
-        }
+        """Metres from each pedestrian's start cell to the nearest exit."""
+        self.events = EventLog(crowd.ids)
+        self.positions = PositionsLog(record_positions)
         # attribute names, not lambdas: the collector is pickled with the model (checkpoints)
         self.datacollector = mesa.DataCollector(
             model_reporters={
@@ -391,269 +299,221 @@ class EvacuationModel(MobilityModel):
                 "mean_fear": "mean_active_fear",
             }
         )
-        for opening in plaza_.gates:
-            self.record_event("gate_state", None, None, f"{opening.opening_id}:open")
-        self.exit_knowledge = ExitKnowledgeRecorder(plaza_)
-        """Openings seen and exit information passed (:mod:`.exit_knowledge`)."""
-        observe_initial(self)
-        observe(self)
+        for opening in plaza.gates:
+            self.events.record(
+                0, "gate_state", None, None, f"{opening.opening_id}:open"
+            )
+        observe_initial(crowd, self.senses, self.knowledge, scene)
+        observe(crowd, self.senses, self.knowledge, scene, self.clock, self.events)
         self._started = False
+
+    # ------------------------------------------------------------------ the step
+    def step(self) -> None:
+        """Advance one physical step of dt = 1/3 s (the first also applies the initial decisions).
+
+        The phases in the paper's order (Sec. 2.3.1), each timed by :attr:`timer`.
+        """
+        if not self._started:
+            self._start()
+        crowd, senses, knowledge, scene = (
+            self.crowd,
+            self.senses,
+            self.knowledge,
+            self.scene,
+        )
+        clock, events, timer = self.clock, self.events, self.timer
+        boundary = clock.at_boundary
+        with timer("perception"):
+            update_gates(scene, clock, events)
+            observe(crowd, senses, knowledge, scene, clock, events)
+        with timer("other"):
+            if boundary:
+                due = take_due_answers(crowd, clock.tick)
+                # the route workers plan the new routes while the next phases run
+                routes = plan_routes_ahead(
+                    due, crowd, senses.belief, scene.plaza.raw, self.route_planner
+                )
+                communicate(crowd, senses, knowledge, scene, clock, events)
+            update_crowd_fear(crowd, senses, self.stimuli, clock)
+            if boundary:
+                self.memory.apply_due(clock.tick, crowd.by_uid)
+                apply_decisions(
+                    due,
+                    routes,
+                    crowd,
+                    senses.belief,
+                    scene.plaza.raw,
+                    clock,
+                    self.memory,
+                    self.record_decision,
+                )
+        with timer("decisions"):
+            self._decide()
+        with timer("movement"):
+            walk(crowd, scene, self.rng)
+        with timer("other"):
+            clock.advance()
+            evacuated = reach_openings(crowd, scene, clock, events)
+            attack(crowd, scene, clock, events)
+            self.positions.record(crowd, clock.tick)
+            crowd.leave(evacuated)
+            self.datacollector.collect(self)
+            self._end_when_done()
 
     def _start(self) -> None:
         """The initial decisions of every pedestrian, applied at step 0 (first :meth:`step`)."""
         self._started = True
-        requests = decision_requests(
-            self, [(agent, "initial") for agent in self.pedestrians]
-        )
+        requests = self._requests([(agent, "initial") for agent in self.pedestrians])
         dispatch(
-            self.decide(requests, step=self.tick),
-            {EVACUATION_MOVE: self._apply_now},
+            self.decide(requests, step=self.clock.tick),
+            {EVACUATION_MOVE: self.apply_decision},
         )
-        self._record_frame()
+        self.positions.record(self.crowd, self.clock.tick)
         self.datacollector.collect(self)
 
-    def _apply_now(self, result: MoveResult) -> None:
-        apply_decision(self, self.by_uid[result.agent_id], result)
+    def _decide(self) -> None:
+        """The step's memory revisions and due decision requests, answered in one batch.
 
-    def _defer(self, result: MoveResult, due: int) -> None:
-        """Keep the answer pending until its 1 s boundary (the pedestrian walks on meanwhile)."""
-        self.by_uid[result.agent_id].pending = PendingDecision(self.tick, due, result)
+        Every answer is kept until its 1 s boundary (a pedestrian walks on meanwhile).
+        """
+        clock = self.clock
+        requests = [
+            *self.memory.take_queue(),
+            *due_requests(
+                self.crowd,
+                self.senses,
+                self.scene,
+                clock,
+                self.route_planner,
+                self.on_invalid,
+            ),
+        ]
+        due, step = due_step(clock.tick), clock.tick
+        by_uid = self.crowd.by_uid
 
-    # ------------------------------------------------------------------ setup helpers
-    # ------------------------------------------------------------------ bookkeeping
+        def keep(result: MoveResult) -> None:
+            by_uid[result.agent_id].pending = PendingDecision(step, due, result)
+
+        dispatch(
+            self.decide(requests, step=step),
+            {
+                EVACUATION_MOVE: keep,
+                EVACUATION_MEMORY: lambda result: self.memory.defer(result, due, step),
+            },
+        )
+
+    def _end_when_done(self) -> None:
+        """Stop the run when nobody is left in the plaza or at the time limit."""
+        if self.active_count and not self.clock.timed_out:
+            return
+        self.running = False
+        logger.info(
+            "run ended at %.2f s: %d evacuated, %d reached, %d unresolved",
+            self.time_s,
+            self.evacuated_count,
+            self.reached_count,
+            self.active_count,
+        )
+
+    def _requests(
+        self, due: list[tuple[Pedestrian, str]]
+    ) -> list[DecisionRequest[EvacuationContext, EvacuationDecision]]:
+        return decision_requests(
+            due,
+            self.crowd,
+            self.senses,
+            self.scene,
+            self.clock,
+            self.route_planner,
+            self.on_invalid,
+        )
+
+    def decision_request(
+        self, agent: Pedestrian, trigger: str
+    ) -> DecisionRequest[EvacuationContext, EvacuationDecision]:
+        """The ``EvacuationMove`` request ``agent`` would state now (for inspection and tests).
+
+        Args:
+            agent: The pedestrian.
+            trigger: Why it decides (``initial``, ``first_sighting``, ...).
+        """
+        return self._requests([(agent, trigger)])[0]
+
+    def apply_decision(self, result: MoveResult) -> None:
+        """Install an ``EvacuationMove`` answer now (the initial decisions; inspection, tests)."""
+        apply_decision(
+            self.crowd.by_uid[result.agent_id],
+            result,
+            self.crowd,
+            self.senses.belief,
+            self.scene.plaza.raw,
+            self.clock,
+            self.memory,
+            self.record_decision,
+            planner=self.route_planner,
+        )
+
+    # ------------------------------------------------------------------ reading the state
+    @property
+    def plaza(self) -> Plaza:
+        """The plaza."""
+        return self.scene.plaza
+
+    @property
+    def tick(self) -> int:
+        """Physical steps done so far."""
+        return self.clock.tick
+
+    @property
+    def limit_steps(self) -> int:
+        """The time limit in steps."""
+        return self.clock.limit_steps
+
     @property
     def time_s(self) -> float:
         """Simulated seconds since the emergency started."""
-        return self.tick * DT_S
+        return self.clock.time_s
+
+    @property
+    def n_pedestrians(self) -> int:
+        """Pedestrians of the run."""
+        return self.crowd.n_pedestrians
+
+    @property
+    def pedestrians(self) -> list[Pedestrian]:
+        """The pedestrian agents, by row."""
+        return self.crowd.pedestrians
+
+    @property
+    def timing(self) -> dict[str, float]:
+        """Wall seconds per phase so far (:attr:`timer`)."""
+        return self.timer.seconds
+
+    @property
+    def memory_store(self) -> MemoryStore | None:
+        """The store receiving the memory revisions, if any."""
+        return self.memory.store
 
     @property
     def active_count(self) -> int:
         """Pedestrians still in the plaza."""
-        return int(np.count_nonzero(self.status == ACTIVE))
+        return self.crowd.count(ACTIVE)
 
     @property
     def evacuated_count(self) -> int:
         """Pedestrians who left through an opening."""
-        return int(np.count_nonzero(self.status == EVACUATED))
+        return self.crowd.count(EVACUATED)
 
     @property
     def reached_count(self) -> int:
         """Pedestrians the adversary reached."""
-        return int(np.count_nonzero(self.status == REACHED))
+        return self.crowd.count(REACHED)
 
     @property
     def mean_active_fear(self) -> float:
         """Mean fear of the pedestrians still in the plaza (NaN when none is)."""
-        active = self.status == ACTIVE
-        return float(self.fear[active].mean()) if np.any(active) else float("nan")
-
-    def record_event(
-        self, event: str, agent: int | None, other: int | None, detail: str = ""
-    ) -> None:
-        """Add one row to the events table (``agent`` and ``other`` are array rows)."""
-        self.events.add(
-            self.tick,
-            event,
-            None if agent is None else self.uid(agent),
-            None if other is None else self.uid(other),
-            detail,
-        )
-
-    def record_events(
-        self,
-        event: str,
-        agents: np.ndarray,
-        others: np.ndarray,
-        details: list[str],
-    ) -> None:
-        """Add rows of one event at this step (``agents`` and ``others``: pedestrian rows)."""
-        self.events.add_many(
-            self.tick,
-            event,
-            self.pedestrian_ids[agents],
-            self.pedestrian_ids[others],
-            details,
-        )
-
-    def uid(self, index: int) -> int:
-        """The agent id of array row ``index`` (the last row is the adversary)."""
-        return (
-            self.adversary.unique_id
-            if index == self.n_pedestrians
-            else self.pedestrians[index].unique_id
-        )
-
-    def active_indices(self) -> np.ndarray:
-        """Rows of the pedestrians still in the plaza."""
-        return np.flatnonzero(self.status == ACTIVE)
-
-    # ------------------------------------------------------------------ perception and evidence
-    # ------------------------------------------------------------------ decisions
-    # ------------------------------------------------------------------ the step
-    def step(self) -> None:
-        """Advance one physical step of dt = 1/3 s (the first also applies the initial decisions)."""
-        if not self._started:
-            self._start()
-        t0 = perf_counter()
-        n = self.n_pedestrians
-        changed = self.effective.update(self.time_s)
-        if changed is not None:
-            for opening in self.plaza.gates:
-                self.record_event(
-                    "gate_state", None, None, f"{opening.opening_id}:{changed}"
-                )
-        observe(self)
-        t1 = perf_counter()
-        self.timing["perception"] += t1 - t0
-        boundary = self.tick % STEPS_PER_SECOND == 0
-        routing_before = self.timing["routing"]
-        if boundary:
-            due = []
-            state = self.status.tolist()
-            for agent in self.pedestrians:
-                if (
-                    state[agent.index] == ACTIVE
-                    and agent.pending is not None
-                    and agent.pending.due_step <= self.tick
-                ):
-                    pending, agent.pending = agent.pending, None
-                    due.append((agent, pending.result))
-            routes = send_new_routes(self, due)  # the workers route while we talk
-            communicate(self)
-        update_crowd_fear(self)
-        if boundary:
-            apply_due_revisions(self)
-            apply_decisions(self, due, routes)
-        t2 = perf_counter()
-        self.timing["other"] += t2 - t1 - (self.timing["routing"] - routing_before)
-        routing_before = self.timing["routing"]
-        requests = [*self.memory_queue, *due_requests(self)]
-        self.memory_queue = []
-        due = due_step(self.tick)
-        dispatch(
-            self.decide(requests, step=self.tick),
-            {
-                EVACUATION_MOVE: lambda result: self._defer(result, due),
-                EVACUATION_MEMORY: lambda result: defer_revision(self, result, due),
-            },
-        )
-        t3 = perf_counter()
-        self.timing["decisions"] += t3 - t2 - (self.timing["routing"] - routing_before)
-        proposals = self.pos.copy()
-        height = self.plaza.height
-        active = self.active_indices().tolist()
-        xy = self.pos.tolist()
-        walking, next_cells = [], []
-        for i in active:
-            agent = self.pedestrians[i]
-            if agent.route_pos < len(agent.route):
-                tx, ty = divmod(agent.route[agent.route_pos], height)
-                x, y = xy[i]
-                if max(abs(tx - x), abs(ty - y)) == 1:
-                    walking.append(i)
-                    next_cells.append((tx, ty))
-                else:
-                    agent.route, agent.route_pos = [], 0
-        if walking:
-            proposals[walking] = next_cells
-        proposals[n] = propose_move(self)
-        active_entities = np.append(self.status == ACTIVE, True)
-        old = self.pos.copy()
-        result = resolve_moves(
-            self.pos,
-            proposals,
-            active_entities,
-            self.effective.passable,
-            self.occupancy,
-            self.rng,
-            self.adversary_forbidden,
-        )
-        self.pos = result.positions
-        moved = np.flatnonzero(np.any(self.pos != old, axis=1)).tolist()
-        movers = [self.adversary if e == n else self.pedestrians[e] for e in moved]
-        status = result.status.tolist()
-        # vacate first: Mesa cells hold one agent, and followers enter freed cells
-        for agent in movers:
-            agent.cell = None
-        headings = []
-        for e, agent, (x, y), (ox, oy) in zip(
-            moved, movers, self.pos[moved].tolist(), old[moved].tolist(), strict=True
-        ):
-            headings.append(heading_index(x - ox, y - oy))
-            agent.cell = self.grid[(x, y)]
-            if e < n:
-                agent.visited.add(x * height + y)
-                if status[e] == MOVED:
-                    agent.route_pos += 1
-        self.heading[moved] = headings
-        for i in active:  # a sidestep, like any move, ends a blocked spell
-            agent = self.pedestrians[i]
-            agent.blocked_steps = agent.blocked_steps + 1 if status[i] == BLOCKED else 0
-        t4 = perf_counter()
-        self.timing["movement"] += t4 - t3
-        self.tick += 1
-        on_opening = self.active_indices()[
-            self.opening_mask[
-                self.pos[self.active_indices(), 0], self.pos[self.active_indices(), 1]
-            ]
-        ]
-        for i in on_opening.tolist():
-            self.status[i] = EVACUATED
-            self.resolved_step[i] = self.tick
-            opening = self.plaza.openings[
-                int(self.plaza.opening_index[self.pos[i, 0], self.pos[i, 1]])
-            ]
-            self.exit_used[i] = opening.opening_id
-            self.record_event("evacuated", i, None, opening.opening_id)
-        attack(self)
-        self._record_frame()
-        for i in on_opening.tolist():
-            self.occupancy[self.pos[i, 0], self.pos[i, 1]] = -1
-            self.pedestrians[i].cell = None
-            self.pedestrians[i].pending = None
-        self.datacollector.collect(self)
-        if not np.any(self.status == ACTIVE) or self.tick >= self.limit_steps:
-            self.running = False
-            logger.info(
-                "run ended at %.2f s: %d evacuated, %d reached, %d unresolved",
-                self.time_s,
-                np.count_nonzero(self.status == EVACUATED),
-                np.count_nonzero(self.status == REACHED),
-                np.count_nonzero(self.status == ACTIVE),
-            )
-        self.timing["other"] += perf_counter() - t4
-
-    def _record_frame(self) -> None:
-        if not self.record_positions:
-            return
-        n = self.n_pedestrians
-        on_grid = np.flatnonzero(
-            (self.status == ACTIVE)
-            | (self.status == REACHED)
-            | (self.resolved_step == self.tick)
-        )
-        ids = np.array(
-            [self.pedestrians[i].unique_id for i in on_grid]
-            + [self.adversary.unique_id]
-        )
-        situations = [
-            STATUS_NAMES[int(self.status[i])]
-            if self.status[i] != ACTIVE
-            else self.pedestrians[i].situation
-            for i in on_grid
-        ]
-        self._frames.append(
-            {
-                "step": np.full(ids.size, self.tick),
-                "agent_id": ids,
-                "kind": np.array(["pedestrian"] * on_grid.size + ["adversary"]),
-                "x": np.append(self.pos[on_grid, 0], self.pos[n, 0]),
-                "y": np.append(self.pos[on_grid, 1], self.pos[n, 1]),
-                "heading": np.append(self.heading[on_grid], self.heading[n]),
-                "fear": np.append(self.fear[on_grid], np.nan),
-                "situation": np.array([*situations, str(self.adversary.state.mode)]),
-            }
-        )
+        active = self.crowd.status == ACTIVE
+        return float(self.crowd.fear[active].mean()) if np.any(active) else float("nan")
 
     # ------------------------------------------------------------------ running and results
     def run(self, max_steps: int | None = None) -> EvacuationModel:
@@ -666,35 +526,8 @@ class EvacuationModel(MobilityModel):
         return self
 
     def positions_frame(self) -> pd.DataFrame:
-        """Per-step positions: ``step, time_s, agent_id, kind, x, y, heading, fear, situation``.
-
-        ``heading`` is a compass bearing in degrees (0 north, 90 east); ``situation`` is the
-        pedestrian's appraisal while active, ``evacuated``/``reached`` on its resolving step
-        (bodies stay as ``reached``), and the adversary's mode.
-        """
-        columns = [
-            "step",
-            "time_s",
-            "agent_id",
-            "kind",
-            "x",
-            "y",
-            "heading",
-            "fear",
-            "situation",
-        ]
-        if not self._frames:
-            return pd.DataFrame(columns=columns)
-        data = {
-            key: np.concatenate([f[key] for f in self._frames])
-            for key in self._frames[0]
-        }
-        frame = pd.DataFrame(data)
-        frame["time_s"] = (frame["step"] * DT_S).round(4)
-        frame["heading"] = np.array([_HEADING_BEARINGS[h] for h in range(8)])[
-            frame["heading"].to_numpy()
-        ]
-        return frame[columns]
+        """Per-step positions (:meth:`.positions_log.PositionsLog.frame`)."""
+        return self.positions.frame()
 
     def events_frame(self) -> pd.DataFrame:
         """Events: sightings, shouts heard, exit info sent/received, gate states, evacuations, attacks."""
@@ -702,52 +535,59 @@ class EvacuationModel(MobilityModel):
 
     def opening_observations_frame(self) -> pd.DataFrame:
         """Openings seen: one row per first sight and per changed state (:mod:`.exit_knowledge`)."""
-        return self.exit_knowledge.observations_frame()
+        return self.knowledge.recorder.observations_frame()
 
     def exit_information_frame(self) -> pd.DataFrame:
         """Exit information passed: sender, receiver, opening, its state, hops (:mod:`.exit_knowledge`)."""
-        return self.exit_knowledge.information_frame()
+        return self.knowledge.recorder.information_frame()
 
     def pedestrians_frame(self) -> pd.DataFrame:
         """Static facts per pedestrian: archetype, start cell, shortest exit distance, outcome."""
+        crowd = self.crowd
         return pd.DataFrame(
             {
-                "agent_id": [a.unique_id for a in self.pedestrians],
-                "archetype": [a.personality.archetype for a in self.pedestrians],
-                "start_x": [a.start[0] for a in self.pedestrians],
-                "start_y": [a.start[1] for a in self.pedestrians],
+                "agent_id": [a.unique_id for a in crowd.pedestrians],
+                "archetype": [a.personality.archetype for a in crowd.pedestrians],
+                "start_x": [a.start[0] for a in crowd.pedestrians],
+                "start_y": [a.start[1] for a in crowd.pedestrians],
                 "shortest_exit_m": self.shortest_exit_m,
                 "outcome": [
                     STATUS_NAMES[int(s)] if s != ACTIVE else "unresolved"
-                    for s in self.status
+                    for s in crowd.status
                 ],
                 "resolved_step": [
-                    int(s) if s >= 0 else None for s in self.resolved_step
+                    int(s) if s >= 0 else None for s in crowd.resolved_step
                 ],
-                "exit_used": [self.exit_used.get(a.index) for a in self.pedestrians],
+                "exit_used": [crowd.exit_used.get(a.index) for a in crowd.pedestrians],
             }
         )
 
     def memory_versions_frame(self) -> pd.DataFrame:
-        """Every long-term memory revision (see :func:`.memory_flow.memory_versions_frame`)."""
-        return memory_versions_frame(self)
+        """Every long-term memory revision (:meth:`.memory_flow.MemoryFlow.frame`)."""
+        return self.memory.frame()
+
+    def outcomes_frame(self) -> pd.DataFrame:
+        """Per-pedestrian outcome measures (spec list; see :mod:`.outputs`)."""
+        return outcome_measures(
+            self.positions_frame(),
+            self.decisions_frame(),
+            self.events_frame(),
+            self.pedestrians_frame(),
+            self.scene.pocket,
+            self.scene.cell_size_m,
+        )
 
     # ------------------------------------------------------------------ checkpoints
-    def __getstate__(self) -> dict[str, object]:
-        """Everything but the brain, its options and the memory store; :meth:`attach` gives them back.
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Restore a checkpoint (without the brain and the memory store: :meth:`attach`).
 
         The brain holds network clients and the ledger file, its options may hold an API key
         (never written to a checkpoint), the memory store a Chroma client; the route planner
-        leaves its worker processes behind (:meth:`RoutePlanner.__getstate__`).
+        leaves its worker processes behind. The grid's cells share one class again
+        (:func:`~.crowd.share_one_cell_class`).
         """
-        state = super().__getstate__()
-        state["memory_store"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        """Restore a checkpoint; its grid's cells share one class again (see below)."""
         self.__dict__.update(state)
-        _share_one_cell_class(self.grid)
+        share_one_cell_class(self.crowd.grid)
 
     def attach(
         self,
@@ -769,7 +609,7 @@ class EvacuationModel(MobilityModel):
             route_workers: Processes that plan the routes from now on (``None``: as before);
                 the routes do not depend on it.
         """
-        self.memory_store = memory_store
+        self.memory.store = memory_store
         if memory_store is not None:
             memory_store.defer_writes = True
         self.attach_brain(
@@ -780,11 +620,13 @@ class EvacuationModel(MobilityModel):
 
     def close(self) -> None:
         """Release the brain and the route workers; write the memory store's deferred revisions."""
-        planner = getattr(self, "route_planner", None)
+        planner = getattr(
+            self, "route_planner", None
+        )  # None in a world refused mid-build
         if planner is not None:
             planner.close()
-        if self.memory_store is not None:
-            self.memory_store.flush()
+        if self.memory.store is not None:
+            self.memory.store.flush()
         super().close()
 
     # ------------------------------------------------------------------ run contract
@@ -887,10 +729,8 @@ class EvacuationModel(MobilityModel):
     def apply_parameters(self, parameters: EvacuationParameters) -> None:
         """A longer (or shorter) time limit from now on."""
         self.time_limit_s = parameters.time_limit_s
-        self.limit_steps = round(parameters.time_limit_s * STEPS_PER_SECOND)
-        self.running = (
-            bool(np.any(self.status == ACTIVE)) and self.tick < self.limit_steps
-        )
+        self.clock.limit_steps = round(parameters.time_limit_s * STEPS_PER_SECOND)
+        self.running = bool(self.active_count) and not self.clock.timed_out
         super().apply_parameters(parameters.replace(plaza=self.parameters.plaza))
 
     @classmethod
@@ -901,17 +741,6 @@ class EvacuationModel(MobilityModel):
                 f"time_limit_s={parameters.time_limit_s:g} ends before the checkpoint of "
                 f"step {number}"
             )
-
-    def outcomes_frame(self) -> pd.DataFrame:
-        """Per-pedestrian outcome measures (spec list; see :mod:`.outputs`)."""
-        return outcome_measures(
-            self.positions_frame(),
-            self.decisions_frame(),
-            self.events_frame(),
-            self.pedestrians_frame(),
-            self.pocket,
-            self.cell_size_m,
-        )
 
 
 def _checkpoint_steps(every_s: float | None) -> int:
@@ -925,37 +754,3 @@ def _checkpoint_steps(every_s: float | None) -> int:
             f"got {every_s!r}"
         )
     return steps
-
-
-def _share_one_cell_class(grid: OrthogonalMooreGrid) -> None:
-    """Give an unpickled grid's cells one cell class, set up as a new grid's is.
-
-    Mesa 3.5 makes each grid's cell class at run time, registers how to pickle it and puts the
-    grid's property layers (``empty``) on it; but it unpickles every cell into a class of its
-    own, registered nowhere and, but for the first, without the layers' accessors. A restored
-    model could then not be checkpointed again.
-    """
-    cells = list(grid._cells.values())
-    if not cells:
-        return
-    klass = type(
-        "GridCell",
-        (type(cells[0]).__bases__[0],),
-        {"_mesa_properties": set(), "__slots__": ()},
-    )
-    for layer in grid._mesa_property_layers.values():
-        setattr(
-            klass,
-            layer.name,
-            create_property_accessors(
-                layer.data, docstring=f"accessor for {layer.name}"
-            ),
-        )
-        klass._mesa_properties.add(layer.name)
-    copyreg.pickle(klass, pickle_gridcell)
-    for cell in cells:
-        cell.__class__ = klass
-    grid.cell_klass = klass
-
-
-_HEADING_BEARINGS = [round(bearing_deg(*MOORE_STEPS[h]), 1) for h in range(8)]

@@ -7,6 +7,10 @@ Moore-neighbour cell next to the cell they wanted (or stay when there is none). 
 produces two entities in one cell, opposing swaps (a mutual wait stays a wait), diagonal crossings
 (two diagonal moves across the same 2 x 2 block), or diagonal steps between two blocked orthogonal
 cells.
+
+:func:`resolve_moves_reference` states the rule as a plain Python loop: it is the specification.
+:func:`resolve_moves` runs the same passes compiled (Numba), and is tested equal to it on random
+crowds (same positions, statuses, occupancy and random draws).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from functools import cache
 
 import numpy as np
 
-from mesa_llm_mobility.evacuation.plaza import MOORE_STEP_X, MOORE_STEP_Y
+from mesa_llm_mobility.evacuation.plaza import MOORE_STEP_X, MOORE_STEP_Y, MOORE_STEPS
 
 STAY, MOVED, SIDESTEP, BLOCKED = 0, 1, 2, 3
 
@@ -104,6 +108,119 @@ def resolve_moves(
     choices = run_pass(*arguments, -1)
     while choices > 0:
         choices = run_pass(*arguments, int(rng.integers(choices)))
+    return MoveResult(pos, status)
+
+
+def resolve_moves_reference(
+    positions: np.ndarray,
+    proposals: np.ndarray,
+    active: np.ndarray,
+    passable: np.ndarray,
+    occupancy: np.ndarray,
+    rng: np.random.Generator,
+    forbidden: dict[int, np.ndarray] | None = None,
+) -> MoveResult:
+    """The movement rule (paper Sec. 2.3.6) as a plain Python loop: :func:`resolve_moves`'s spec.
+
+    The arguments, the result and the update of ``occupancy`` are those of
+    :func:`resolve_moves`, and so are the draws from ``rng``: one permutation of the movers,
+    then one integer for each sidestep choice, in the order the loop meets them.
+
+    The rule:
+
+    1. The movers (active entities whose proposal is another cell) are put in a random order.
+    2. Each pass walks the pending movers in that order. A move is *legal* when the target is
+       inside the grid, passable, not forbidden for the mover, one Moore step away, and, for a
+       diagonal step, not between two blocked orthogonal cells and not crossing a diagonal
+       move already made across the same 2 x 2 block. A mover whose move is illegal is
+       *blocked* (stays). A mover whose target is free moves there (the first claimant wins:
+       the random winner). A mover whose target is held by an entity that has not settled yet
+       (a mover still to move) *waits* for the next pass: it may follow that entity out.
+       A mover whose target is held by a settled entity (one that stays or already moved in)
+       takes a random legal free cell that is a Moore neighbour of both its own cell and the
+       target (a *sidestep*), or is blocked when there is none.
+    3. Passes repeat over the waiting movers until none waits, or until a pass moves none of
+       them: those wait on each other (a cycle, e.g. two movers wanting each other's cells,
+       an opposing swap) and are all blocked.
+
+    Returns:
+        The positions after the pass and each entity's status (:data:`STAY` without a
+        proposal, :data:`MOVED`, :data:`SIDESTEP` or :data:`BLOCKED`).
+    """
+    n = positions.shape[0]
+    pos = np.array(positions, dtype=np.int64)
+    status = np.full(n, STAY, dtype=np.int8)
+    width, height = passable.shape
+    forbidden = forbidden or {}
+    movers = [
+        int(i)
+        for i in np.flatnonzero(active)
+        if tuple(proposals[i]) != tuple(positions[i])
+    ]
+    order = [movers[k] for k in rng.permutation(len(movers))]
+    settled = np.ones(n, dtype=bool)
+    settled[order] = False
+    diagonals: set[tuple[tuple[int, int], tuple[int, int]]] = set()
+    """Diagonal moves made so far, as (from cell, to cell)."""
+
+    def legal(i: int, here: tuple[int, int], there: tuple[int, int]) -> bool:
+        (x, y), (tx, ty) = here, there
+        if not (0 <= tx < width and 0 <= ty < height) or not passable[tx, ty]:
+            return False
+        if i in forbidden and forbidden[i][tx, ty]:
+            return False
+        dx, dy = tx - x, ty - y
+        if max(abs(dx), abs(dy)) != 1:
+            return False
+        if dx and dy:
+            side_a, side_b = (x + dx, y), (x, y + dy)
+            if not (passable[side_a] or passable[side_b]):
+                return False  # no cutting between two blocked orthogonal cells
+            if (side_a, side_b) in diagonals or (side_b, side_a) in diagonals:
+                return False  # no crossing of a diagonal move across the same block
+        return True
+
+    def settle(i: int, kind: int, there: tuple[int, int] | None = None) -> None:
+        if there is not None:
+            here = (int(pos[i, 0]), int(pos[i, 1]))
+            occupancy[here] = -1
+            occupancy[there] = i
+            pos[i] = there
+            if here[0] != there[0] and here[1] != there[1]:
+                diagonals.add((here, there))
+        status[i] = kind
+        settled[i] = True
+
+    pending = order
+    while pending:
+        waiting = []
+        for i in pending:
+            here = (int(pos[i, 0]), int(pos[i, 1]))
+            target = (int(proposals[i, 0]), int(proposals[i, 1]))
+            if not legal(i, here, target):
+                settle(i, BLOCKED)
+            elif occupancy[target] < 0:
+                settle(i, MOVED, target)
+            elif not settled[occupancy[target]]:
+                waiting.append(i)
+            else:
+                sidesteps = [
+                    (here[0] + dx, here[1] + dy)
+                    for dx, dy in MOORE_STEPS
+                    if max(abs(here[0] + dx - target[0]), abs(here[1] + dy - target[1]))
+                    == 1
+                    and legal(i, here, (here[0] + dx, here[1] + dy))
+                    and occupancy[here[0] + dx, here[1] + dy] < 0
+                ]
+                if sidesteps:
+                    settle(i, SIDESTEP, sidesteps[int(rng.integers(len(sidesteps)))])
+                else:
+                    settle(i, BLOCKED)
+        if len(waiting) == len(pending):  # nobody moved: they wait on each other
+            for i in waiting:
+                settle(i, BLOCKED)
+            break
+        pending = waiting
     return MoveResult(pos, status)
 
 

@@ -29,7 +29,7 @@ import itertools
 import logging
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pandas as pd
@@ -40,7 +40,8 @@ from mesa_llm_mobility.evacuation.timing import (
 )
 
 if TYPE_CHECKING:
-    from mesa_llm_mobility.evacuation.model import EvacuationModel
+    from mesa_llm_mobility.evacuation.plaza import Plaza
+    from mesa_llm_mobility.evacuation.scene import Scene
 
 logger = logging.getLogger(__name__)
 
@@ -339,7 +340,37 @@ def summary_table(outcomes: pd.DataFrame, pedestrians: pd.DataFrame) -> pd.DataF
     return pd.concat([table, total]).round(2)
 
 
-def plot_trajectories(model: EvacuationModel, path: str | Path) -> Path:
+class FinishedRun(Protocol):
+    """What :func:`plot_trajectories` reads of a run (an :class:`~.model.EvacuationModel`)."""
+
+    composition: str | dict[str, int]
+    block: int | None
+
+    @property
+    def plaza(self) -> Plaza:
+        """The plaza."""
+        ...
+
+    @property
+    def scene(self) -> Scene:
+        """The scene (the gates' last state)."""
+        ...
+
+    @property
+    def time_s(self) -> float:
+        """When the run ended."""
+        ...
+
+    def positions_frame(self) -> pd.DataFrame:
+        """The positions table."""
+        ...
+
+    def pedestrians_frame(self) -> pd.DataFrame:
+        """The pedestrians table."""
+        ...
+
+
+def plot_trajectories(model: FinishedRun, path: str | Path) -> Path:
     """Draw the plaza, openings, start cells and every trajectory to a PNG."""
     # a bare Figure renders off-screen without touching pyplot's global backend
     from matplotlib.colors import ListedColormap  # noqa: PLC0415
@@ -352,7 +383,7 @@ def plot_trajectories(model: EvacuationModel, path: str | Path) -> Path:
     fig = Figure(figsize=(8, 8.5))
     ax = fig.subplots()
     ax.imshow(
-        model.effective.codes.T,
+        model.scene.effective.codes.T,
         origin="lower",
         cmap=colors,
         vmin=0,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from mesa_llm_mobility.cognition.kinds import Message
 
 if TYPE_CHECKING:
-    from mesa_llm_mobility.evacuation.decisions import EvacuationContext
+    from mesa_llm_mobility.evacuation.decision_context import EvacuationContext
 
 CAPSULE_CHARS = 500
 """Length limit of the short-term context capsule (paper Sec. 2.3.3)."""

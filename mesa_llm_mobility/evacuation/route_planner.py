@@ -43,6 +43,7 @@ from mesa_llm_mobility.evacuation.routing import (
     redescribe_routes,
     route_paths,
 )
+from mesa_llm_mobility.evacuation.stopwatch import PhaseTimer
 
 logger = logging.getLogger(__name__)
 
@@ -260,6 +261,8 @@ class RoutePlanner:
         opening_mask: ``[x, y]`` opening cells (routes may end in them but not cross them).
         cell_size_m: Cell size, for clearances.
         workers: Processes that share the work, this one included (1: no worker process).
+        timer: Times every wait for answers as the phase ``"routing"`` (``None``: a timer of
+            its own).
     """
 
     def __init__(
@@ -269,6 +272,7 @@ class RoutePlanner:
         opening_mask: np.ndarray,
         cell_size_m: float,
         workers: int = 1,
+        timer: PhaseTimer | None = None,
     ) -> None:
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self.workers = 1
@@ -291,6 +295,9 @@ class RoutePlanner:
         self.last_answers: dict[int, tuple[tuple[object, ...], OptionsAnswer]] = {}
         """Each owner's last streamed query's :meth:`~OptionsQuery.search_key` and answer
         (:meth:`QueryStream.add`)."""
+        self.timer = timer if timer is not None else PhaseTimer()
+        """Where the time spent answering (here or waiting for workers) goes, as
+        ``"routing"``."""
 
     def __getstate__(self) -> dict[str, object]:
         """The planner for a checkpoint: no worker processes, no owners' last answers.
@@ -304,10 +311,6 @@ class RoutePlanner:
         state["_gave_up"] = False
         state["last_answers"] = {}
         return state
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        state.setdefault("_gave_up", False)  # checkpoints written before the flag
-        self.__dict__.update(state)
 
     def set_workers(self, workers: int) -> None:
         """Plan with ``workers`` processes from the next step on (the routes do not change).
@@ -329,6 +332,11 @@ class RoutePlanner:
         With worker processes this process answers one share while the workers answer theirs.
         """
         return self.send(queries, share_here=True).answers()
+
+    def route(self, query: RouteQuery) -> list[int]:
+        """One route, searched in this process now (:meth:`RouteSolver.route`)."""
+        with self.timer("routing"):
+            return self.solver.route(query)
 
     def send(
         self, queries: list[OptionsQuery | RouteQuery], share_here: bool = False
@@ -423,6 +431,10 @@ class SentQueries:
 
     def answers(self) -> list[OptionsAnswer | list[int]]:
         """Every query's answer, in the order sent."""
+        with self.planner.timer("routing"):
+            return self._answers()
+
+    def _answers(self) -> list[OptionsAnswer | list[int]]:
         solver = self.planner.solver
         ordered: list[OptionsAnswer | list[int] | None] = [None] * len(self.queries)
         sent = {p for chunk in self.remote for p in chunk.positions}
@@ -508,6 +520,10 @@ class QueryStream:
 
     def answers(self) -> list[OptionsAnswer]:
         """Every query's answer, in the order they were added."""
+        with self.planner.timer("routing"):
+            return self._answers_in_order()
+
+    def _answers_in_order(self) -> list[OptionsAnswer]:
         drafted = time.perf_counter() - self._started
         self._expected = len(self._answers)
         self._send(min(len(self.queries), self._quota()))

@@ -1,4 +1,4 @@
-"""The evacuation's clock: one home for the step length and the counts of steps built on it.
+"""The evacuation's clock: the step length, the counts of steps built on it, and the run's :class:`Clock`.
 
 One Mesa step is one physical step of ``DT_S`` = 1/3 s; decisions take effect at 1 s boundaries
 (every ``STEPS_PER_SECOND`` steps). Every module of the evacuation reads its time constants here.
@@ -50,3 +50,38 @@ def due_step(step: int) -> int:
         The step at which the decision is applied.
     """
     return -(-(step + STEPS_PER_SECOND) // STEPS_PER_SECOND) * STEPS_PER_SECOND
+
+
+class Clock:
+    """The run's step counter and its end (the state every phase reads the time from).
+
+    Args:
+        limit_steps: The step at which the run ends at the latest.
+
+    Attributes:
+        tick: Physical steps done so far (the current step's number while it runs).
+        limit_steps: The run's time limit in steps.
+    """
+
+    def __init__(self, limit_steps: int) -> None:
+        self.tick = 0
+        self.limit_steps = limit_steps
+
+    @property
+    def time_s(self) -> float:
+        """Simulated seconds since the emergency started."""
+        return self.tick * DT_S
+
+    @property
+    def at_boundary(self) -> bool:
+        """Whether the current step starts a whole second (decisions take effect then)."""
+        return self.tick % STEPS_PER_SECOND == 0
+
+    @property
+    def timed_out(self) -> bool:
+        """Whether the time limit is reached."""
+        return self.tick >= self.limit_steps
+
+    def advance(self) -> None:
+        """Count one more physical step."""
+        self.tick += 1

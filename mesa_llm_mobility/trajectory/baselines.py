@@ -52,11 +52,9 @@ from mesa_llm_mobility.trajectory.historical import (
     historical_chain_policy,
 )
 from mesa_llm_mobility.trajectory.markov import MarkovChainBaseline
+from mesa_llm_mobility.trajectory.neural_names import NEURAL_BASELINES
 from mesa_llm_mobility.trajectory.run_files import settings_parameters
 from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
-
-NEURAL_BASELINES = ("gru", "lstm", "transformer", "seqgan")
-"""The paper's neural baselines, in its order (they need the ``neural`` extra)."""
 
 LLM_BASELINES = ("llm", "tool_calling")
 """The baselines that need an LLM brain."""

@@ -9,6 +9,7 @@ there (they are not run here).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,41 @@ from mesa_llm_mobility.experiment.markdown import markdown_table
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
 from mesa_llm_mobility.experiment.storage import write_atomic
 from mesa_llm_mobility.trajectory.baselines import BASELINE_LABELS
-from mesa_llm_mobility.trajectory.benchmark import (
+from mesa_llm_mobility.trajectory.metrics import METRICS
+from mesa_llm_mobility.trajectory.paper_tables import (
     PAPER_GPU_HOURS,
     PAPER_NUMOSIM_DETECTORS,
     PAPER_NUMOSIM_METRICS,
     PAPER_NUMOSIM_TABLE,
     PAPER_TOOL_SUCCESS,
     REFERENCE,
-    BenchmarkTables,
 )
-from mesa_llm_mobility.trajectory.metrics import METRICS
+
+
+@dataclass(frozen=True)
+class BenchmarkTables:
+    """The benchmark's tables.
+
+    Attributes:
+        metrics: Tables II and VI, one row per baseline (and the reference), index
+            ``baseline``.
+        realism: Tables III and VII, one row per baseline and detector (empty without
+            detectors).
+        cost: One row per baseline.
+        temperature: Table VIII (empty without an LLM brain).
+        spatial: Beyond the paper: the location-aware metrics, index ``baseline``.
+        tools: Table V: tool-invocation success per workflow baseline.
+        notes: What was left out and why (e.g. no detectors installed).
+    """
+
+    metrics: pd.DataFrame
+    realism: pd.DataFrame
+    cost: pd.DataFrame
+    temperature: pd.DataFrame
+    spatial: pd.DataFrame = field(default_factory=pd.DataFrame)
+    tools: pd.DataFrame = field(default_factory=pd.DataFrame)
+    notes: list[str] = field(default_factory=list)
+
 
 REPORT_FILE = "report.md"
 PAPER_ROW = "paper: TrajGenAgent, NumoSim (another dataset)"
@@ -95,7 +121,7 @@ PUBLISHED_DETECTOR_COLUMNS = {
     "visit_individual AUROC": 3,
     "visit_individual AP": 4,
 }
-"""Our detector columns -> position in :data:`~.benchmark.PAPER_NUMOSIM_DETECTORS` (BeSTAD
+"""Our detector columns -> position in :data:`~.paper_tables.PAPER_NUMOSIM_DETECTORS` (BeSTAD
 under ``individual``, ICAD's two levels under ``visit`` and ``visit_individual``)."""
 
 

@@ -14,8 +14,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
+from mesa_llm_mobility.cognition.arguments import (
+    add_brain_arguments,
+    brain_options,
+    positive_int,
+)
 from mesa_llm_mobility.experiment.cli import add_executor_arguments, add_run_commands
+from mesa_llm_mobility.experiment.parameters import (
+    add_parameter_arguments,
+    parameters_from_arguments,
+)
 from mesa_llm_mobility.urban.cities.cli import (
     add_urban_import_gtfs_command,
     add_urban_import_osm_command,
@@ -286,22 +294,19 @@ def add_urban_experiment_command(urban_commands: Any) -> argparse.ArgumentParser
             "comparison.csv, peaks.png and figure10.png into --out."
         ),
     )
-    parser.add_argument("--days", type=int, default=3, help="days per run (default 3)")
     parser.add_argument(
-        "--seeds", type=int, default=10, help="seeds 0..N-1 (default 10)"
+        "--seeds", type=positive_int, default=10, help="seeds 0..N-1 (default 10)"
     )
     parser.add_argument(
         "--out", default="runs/urban_experiment", help="experiment folder"
     )
-    parser.add_argument(
-        "--population",
-        default=None,
-        help="population (bundled name or file; population_gatsim: the published run's)",
-    )
-    parser.add_argument(
-        "--no-events",
-        action="store_true",
-        help="run without the scenario's network events (the published run had none)",
+    add_parameter_arguments(
+        parser.add_argument_group(
+            "parameters of every run (default: the model's, 3 days; the published run had "
+            "population_gatsim and no events)"
+        ),
+        UrbanParameters,
+        defaults=False,
     )
     parser.add_argument(
         "--compare-brain",
@@ -332,10 +337,8 @@ def _experiment(args: argparse.Namespace) -> int:
     from mesa_llm_mobility.urban import macro  # noqa: PLC0415
     from mesa_llm_mobility.urban.published import load_published_run  # noqa: PLC0415
 
-    if args.seeds < 1 or args.days < 1:
-        raise ValueError(
-            f"--seeds and --days must be >= 1, got {args.seeds} and {args.days}"
-        )
+    parameters = parameters_from_arguments(args)
+    days = parameters.setdefault("days", macro.EXPERIMENT_DAYS)
     runs = {}
     for brain, seeds, out in (
         (args.brain, args.seeds, Path(args.out)),
@@ -349,11 +352,8 @@ def _experiment(args: argparse.Namespace) -> int:
             continue
         per_run, _ = macro.run_macro_experiment(
             out,
-            days=args.days,
+            {**parameters, "brain": brain},
             seeds=seeds,
-            brain=brain,
-            population=args.population,
-            events=not args.no_events,
             executor=args.executor,
             max_workers=args.workers,
             ray_address=args.ray_address,
@@ -367,7 +367,7 @@ def _experiment(args: argparse.Namespace) -> int:
     with pd.option_context("display.width", 250, "display.max_colwidth", 60):
         print(table.to_string())
     print(
-        f"\n{args.days} days; mean [95 % interval] over seeds (Student t, clipped to [0, 1] "
+        f"\n{days} days; mean [95 % interval] over seeds (Student t, clipped to [0, 1] "
         "for shares and gaps); the published run's proportions with a Wilson interval; "
         f"tables, {figure.name} and figure10.png in {args.out}"
     )
@@ -422,9 +422,13 @@ def _scenarios(args: argparse.Namespace) -> int:
     from mesa_llm_mobility.urban import believability  # noqa: PLC0415
 
     found = believability.generate_scenarios(
-        args.scenarios, days=args.days, seed=args.seed, agents=args.agents,
-        brain=args.brain, brain_options=brain_options(args),
-    )  # fmt: skip
+        args.scenarios,
+        days=args.days,
+        seed=args.seed,
+        agents=args.agents,
+        brain=args.brain,
+        brain_options=brain_options(args),
+    )
     paths = believability.write_annotator_files(found, args.out)
     kinds = ", ".join(
         f"{kind} {sum(s.kind == kind for s in found)}"

@@ -103,10 +103,17 @@ class Conversation:
             None if out.proposal is None or out.proposal.is_empty() else out.proposal
         )
         conversation = cls(
-            initiator, out.partner, relation, out.topic, medium, morning, minute,
-            proposal=proposal, proposer=initiator if proposal else None,
+            initiator,
+            out.partner,
+            relation,
+            out.topic,
+            medium,
+            morning,
+            minute,
+            proposal=proposal,
+            proposer=initiator if proposal else None,
             importance=out.importance,
-        )  # fmt: skip
+        )
         conversation.lines.append(
             ChatLine(initiator, out.message, proposal, outcome=outcome)
         )
@@ -320,10 +327,14 @@ def hold_conversations(
             travellers[chat.partner].place == travellers[str(result.agent_id)].place
         )
         conversation = Conversation.opened(
-            str(result.agent_id), chat, context.contacts[chat.partner],
+            str(result.agent_id),
+            chat,
+            context.contacts[chat.partner],
             medium="in person" if together else "by phone",
-            morning=context.morning, minute=t, outcome=str(result.outcome),
-        )  # fmt: skip
+            morning=context.morning,
+            minute=t,
+            outcome=str(result.outcome),
+        )
         conversations.append(conversation)
         model.record_decision(result, time, action=f"{chat.partner}: {chat.topic}")
     talking = list(conversations)

@@ -406,12 +406,23 @@ def _simulate_events(
         )
         records.append(
             (
-                row["trip_id"], row["agent"] if row["agent"] is not None else row["trip_id"],
-                row["origin"], row["destination"], "drive", tuple(map(names.__getitem__, route)),
-                row["depart"], dep, planned, arrived, math.nan, arrived - dep,
-                free_flow if arrived == arrived else math.nan, arrived - dep - free_flow, state,
+                row["trip_id"],
+                row["agent"] if row["agent"] is not None else row["trip_id"],
+                row["origin"],
+                row["destination"],
+                "drive",
+                tuple(map(names.__getitem__, route)),
+                row["depart"],
+                dep,
+                planned,
+                arrived,
+                math.nan,
+                arrived - dep,
+                free_flow if arrived == arrived else math.nan,
+                arrived - dep - free_flow,
+                state,
             )
-        )  # fmt: skip
+        )
     return pd.DataFrame(records, columns=TRIP_COLUMNS)
 
 

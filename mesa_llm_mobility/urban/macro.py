@@ -30,6 +30,7 @@ from scipy import stats
 from mesa_llm_mobility.cognition.settings import BrainOptions
 from mesa_llm_mobility.experiment.executors import ExecutorName
 from mesa_llm_mobility.experiment.run_directory import RunDirectory
+from mesa_llm_mobility.experiment.sweeps import sweep
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm
 from mesa_llm_mobility.urban.decisions.learning import SMALL_1982, schedule_cost
 from mesa_llm_mobility.urban.equilibrium_gap import (
@@ -38,6 +39,7 @@ from mesa_llm_mobility.urban.equilibrium_gap import (
     usable_modes,
     with_directions,
 )
+from mesa_llm_mobility.urban.model import UrbanMobilityModel
 from mesa_llm_mobility.urban.population import (
     Population,
     load_population,
@@ -46,6 +48,9 @@ from mesa_llm_mobility.urban.population import (
 from mesa_llm_mobility.urban.published import PublishedRun
 from mesa_llm_mobility.urban.routing import NetworkIndex
 from mesa_llm_mobility.urban.scenario import Scenario, load_scenario
+
+EXPERIMENT_DAYS = 3
+"""The paper's macroscopic experiment runs three days (Monday to Wednesday)."""
 
 EIGHT = 8 * 60
 PEAK = (6 * 60 + 30, 9 * 60)
@@ -410,12 +415,9 @@ def comparison_table(sources: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- the experiment
 def run_macro_experiment(
     out: str | Path,
+    parameters: Mapping[str, Any] | None = None,
     *,
-    days: int = 3,
     seeds: int | Iterable[int] = 10,
-    brain: str = "rules",
-    population: str | None = None,
-    events: bool = True,
     executor: ExecutorName = "serial",
     max_workers: int | None = None,
     ray_address: str | None = None,
@@ -428,31 +430,34 @@ def run_macro_experiment(
     Writes ``macro_runs.csv`` (one row per seed and day), ``macro_summary.csv`` (mean and
     95 % interval per day and metric), ``macro_peaks.csv`` (departures per bin, seed and day)
     and ``figure10.png`` (the traffic snapshots at 07:00, 07:30, 08:00 and 08:30 of each day of
-    the first seed) into ``out``. ``population`` (a bundled name or a path; default the model's)
-    and ``events`` go to the model; ``executor``, ``max_workers``, ``ray_address`` and
-    ``num_cpus`` are those of :func:`~mesa_llm_mobility.experiment.sweeps.sweep`.
+    the first seed) into ``out``.
+
+    Args:
+        out: The experiment folder.
+        parameters: The urban model's parameters for every run
+            (:class:`~.parameters.UrbanParameters` names; default: the paper's 3 days, the
+            model's other defaults).
+        seeds: A number of seeds (``0..n-1``) or the seeds.
+        executor: As :func:`~mesa_llm_mobility.experiment.sweeps.sweep` (and
+            ``max_workers``, ``ray_address``, ``num_cpus``).
+        max_workers: Worker processes (``"process"``).
+        ray_address: Ray cluster address (``"ray"``).
+        num_cpus: CPUs of a local Ray instance.
+        brain_options: LLM brain options.
+        progress: Show the sweep's progress bar.
 
     Returns:
         ``(per_run, summary)``.
 
     Raises:
+        ParameterError: For a parameter the model does not have, or a bad value.
         RuntimeError: If a run failed (its error is named).
     """
-    from mesa_llm_mobility.experiment.sweeps import sweep  # noqa: PLC0415
-    from mesa_llm_mobility.urban.model import UrbanMobilityModel  # noqa: PLC0415
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    parameters: dict[str, Any] = {"days": days}
-    if brain != "rules":
-        parameters["brain"] = brain
-    if population is not None:
-        parameters["population"] = population
-    if not events:
-        parameters["events"] = False
     results = sweep(
         UrbanMobilityModel,
-        parameters,
+        {"days": EXPERIMENT_DAYS, **dict(parameters or {})},
         seeds=seeds,
         out=out,
         executor=executor,

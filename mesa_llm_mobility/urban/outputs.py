@@ -23,8 +23,19 @@ if TYPE_CHECKING:
     from mesa_llm_mobility.urban.tools import ToolCallRecord
     from mesa_llm_mobility.urban.traffic import TrafficEngine
 
-PLAN_COLUMNS = ("day", "minute", "agent", "source", "position", "facility", "departure_time",
-                "mode", "path", "reflect_every", "description")  # fmt: skip
+PLAN_COLUMNS = (
+    "day",
+    "minute",
+    "agent",
+    "source",
+    "position",
+    "facility",
+    "departure_time",
+    "mode",
+    "path",
+    "reflect_every",
+    "description",
+)
 REVISION_COLUMNS = ("day", "minute", "agent", "situation", "place", "action", "reason")
 MEMORY_COLUMNS = (
     "agent",
@@ -35,13 +46,42 @@ MEMORY_COLUMNS = (
     "created",
     "expiration",
 )
-CHAT_COLUMNS = ("day", "minute", "conversation", "turn", "speaker", "listener", "relation",
-                "medium", "topic", "message", "proposal", "accept", "outcome", "agreed",
-                "summary")  # fmt: skip
-TOOL_CALL_COLUMNS = ("day", "minute", "agent", "tool", "arguments", "answer", "ok",
-                     "via")  # fmt: skip
-COMMUTE_COLUMNS = ("day", "commuters", "mean_departure", "mean_lead", "late_share",
-                   "mean_late", "mean_delay")  # fmt: skip
+CHAT_COLUMNS = (
+    "day",
+    "minute",
+    "conversation",
+    "turn",
+    "speaker",
+    "listener",
+    "relation",
+    "medium",
+    "topic",
+    "message",
+    "proposal",
+    "accept",
+    "outcome",
+    "agreed",
+    "summary",
+)
+TOOL_CALL_COLUMNS = (
+    "day",
+    "minute",
+    "agent",
+    "tool",
+    "arguments",
+    "answer",
+    "ok",
+    "via",
+)
+COMMUTE_COLUMNS = (
+    "day",
+    "commuters",
+    "mean_departure",
+    "mean_lead",
+    "late_share",
+    "mean_late",
+    "mean_delay",
+)
 
 
 class UrbanSummary(TypedDict):
@@ -81,10 +121,17 @@ def plans_frame(rows: Iterable[PlanRow]) -> pd.DataFrame:
 def revisions_frame(records: Iterable[PlanRevisionRecord]) -> pd.DataFrame:
     """One row per plan revision: day, minute, agent, situation, place, action, reason."""
     rows = [
-        (int(r.minute) // MINUTES_PER_DAY + 1, int(r.minute) % MINUTES_PER_DAY, r.agent,
-         r.situation, r.place, r.action, r.reason)
+        (
+            int(r.minute) // MINUTES_PER_DAY + 1,
+            int(r.minute) % MINUTES_PER_DAY,
+            r.agent,
+            r.situation,
+            r.place,
+            r.action,
+            r.reason,
+        )
         for r in records
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows, columns=list(REVISION_COLUMNS))
 
 
@@ -98,11 +145,18 @@ def positions_frame(moves: Iterable[MoveRow]) -> pd.DataFrame:
 def memories_frame(travellers: Mapping[str, TravellerAgent]) -> pd.DataFrame:
     """One row per live memory of every traveller."""
     rows = [
-        (name, node.id, str(node.type), node.content, node.importance, node.created,
-         node.expiration)
+        (
+            name,
+            node.id,
+            str(node.type),
+            node.content,
+            node.importance,
+            node.created,
+            node.expiration,
+        )
         for name, agent in travellers.items()
         for node in agent.memory.nodes()
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows, columns=list(MEMORY_COLUMNS))
 
 
@@ -122,21 +176,42 @@ def conversations_frame(conversations: Iterable[Conversation]) -> pd.DataFrame:
                 talk.partner if line.speaker == talk.initiator else talk.initiator
             )
             rows.append(
-                (day, minute, number, turn, line.speaker, listener, talk.relation,
-                 talk.medium, talk.topic, line.message,
-                 "" if line.proposal is None else line.proposal.describe(), line.accept,
-                 line.outcome, agreed, talk.summary)
-            )  # fmt: skip
+                (
+                    day,
+                    minute,
+                    number,
+                    turn,
+                    line.speaker,
+                    listener,
+                    talk.relation,
+                    talk.medium,
+                    talk.topic,
+                    line.message,
+                    "" if line.proposal is None else line.proposal.describe(),
+                    line.accept,
+                    line.outcome,
+                    agreed,
+                    talk.summary,
+                )
+            )
     return pd.DataFrame(rows, columns=list(CHAT_COLUMNS))
 
 
 def tool_calls_frame(calls: Iterable[ToolCallRecord]) -> pd.DataFrame:
     """One row per tool call (see :data:`TOOL_CALL_COLUMNS`); arguments as JSON text."""
     rows = [
-        (c.minute // MINUTES_PER_DAY + 1, c.minute % MINUTES_PER_DAY, c.agent, c.tool,
-         json.dumps(c.arguments, sort_keys=True), c.answer, c.ok, c.via)
+        (
+            c.minute // MINUTES_PER_DAY + 1,
+            c.minute % MINUTES_PER_DAY,
+            c.agent,
+            c.tool,
+            json.dumps(c.arguments, sort_keys=True),
+            c.answer,
+            c.ok,
+            c.via,
+        )
         for c in calls
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows, columns=list(TOOL_CALL_COLUMNS))
 
 

@@ -431,11 +431,13 @@ def with_appointments(
         result.insert(
             position,
             Activity(
-                facility=appointment.facility, departure_time=format_hhmm(leave),
-                reflect_every=MIN_REFLECT_MINUTES, mode=mode,
+                facility=appointment.facility,
+                departure_time=format_hhmm(leave),
+                reflect_every=MIN_REFLECT_MINUTES,
+                mode=mode,
                 description=f"Meet {appointment.partner} at the {appointment.facility}",
             ),
-        )  # fmt: skip
+        )
         after = appointment.minute + APPOINTMENT_STAY_MINUTES
         if position + 1 < len(result):
             following = result[position + 1]

@@ -111,10 +111,17 @@ class NetworkIndex:
                 for k, name in enumerate(names):
                     links.append(
                         DirectedLink(
-                            len(links), name, direction, stops[k], stops[k + 1],
-                            line.travel_time, "metro", line.name, k,
+                            len(links),
+                            name,
+                            direction,
+                            stops[k],
+                            stops[k + 1],
+                            line.travel_time,
+                            "metro",
+                            line.name,
+                            k,
                         )
-                    )  # fmt: skip
+                    )
         self.links: tuple[DirectedLink, ...] = tuple(links)
         self.by_name_tail: dict[tuple[str, str], DirectedLink] = {
             (link.name, link.tail): link for link in links

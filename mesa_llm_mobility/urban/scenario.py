@@ -206,6 +206,14 @@ class Scenario:
     events: tuple[Event, ...] = ()
     description: str = ""
 
+    def metro_link_names(self) -> dict[str, tuple[str, int]]:
+        """Map each metro link name to ``(line name, index of its first stop)``."""
+        return {
+            link_name: (line.name, k)
+            for line in self.metro_lines.values()
+            for k, link_name in enumerate(line.link_names)
+        }
+
 
 def parse_clock(value: Any, where: str) -> float:
     """:func:`mesa_llm_mobility.urban.clock.parse_clock` raising :class:`ScenarioError`."""

@@ -81,28 +81,55 @@ def _plan(prompt: str) -> dict[str, Any]:
         leave = max(now + 1, start - travel - 15 - (20 if drop else 0))
         back = end if end > leave else min(leave + 8 * 60, 23 * 60 + 30)
         activities = [
-            {"facility": work["work"], "departure_time": format_hhmm(leave),
-             "mode": mode, "reflect_every": 150, "description": "Work"},
-            {"facility": home, "departure_time": format_hhmm(back), "mode": mode,
-             "description": "Return home"},
-        ]  # fmt: skip
+            {
+                "facility": work["work"],
+                "departure_time": format_hhmm(leave),
+                "mode": mode,
+                "reflect_every": 150,
+                "description": "Work",
+            },
+            {
+                "facility": home,
+                "departure_time": format_hhmm(back),
+                "mode": mode,
+                "description": "Return home",
+            },
+        ]
         if drop:
             activities[0]["departure_time"] = None
-            activities.insert(0, {"facility": school["school"], "mode": mode,
-                                  "departure_time": format_hhmm(leave),
-                                  "description": "Drop the children off"})  # fmt: skip
+            activities.insert(
+                0,
+                {
+                    "facility": school["school"],
+                    "mode": mode,
+                    "departure_time": format_hhmm(leave),
+                    "description": "Drop the children off",
+                },
+            )
         if "up from" in runs:
             activities[-1]["departure_time"] = None
-            activities.insert(-1, {"facility": school["school"], "mode": mode,
-                                   "departure_time": format_hhmm(back),
-                                   "description": "Pick the children up"})  # fmt: skip
+            activities.insert(
+                -1,
+                {
+                    "facility": school["school"],
+                    "mode": mode,
+                    "departure_time": format_hhmm(back),
+                    "description": "Pick the children up",
+                },
+            )
     agreed = re.search(r"Agreed in chats: (?P<meetings>[^\n]+)\.", prompt)
     for meeting in _AGREED.finditer(agreed["meetings"] if agreed else ""):
         # the joint activity before the return home, which then leaves an hour after it
         at = parse_hhmm(meeting["time"])
-        activities.insert(-1, {"facility": meeting["facility"], "mode": mode,
-                               "departure_time": format_hhmm(at - 30),
-                               "description": f"Meet {meeting['partner']}"})  # fmt: skip
+        activities.insert(
+            -1,
+            {
+                "facility": meeting["facility"],
+                "mode": mode,
+                "departure_time": format_hhmm(at - 30),
+                "description": f"Meet {meeting['partner']}",
+            },
+        )
         activities[-1]["departure_time"] = format_hhmm(at + 60)
     return {
         "activities": activities,
@@ -117,15 +144,21 @@ def _proposal(prompt: str, name: str, relation: str) -> dict[str, Any] | None:
     me = next((n for n in days if n != name), None)
     morning = "Before planning today" in prompt
     if (
-        morning and relation == "family" and me is not None
-        and "no car today" in days[me] and "licensed" in days[me].split(";")[0]
+        morning
+        and relation == "family"
+        and me is not None
+        and "no car today" in days[me]
+        and "licensed" in days[me].split(";")[0]
         and "has the car today" in days.get(name, "")
-    ):  # fmt: skip
+    ):
         return {"car": me}
     if (
-        not morning and relation == "family" and me is not None
-        and "picks the children up" in days[me] and "works" in days.get(name, "")
-    ):  # fmt: skip
+        not morning
+        and relation == "family"
+        and me is not None
+        and "picks the children up" in days[me]
+        and "works" in days.get(name, "")
+    ):
         return {"pick_up": name}  # my day runs late: the partner fetches the children
     if relation == "friend":
         return {"meet_at": "Coffee shop", "meet_time": "19:30" if morning else "21:00"}
@@ -139,9 +172,12 @@ def _chat(prompt: str) -> dict[str, Any]:
     topic = next(f"news {n}" for n in range(1, 1000) if f"news {n}" not in used)
     name, relation = person["name"], person["relation"]
     return {
-        "partner": name, "topic": topic, "message": f"Hi {name}, any news?",
-        "proposal": _proposal(prompt, name, relation), "importance": 0.3,
-    }  # fmt: skip
+        "partner": name,
+        "topic": topic,
+        "message": f"Hi {name}, any news?",
+        "proposal": _proposal(prompt, name, relation),
+        "importance": 0.3,
+    }
 
 
 def _chat_turn(prompt: str) -> dict[str, Any]:
@@ -149,10 +185,14 @@ def _chat_turn(prompt: str) -> dict[str, Any]:
     partner = _TALKING.search(prompt)["partner"]
     accept = " proposes: " in prompt
     return {
-        "message": "Yes, let's do that." if accept else "All fine, traffic was heavy this morning.",
-        "accept": accept, "end": True, "importance": 0.3,
+        "message": "Yes, let's do that."
+        if accept
+        else "All fine, traffic was heavy this morning.",
+        "accept": accept,
+        "end": True,
+        "importance": 0.3,
         "summary": f"Talked with {partner}" + (", and agreed." if accept else "."),
-    }  # fmt: skip
+    }
 
 
 _FUTURE = re.compile(
@@ -171,32 +211,51 @@ def _revision(prompt: str) -> dict[str, Any]:
     rest = prompt.split("Rest of today's plan:", 1)[-1].split("\n\n", 1)[0]
     future = list(_FUTURE.finditer(rest))
     missing = [
-        m for m in _AGREED.finditer(still["runs"] if still else "")
+        m
+        for m in _AGREED.finditer(still["runs"] if still else "")
         if not any(f["facility"] == m["facility"] for f in future)
-    ]  # fmt: skip
+    ]
     pick_up = _PICK_UP.search(still["runs"] if still else "")
     if pick_up and any(f["facility"] == pick_up["school"] for f in future):
         pick_up = None
     if (not missing and not pick_up) or not future:
         return {"action": "keep", "reason": "plan still fine"}
     activities = [
-        {"facility": f["facility"], "mode": f["mode"],
-         "departure_time": None if f["leave"] == "on arrival" else f["leave"]}
+        {
+            "facility": f["facility"],
+            "mode": f["mode"],
+            "departure_time": None if f["leave"] == "on arrival" else f["leave"],
+        }
         for f in future
-    ]  # fmt: skip
+    ]
     if pick_up:  # on the way home: the school, then home on arrival
         home = activities[-1]
-        activities.insert(-1, {**home, "facility": pick_up["school"],
-                               "description": "Pick the children up"})  # fmt: skip
+        activities.insert(
+            -1,
+            {
+                **home,
+                "facility": pick_up["school"],
+                "description": "Pick the children up",
+            },
+        )
         home["departure_time"] = None
     for meeting in missing:
         at = parse_hhmm(meeting["time"])
-        activities.insert(-1, {"facility": meeting["facility"], "mode": future[0]["mode"],
-                               "departure_time": format_hhmm(at - 30),
-                               "description": f"Meet {meeting['partner']}"})  # fmt: skip
+        activities.insert(
+            -1,
+            {
+                "facility": meeting["facility"],
+                "mode": future[0]["mode"],
+                "departure_time": format_hhmm(at - 30),
+                "description": f"Meet {meeting['partner']}",
+            },
+        )
         activities[-1]["departure_time"] = format_hhmm(min(at + 60, 23 * 60 + 59))
-    return {"action": "replace_activities", "activities": activities,
-            "reason": "add the agreed meeting"}  # fmt: skip
+    return {
+        "action": "replace_activities",
+        "activities": activities,
+        "reason": "add the agreed meeting",
+    }
 
 
 _AT = re.compile(
@@ -209,11 +268,18 @@ def _queries(prompt: str) -> dict[str, Any]:
     found = _AT.search(prompt)
     if found["decision"] == "plan":
         place = found["place"]
-        return {"queries": [
-            {"tool": "travel_time", "origin": place, "destination": "Office",
-             "mode": "drive", "time": "07:30"},
-            {"tool": "metro_timetable", "stop": place},
-        ]}  # fmt: skip
+        return {
+            "queries": [
+                {
+                    "tool": "travel_time",
+                    "origin": place,
+                    "destination": "Office",
+                    "mode": "drive",
+                    "time": "07:30",
+                },
+                {"tool": "metro_timetable", "stop": place},
+            ]
+        }
     return {"queries": [{"tool": "link_congestion", "link": "Ave_2_link_2"}]}
 
 
@@ -222,10 +288,17 @@ def _native_calls(prompt: str) -> ToolCalls | None:
     if "Plan today" in prompt:
         home = _HOME.search(prompt)["home"]
         return ToolCalls.of(
-            ("travel_time", {"origin": home, "destination": "Office", "mode": "drive",
-                             "time": "07:30"}),
+            (
+                "travel_time",
+                {
+                    "origin": home,
+                    "destination": "Office",
+                    "mode": "drive",
+                    "time": "07:30",
+                },
+            ),
             ("metro_timetable", {"stop": home}),
-        )  # fmt: skip
+        )
     if "Choose action" in prompt:
         return ToolCalls.of(("link_congestion", {"link": "Ave_2_link_2"}))
     return None
@@ -251,14 +324,17 @@ def respond(body: dict[str, Any]) -> Reply:
         return json_content(
             {
                 "reflections": [
-                    {"content": f"Day {day} went fine.", "importance": 0.3,
-                     "keywords": ["routine"]}
+                    {
+                        "content": f"Day {day} went fine.",
+                        "importance": 0.3,
+                        "keywords": ["routine"],
+                    }
                 ],
                 "long_term_reflection": "Leave a little earlier when traffic is heavy.",
                 # a late trip matters more than an easy one (both outlive the night: eq. 7)
                 "trip_importance": [0.9 if "late for" in t else 0.6 for t in trips],
             }
-        )  # fmt: skip
+        )
     if "Rate how much each trip matters" in prompt:
         trips = re.findall(r"^- \d+\. (.*)$", prompt, re.MULTILINE)
         return json_content(

@@ -100,6 +100,11 @@ def native_tool_calls(
     for result in results:
         for use in result.tool_calls:
             yield ToolCallRecord(
-                str(result.agent_id), minute, use.tool, use.arguments,
-                use.answer, use.ok, via="native",
-            )  # fmt: skip
+                str(result.agent_id),
+                minute,
+                use.tool,
+                use.arguments,
+                use.answer,
+                use.ok,
+                via="native",
+            )

@@ -164,11 +164,22 @@ def trips_frame(trips: Iterable[Trip]) -> pd.DataFrame:
     """
     rows = [
         (
-            trip.trip_id, trip.agent, trip.origin, trip.destination, trip.mode, tuple(trip.path),
-            trip.planned_departure, trip.departure, trip.planned_arrival, trip.arrival,
+            trip.trip_id,
+            trip.agent,
+            trip.origin,
+            trip.destination,
+            trip.mode,
+            tuple(trip.path),
+            trip.planned_departure,
+            trip.departure,
+            trip.planned_arrival,
+            trip.arrival,
             trip.admitted,
-            trip.arrival - trip.departure, trip.free_flow_time, trip.delay, str(trip.state),
+            trip.arrival - trip.departure,
+            trip.free_flow_time,
+            trip.delay,
+            str(trip.state),
         )
         for trip in trips
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows, columns=TRIP_COLUMNS)

@@ -1,11 +1,7 @@
 import numpy as np
 import pytest
 
-from mesa_llm_mobility.evacuation.communication import (
-    approximate_distance_m,
-    heard_shout,
-    pairs_within,
-)
+from mesa_llm_mobility.evacuation.communication import pairs_within
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 
 
@@ -28,13 +24,6 @@ def test_pairs_within_are_the_full_tables_pairs_in_its_order(seed):
         got = pairs_within(receivers, senders, radius)
         assert np.array_equal(got[0], r) and np.array_equal(got[1], s)
         assert np.array_equal(got[2], table[r, s])
-
-
-def test_heard_shout_gives_direction_and_rough_distance_only():
-    heard = heard_shout((10, 10), (10, 40), 0.4)  # 12 m north
-    assert heard.direction == "N" and heard.approx_distance_m == 10
-    assert approximate_distance_m(1.0) == 5 and approximate_distance_m(13.0) == 15
-    assert "no" not in heard.describe() or "threat" not in heard.describe()
 
 
 def test_shouts_and_exit_information_are_recorded_sender_to_receiver():

@@ -5,18 +5,17 @@ import pytest
 
 from mesa_llm_mobility.cognition.brain import RuleBrain
 from mesa_llm_mobility.cognition.kinds import DecisionRequest
-from mesa_llm_mobility.evacuation.communication import ExitHint, HeardShout
-from mesa_llm_mobility.evacuation.contexts import decision_request
+from mesa_llm_mobility.evacuation.decision_context import StaleSighting
 from mesa_llm_mobility.evacuation.decisions import (
     EVACUATION_MOVE,
     EvacuationDecision,
     Offset,
-    StaleSighting,
     appraise,
     evacuation_rule_policy,
     urgency_for,
     validate_evacuation_move,
 )
+from mesa_llm_mobility.evacuation.messages import ExitHint, HeardShout
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.personality import ARCHETYPES
 from mesa_llm_mobility.evacuation.plaza import Terrain
@@ -25,7 +24,7 @@ from mesa_llm_mobility.evacuation.plaza import Terrain
 @pytest.fixture(scope="module")
 def context():
     model = EvacuationModel(composition="A", rng=3, time_limit_s=1)
-    return decision_request(model, model.pedestrians[0], "test").context
+    return model.decision_request(model.pedestrians[0], "test").context
 
 
 def decision(**kw):

@@ -30,7 +30,9 @@ def test_every_opening_a_pedestrian_believes_it_saw_has_an_observation_row(finis
         believed = {
             o.opening_id
             for k, o in enumerate(model.plaza.openings)
-            if np.any(model.belief.known(agent.index, model.opening_cells[k]))
+            if np.any(
+                model.senses.belief.known(agent.index, model.scene.opening_cells[k])
+            )
         }
         rows = set(observed.loc[observed["agent_id"] == agent.unique_id, "opening_id"])
         assert rows == believed, agent.unique_id

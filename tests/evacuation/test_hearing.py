@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from mesa_llm_mobility.evacuation.communication import heard_shout, shout_details
 from mesa_llm_mobility.evacuation.hearing import ShoutLog
 
 
@@ -39,14 +38,3 @@ def test_recent_shouts_and_first_hearings_match_per_listener_dictionaries():
         listeners = rng.permutation(n).tolist()  # any order, as a step's requests come
         together = log.recent_many(listeners, cutoff, 5)
         assert together == [log.recent(li, cutoff, 5) for li in listeners]
-
-
-def test_shout_details_are_what_each_listener_hears():
-    rng = np.random.default_rng(1)
-    offsets = rng.integers(-37, 38, (500, 2))
-    offsets[:50] = offsets[50:100]  # repeated offsets share one computation
-    details = shout_details(offsets, 0.4)
-    for (dx, dy), detail in zip(offsets.tolist(), details, strict=True):
-        heard = heard_shout((10, 10), (10 + dx, 10 + dy), 0.4)
-        assert detail == f"{heard.direction} ~{heard.approx_distance_m} m"
-    assert shout_details(np.zeros((0, 2), dtype=int), 0.4) == []

@@ -14,6 +14,7 @@ from mesa_llm_mobility.evacuation.knowledge_graph import (
     memory_operations,
     operation_counts,
     plot_agent_lanes,
+    plot_knowledge_graph,
     write_graphml,
 )
 from mesa_llm_mobility.evacuation.model import EvacuationModel
@@ -96,9 +97,8 @@ def test_lineages_write_retain_rewrite_and_forget():
     assert fact_track("A man shouted to the north.") == "communication"
 
 
-def test_the_graph_links_decisions_to_the_memory_in_force_when_they_were_requested(
-    tmp_path,
-):
+def _small_record():
+    """Two memory versions, three decisions and two observations of pedestrian 1."""
     versions = _versions(
         "I see the south gate open. I feel calm.", "I decided to head to the gate."
     )
@@ -130,6 +130,13 @@ def test_the_graph_links_decisions_to_the_memory_in_force_when_they_were_request
             "detail": ["N ~9 m", "10.0 m"],
         }
     )
+    return versions, decisions, events
+
+
+def test_the_graph_links_decisions_to_the_memory_in_force_when_they_were_requested(
+    tmp_path,
+):
+    versions, decisions, events = _small_record()
     graph = knowledge_graph(versions, decisions, events)
     types = nx.get_node_attributes(graph, "type")
     assert sorted(set(types.values())) == [
@@ -195,3 +202,28 @@ def test_a_rule_run_gives_a_graph_a_count_and_a_lane_figure(tmp_path):
         tmp_path / "lanes.png",
     )
     assert figure.stat().st_size > 10_000
+
+
+def test_the_graph_figure_puts_nodes_at_their_times_with_lanes_and_a_legend(tmp_path):
+    versions, decisions, events = _small_record()
+    graph = knowledge_graph(versions, decisions, events)
+    figure = plot_knowledge_graph(graph, title="pedestrian 1", path=tmp_path / "kg.png")
+    assert (tmp_path / "kg.png").stat().st_size > 10_000
+    ax = figure.axes[0]
+    assert ax.get_title() == "pedestrian 1" and ax.get_xlabel() == "time (s)"
+    lanes = [t.get_text() for t in ax.get_yticklabels()]
+    assert lanes[:4] == ["observations", "decisions", "affect (fear)", "routes chosen"]
+    tracks = {d["track"] for _, d in graph.nodes(data=True) if d["type"] == "memory"}
+    assert lanes[4:] == [f"memory: {t}" for t in sorted(tracks)]
+    legend = {t.get_text() for t in ax.get_legend().get_texts()}
+    relations = {r.replace("_", " ") for _, _, r in graph.edges(data="relation")}
+    assert {"decisions", "remembered facts", "observations"} <= legend
+    assert relations <= legend and len(relations) >= 4
+    by_gid = {c.get_gid(): c for c in ax.collections if c.get_gid()}
+    times = sorted(by_gid["decision"].get_offsets()[:, 0])
+    assert times == sorted(decisions["time_s"])
+    # a route sits at the first decision that chose it, named by its target
+    routes = {t.get_text(): t.xy for t in ax.texts}
+    assert routes["gate2"][0] == 2.0 and routes["frontier"][0] == 0.0
+    with pytest.raises(ValueError, match="no nodes"):
+        plot_knowledge_graph(nx.MultiDiGraph())

@@ -150,7 +150,7 @@ def test_a_walked_crowd_believes_the_same_with_repeat_views_skipped(monkeypatch)
 
     monkeypatch.setattr(BeliefStore, "observe_views", counting_views)
     skipping = run()
-    written = skipping.belief.pairs_written
+    written = skipping.senses.belief.pairs_written
     assert 0 < written < pairs["perceived"]  # pedestrians that stood still: skipped
 
     def write_every_pair(self, rows, viewpoints, starts, flat_cells, *rest):
@@ -160,7 +160,9 @@ def test_a_walked_crowd_believes_the_same_with_repeat_views_skipped(monkeypatch)
     monkeypatch.setattr(BeliefStore, "observe_views", write_every_pair)
     every_pair = run()
     for mine, theirs in zip(
-        _store_arrays(skipping.belief), _store_arrays(every_pair.belief), strict=True
+        _store_arrays(skipping.senses.belief),
+        _store_arrays(every_pair.senses.belief),
+        strict=True,
     ):
         assert np.array_equal(mine, theirs)
-    assert np.array_equal(skipping.pos, every_pair.pos)
+    assert np.array_equal(skipping.crowd.pos, every_pair.crowd.pos)

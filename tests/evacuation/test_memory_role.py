@@ -134,8 +134,8 @@ def test_every_revision_is_recorded_and_falls_due_at_the_next_boundary(rule_run)
     assert not versions.empty
     for agent_id, rows in versions.groupby("agent_id"):
         assert rows["version"].tolist() == list(range(1, len(rows) + 1))
-        assert model.by_uid[agent_id].memory_version == len(rows)
-        assert model.by_uid[agent_id].memory_text == rows["memory"].iloc[-1]
+        assert model.crowd.by_uid[agent_id].memory_version == len(rows)
+        assert model.crowd.by_uid[agent_id].memory_text == rows["memory"].iloc[-1]
     assert (versions["applied_step"] == versions["request_step"].map(due_step)).all()
     assert (versions["chars"] == versions["memory"].str.len()).all()
     assert (versions["chars"] <= MEMORY_CHARS).all()

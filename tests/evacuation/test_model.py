@@ -4,8 +4,6 @@ import pytest
 
 from mesa_llm_mobility.cognition.brain import Brain, RuleBrain
 from mesa_llm_mobility.cognition.kinds import DecisionResult, Outcome
-from mesa_llm_mobility.evacuation.commit import apply_decision
-from mesa_llm_mobility.evacuation.contexts import decision_request
 from mesa_llm_mobility.evacuation.decisions import (
     EvacuationDecision,
     Offset,
@@ -24,7 +22,7 @@ def plaza():
 def check_invariants(model):
     pos = model.positions_frame()
     raw = model.plaza.raw
-    schedule = model.effective.schedule
+    schedule = model.scene.effective.schedule
     previous = None
     for step, frame in pos.groupby("step"):
         cells = list(zip(frame["x"], frame["y"], strict=True))
@@ -143,8 +141,8 @@ def test_gates_close_on_schedule_and_block_movement(plaza):
     )
     model.run()
     gate = plaza.gates[0].cells[0]
-    assert model.effective.codes[gate] == Terrain.GATE_CLOSED
-    assert not model.effective.passable[gate]
+    assert model.scene.effective.codes[gate] == Terrain.GATE_CLOSED
+    assert not model.scene.effective.passable[gate]
 
 
 def test_time_limit_leaves_unresolved(plaza):
@@ -162,7 +160,7 @@ def test_every_composition_runs(plaza, composition):
         plaza=plaza, composition=composition, block=4, rng=11, time_limit_s=8
     )
     model.run()
-    assert model.tick == 24 or not np.any(model.status == 0)
+    assert model.tick == 24 or not np.any(model.crowd.status == 0)
     assert len(model.outcomes_frame()) == 11
 
 
@@ -227,7 +225,7 @@ def test_unreachable_target_is_rejected_with_a_reason(plaza):
         plaza=plaza, composition={"average": 1}, rng=0, time_limit_s=1
     )
     agent = model.pedestrians[0]
-    request = decision_request(model, agent, "test")
+    request = model.decision_request(agent, "test")
     ctx = request.context
     far = Offset(
         dx=plaza.threat_cell[0] - ctx.position[0],
@@ -241,7 +239,7 @@ def test_unreachable_target_is_rejected_with_a_reason(plaza):
         target_offset=far,
     )
     assert "not observed" in validate_evacuation_move(ctx, out)[0]
-    apply_decision(model, agent, DecisionResult(request, out, Outcome.OK))
+    model.apply_decision(DecisionResult(request, out, Outcome.OK))
     row = model.decisions_frame().iloc[-1]
     assert not row["accepted"] and "no longer reachable" in row["commit_reason"]
     assert agent.previous.feedback.startswith("rejected:")

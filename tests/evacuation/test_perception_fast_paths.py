@@ -95,11 +95,11 @@ def test_viewer_of_pairs_is_the_viewer_array():
     assert perc.n_viewers == 20 and perc.start[-1] == perc.cell.size
 
 
-def pairwise_sightings(model, active, perc):
+def pairwise_sightings(crowd, active, perc):
     """The rule on every (viewer, cell) pair, as evidence.observe applied it before."""
-    shouting = np.array([a.shouting for a in model.pedestrians], dtype=bool)
-    seen = model.occupancy.ravel()[perc.cell]
-    return sightings_of_pairs(model, active[perc.viewer], seen, shouting)
+    shouting = np.array([a.shouting for a in crowd.pedestrians], dtype=bool)
+    seen = crowd.occupancy.ravel()[perc.cell]
+    return sightings_of_pairs(crowd, active[perc.viewer], seen, shouting)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
@@ -113,7 +113,7 @@ def test_sightings_equal_the_pairwise_rule(seed):
     occupancy = np.full((width, height), -1, dtype=np.int64)
     occupancy.ravel()[cells] = np.arange(n + 1)
     status = rng.choice([ACTIVE, EVACUATED, REACHED], n, p=[0.7, 0.1, 0.2])
-    model = SimpleNamespace(
+    crowd = SimpleNamespace(
         n_pedestrians=n,
         occupancy=occupancy,
         status=status,
@@ -124,8 +124,8 @@ def test_sightings_equal_the_pairwise_rule(seed):
     perc = perceive(
         ViewGeometry.cone(10.0, 120.0), opaque, xs, ys, rng.integers(0, 8, active.size)
     )
-    fast = sightings(model, active, perc)
-    plain = pairwise_sightings(model, active, perc)
+    fast = sightings(crowd, active, perc)
+    plain = pairwise_sightings(crowd, active, perc)
     for mine, theirs in zip(fast, plain, strict=True):
         assert np.array_equal(mine, theirs)
     assert plain[2].sum() > 0  # the case is not empty: some fleeing neighbours are seen

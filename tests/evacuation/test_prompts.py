@@ -4,13 +4,12 @@ import dataclasses
 
 import pytest
 
-from mesa_llm_mobility.evacuation.communication import ExitHint, HeardShout
-from mesa_llm_mobility.evacuation.contexts import decision_request
-from mesa_llm_mobility.evacuation.decisions import (
-    EVACUATION_MOVE,
+from mesa_llm_mobility.evacuation.decision_context import (
     PreviousDecision,
     StaleSighting,
 )
+from mesa_llm_mobility.evacuation.decisions import EVACUATION_MOVE
+from mesa_llm_mobility.evacuation.messages import ExitHint, HeardShout
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.personality import ARCHETYPES
 from mesa_llm_mobility.evacuation.prompts import (
@@ -23,7 +22,7 @@ from mesa_llm_mobility.evacuation.prompts import (
 @pytest.fixture(scope="module")
 def context():
     model = EvacuationModel(composition="H", rng=3, time_limit_s=1)
-    base = decision_request(model, model.pedestrians[0], "test").context
+    base = model.decision_request(model.pedestrians[0], "test").context
     return dataclasses.replace(
         base,
         heard_shouts=(HeardShout("NE", 9, 2.0),),

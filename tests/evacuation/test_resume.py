@@ -236,10 +236,12 @@ def test_a_restored_model_has_one_cell_class_with_the_grid_layers_and_pickles_ag
         for _ in range(5):
             model.step()
         restored = pickle.loads(pickle.dumps(model))
-    cells = list(restored.grid.all_cells)
+    cells = list(restored.crowd.grid.all_cells)
     assert len({type(cell) for cell in cells}) == 1  # Mesa 3.5 gives each its own class
-    layer = restored.grid._mesa_property_layers["empty"]
-    assert np.array_equal(layer.data, model.grid._mesa_property_layers["empty"].data)
+    layer = restored.crowd.grid._mesa_property_layers["empty"]
+    assert np.array_equal(
+        layer.data, model.crowd.grid._mesa_property_layers["empty"].data
+    )
     for cell in cells:
         assert cell.empty == layer.data[cell.coordinate] == (not cell.agents)
     again = pickle.loads(

@@ -133,9 +133,11 @@ def test_chunks_keep_order_and_balance_the_window_cells():
 
 def _options_queries(model, agents):
     """The route-options queries the agents would state now (no shouts heard)."""
-    seen = contexts._in_view(model, [agent.index for agent in agents])
+    state = (model.crowd, model.senses, model.scene, model.clock)
+    rows = [agent.index for agent in agents]
+    seen = contexts._in_view(rows, model.crowd, model.senses, model.plaza.height)
     return [
-        contexts._draft(model, agent, "blocked", [], view)[0]
+        contexts._draft(agent, "blocked", [], view, *state)[0]
         for agent, view in zip(agents, seen, strict=True)
     ]
 

@@ -154,13 +154,15 @@ def test_routes_in_the_belief_window_are_the_routes_over_the_whole_plaza():
     compared = 0
     for agent in model.pedestrians:
         i = agent.index
-        here = (int(model.pos[i, 0]), int(model.pos[i, 1]))
+        here = (int(model.crowd.pos[i, 0]), int(model.crowd.pos[i, 1]))
         results = []
-        for window in (model.belief.window(i, here), whole):
-            codes = model.belief.codes_in(i, window)
-            _, anchors = known_openings(model, i, codes, window)
+        for window in (model.senses.belief.window(i, here), whole):
+            codes = model.senses.belief.codes_in(i, window)
+            _, anchors = known_openings(
+                i, here, codes, window, model.senses.belief, model.scene, model.clock
+            )
             options, dist = route_options(
-                model.graph,
+                model.scene.graph,
                 passable_mask(codes),
                 codes != Terrain.UNKNOWN,
                 here,
@@ -168,8 +170,8 @@ def test_routes_in_the_belief_window_are_the_routes_over_the_whole_plaza():
                 agent.visited,
                 np.array([[here[0] + 2, here[1]]]),
                 np.array([[here[0], here[1] + 3]]),
-                model.cell_size_m,
-                sinks=window.crop(model.opening_mask),
+                model.scene.cell_size_m,
+                sinks=window.crop(model.scene.opening_mask),
                 window=window,
             )
             reachable = np.zeros(model.plaza.raw.shape, dtype=bool)

@@ -188,7 +188,7 @@ def test_experiment_runs_seeds_on_the_sweep_engine(tmp_path, capsys):
     assert ((per_run["relative_gap"] >= 0) & (per_run["relative_gap"] <= 1)).all()
     # a second call reads the finished runs back: same numbers
     again, _ = run_macro_experiment(
-        tmp_path, days=1, seeds=2, events=False, progress=False
+        tmp_path, {"days": 1, "events": False}, seeds=2, progress=False
     )
     pd.testing.assert_frame_equal(
         again.reset_index(drop=True), per_run, check_dtype=False
@@ -196,7 +196,7 @@ def test_experiment_runs_seeds_on_the_sweep_engine(tmp_path, capsys):
 
 
 def test_experiment_takes_the_sweep_executor_flags(tmp_path, monkeypatch):
-    from mesa_llm_mobility.experiment import sweeps as sweep_module  # noqa: PLC0415
+    from mesa_llm_mobility.urban import macro as macro_module  # noqa: PLC0415
 
     asked = {}
 
@@ -205,7 +205,7 @@ def test_experiment_takes_the_sweep_executor_flags(tmp_path, monkeypatch):
         asked["parameters"] = parameters
         raise RuntimeError("no runs in this test")
 
-    monkeypatch.setattr(sweep_module, "sweep", no_sweep)
+    monkeypatch.setattr(macro_module, "sweep", no_sweep)
     with pytest.raises(RuntimeError, match="no runs in this test"):
         flags = (
             "--days 1 --seeds 2 --executor ray --ray-address auto --num-cpus 3 --workers 2 "
@@ -218,9 +218,10 @@ def test_experiment_takes_the_sweep_executor_flags(tmp_path, monkeypatch):
         "days": 1,
         "population": "population_gatsim",
         "events": False,
+        "brain": "rules",
     }
     asked.clear()
     with pytest.raises(RuntimeError):
         main(["urban", "experiment", "--out", str(tmp_path), "--no-progress"])
     assert asked["executor"] == "serial" and asked["ray_address"] is None
-    assert asked["parameters"] == {"days": 3}
+    assert asked["parameters"] == {"days": 3, "brain": "rules"}

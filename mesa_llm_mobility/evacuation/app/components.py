@@ -1,29 +1,33 @@
 """The Solara components of the evacuation app (``examples/evacuation_app.py``).
 
-The live app is Mesa's :func:`~mesa.visualization.SolaraViz` around an
-:class:`~mesa_llm_mobility.evacuation.app.sources.AppModel` (composition, block, brain,
-temperature, seed; Step / Play / Reset) with our panels: the plaza map (click a pedestrian to
-inspect it), the inspector, and live plots of outcomes and fear levels. The replay shows the
-same panels for a step of a saved run, chosen with a slider. Panels read a :mod:`.sources`
-object. Every browser session builds its own model (``use_memo``); nothing mutable lives at
-module level but per-session reactive variables.
+The live app steps an :class:`~mesa_llm_mobility.evacuation.app.sources.AppModel` with the
+shared live controls (:func:`~mesa_llm_mobility.viz.playback.LiveControls`: Reset, play /
+pause, Step in seconds, and the parameters of :mod:`.controls`, each showing its value) and
+shows our panels in two tabs named for what they hold: the plaza map (click a pedestrian to
+inspect it) with the inspector, and the plots of outcomes and fear levels. The clock, in
+seconds, is written once, above the map. The replay shows the same tabs for a moment of a saved
+run, chosen with a slider or played. Panels read a :mod:`.sources` object. Every browser
+session builds its own model (``use_memo``); nothing mutable lives at module level but
+per-session reactive variables.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import solara
 from matplotlib.figure import Figure
-from mesa.visualization import SolaraViz
 from mesa.visualization.utils import update_counter
 
 from mesa_llm_mobility.evacuation.affect import FEAR_LEVELS
+from mesa_llm_mobility.evacuation.app.controls import (
+    REPLAY_SPEED,
+    STEPPING,
+    parameter_controls,
+)
 from mesa_llm_mobility.evacuation.app.plaza_view import (
     FEAR_COLOURS,
     draw_plaza,
@@ -35,49 +39,51 @@ from mesa_llm_mobility.evacuation.app.sources import (
     ReplaySource,
     SavedEvacuation,
 )
-from mesa_llm_mobility.evacuation.personality import COMPOSITIONS
+from mesa_llm_mobility.evacuation.timing import DT_S, STEPS_PER_SECOND
 from mesa_llm_mobility.viz.clickable import ClickableMap, marker_at, marker_fractions
 from mesa_llm_mobility.viz.launch import open_or_error, run_from_argv
 from mesa_llm_mobility.viz.panels import (
-    brain_choices,
+    APP_CSS,
+    enlarge_small_text,
+    field_table,
     figure_image,
     html_table,
     png_bytes,
 )
+from mesa_llm_mobility.viz.playback import LiveControls, ReplayControls
 
 selected_pedestrian: solara.Reactive[int | None] = solara.reactive(None)
 """The pedestrian shown in the inspector and ringed on the map (per browser session)."""
 
 
-def model_params() -> dict[str, Any]:
-    """SolaraViz model parameters: composition, block, brain, temperature, seed."""
-    return {
-        "composition": {"type": "Select", "value": "A", "values": sorted(COMPOSITIONS),
-                        "label": "Composition"},
-        "block": {"type": "SliderInt", "value": 1, "min": 0, "max": 8, "step": 1,
-                  "label": "Block (0: none)"},
-        "brain": {"type": "Select", "value": "rules", "values": brain_choices(),
-                  "label": "Brain"},
-        "temperature": {"type": "SliderFloat", "value": 0.2, "min": 0.0, "max": 1.0,
-                        "step": 0.05, "label": "LLM temperature"},
-        "seed": {"type": "SliderInt", "value": 0, "min": 0, "max": 99, "step": 1,
-                 "label": "Seed"},
-    }  # fmt: skip
+CHART_TEXT_POINTS = 10.0
+"""Smallest text of the plots (legible when a plot takes half of a 1,400 px window)."""
+
+TAB_NAMES = ("Plaza and pedestrian", "Charts: outcomes and fear")
+"""The app's tabs, named for what they hold."""
 
 
-def pre_text(text: str, css_class: str) -> solara.Element:
-    """Text kept exactly as it is (the ASCII view), escaped, in a ``<pre>``."""
+def pre_text(text: str, css_class: str, wrap: bool = True) -> solara.Element:
+    """Text in a ``<pre>``, escaped: its lines wrap at the panel's edge, or scroll sideways.
+
+    Args:
+        text: What to show.
+        css_class: Class of the element.
+        wrap: Wrap long lines (memory, capsule); ``False`` keeps every line whole, with a
+            scroll bar when one is wider than the panel (the ASCII view's grid).
+    """
+    white_space = "pre-wrap; overflow-wrap: anywhere" if wrap else "pre"
     return solara.HTML(
         tag="pre",
         unsafe_innerHTML=html.escape(text),
         classes=[css_class],
-        style="font-size: 11px; white-space: pre; overflow-x: auto;",
+        style=f"font-size: 12px; white-space: {white_space}; overflow-x: auto;",
     )
 
 
 def outcomes_figure(history: pd.DataFrame) -> Figure:
     """Pedestrians in the plaza, evacuated and killed over time."""
-    fig = Figure(figsize=(5, 2.6))
+    fig = Figure(figsize=(5, 3.0), layout="constrained")
     ax = fig.subplots()
     if len(history):
         for column, label, colour in (
@@ -86,16 +92,15 @@ def outcomes_figure(history: pd.DataFrame) -> Figure:
             ("reached", "killed", "tab:red"),
         ):
             ax.plot(history["time_s"], history[column], label=label, color=colour)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=CHART_TEXT_POINTS)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("pedestrians")
-    fig.tight_layout()
-    return fig
+    return enlarge_small_text(fig, CHART_TEXT_POINTS)
 
 
 def fear_figure(history: pd.DataFrame, levels: pd.Series) -> Figure:
     """Mean fear over time and pedestrians per fear level now."""
-    fig = Figure(figsize=(5, 2.6))
+    fig = Figure(figsize=(5, 3.0), layout="constrained")
     left, right = fig.subplots(1, 2)
     if len(history):
         left.plot(history["time_s"], history["mean_fear"], color="tab:red")
@@ -107,10 +112,9 @@ def fear_figure(history: pd.DataFrame, levels: pd.Series) -> Figure:
         levels.to_numpy(),
         color=[FEAR_COLOURS[level] for level in FEAR_LEVELS],
     )
-    right.tick_params(axis="x", labelsize=6)
-    right.set_title("fear levels now", fontsize=8)
-    fig.tight_layout()
-    return fig
+    right.tick_params(axis="x", labelrotation=30)
+    right.set_title("fear levels now", fontsize=CHART_TEXT_POINTS)
+    return enlarge_small_text(fig, CHART_TEXT_POINTS)
 
 
 # ---------------------------------------------------------------------------- panels
@@ -160,11 +164,14 @@ def InspectorPanel(source: LiveSource | ReplaySource) -> None:
             solara.Text("Choose a pedestrian to inspect.")
             return
         report = source.report(agent)
-        solara.Text(f"Pedestrian {report.agent_id} ({report.archetype}): {report.status}",
-                    classes=["mlm-ped-state"], style={"font-weight": "bold"})  # fmt: skip
+        solara.Text(
+            f"Pedestrian {report.agent_id} ({report.archetype}): {report.status}",
+            classes=["mlm-ped-state"],
+            style={"font-weight": "bold"},
+        )
         solara.Text("Last decision")
         with solara.Column(classes=["mlm-last-decision"]):
-            html_table(report.last_decision, "no decision yet")
+            field_table(report.last_decision, "no decision yet")
         solara.Text("Route options offered")
         html_table(report.options, "none recorded")
         solara.Text("Short-term capsule")
@@ -172,7 +179,7 @@ def InspectorPanel(source: LiveSource | ReplaySource) -> None:
         solara.Text("Long-term memory versions (newest first)")
         pre_text(report.memory, "mlm-memory")
         with solara.Details("ASCII view and prompt, as sent"):
-            pre_text(report.prompt, "mlm-prompt")
+            pre_text(report.prompt, "mlm-prompt", wrap=False)
 
 
 @solara.component
@@ -190,80 +197,78 @@ def FearPanel(source: LiveSource | ReplaySource) -> None:
     figure_image(figure, classes=["mlm-fear"])
 
 
+# ---------------------------------------------------------------------------- tabs
+@solara.component
+def AppTabs(source: LiveSource | ReplaySource) -> None:
+    """The two tabs of the live and the replay app: plaza and inspector, then the plots."""
+    with solara.lab.Tabs(lazy=True):  # a hidden tab is not drawn
+        with solara.lab.Tab(TAB_NAMES[0]), solara.Columns([3, 2]):
+            PlazaPanel(source)
+            InspectorPanel(source)
+        with solara.lab.Tab(TAB_NAMES[1]), solara.Columns([1, 1]):
+            OutcomesPanel(source)
+            FearPanel(source)
+
+
 # ---------------------------------------------------------------------------- live app
-def _live(panel: Callable[..., Any]) -> Callable[[Any], Any]:
-    def component(model: AppModel) -> Any:
-        update_counter.get()
-        return panel(LiveSource(model))
-
-    component.__name__ = panel.__name__
-    return component
-
-
-LIVE_COMPONENTS: list[tuple[Callable[[Any], Any], int]] = [
-    (_live(PlazaPanel), 0),
-    (_live(InspectorPanel), 0),
-    (_live(OutcomesPanel), 1),
-    (_live(FearPanel), 1),
-]
-"""SolaraViz components of the live app: map and inspector (page 0), plots (page 1)."""
-
-
 @solara.component
 def LiveApp() -> None:
-    """Mesa's SolaraViz around this session's own model."""
-    model = solara.use_memo(AppModel, [])
-    SolaraViz(
-        model,
-        components=LIVE_COMPONENTS,
-        model_params=model_params(),
-        name="Plaza evacuation under a moving threat",
-        play_interval=200,
-        render_interval=3,
-    )
+    """This session's own model: the live controls in the sidebar, the app's tabs."""
+    model = solara.use_memo(lambda: solara.reactive(AppModel()), [])
+    with solara.AppBar():
+        solara.AppBarTitle("Plaza evacuation under a moving threat")
+    with solara.Sidebar():
+        LiveControls(
+            model, lambda values: AppModel(**values), parameter_controls(), STEPPING
+        )
+    AppTabs(LiveSource(model.value))
 
 
 # ---------------------------------------------------------------------------- replay
+REPLAY_JUMPS = (("-3 s", -3), ("-1 s", -1), ("+1 s", 1), ("+3 s", 3))
+"""The replay's buttons that move its clock: label and seconds."""
+
+
 @solara.component
 def ReplayApp(path: str) -> None:
-    """A saved run, read-only, with a step slider."""
+    """A saved run, read-only: its clock (slider, buttons, play / pause) and the tabs."""
     saved, error = solara.use_memo(lambda: open_or_error(SavedEvacuation, path), [path])
     step = solara.use_reactive(0)
     if saved is None:
         solara.Error(f"cannot replay {path}: {error}", classes=["mlm-error"])
         return
-    source = ReplaySource(saved, min(step.value, saved.last_step))
+    last = saved.last_step
+    source = ReplaySource(saved, min(step.value, last))
+
+    def move(seconds: float) -> bool:
+        """Move the clock by ``seconds`` within the run; whether it can move on."""
+        step.set(min(max(step.value + round(seconds * STEPS_PER_SECOND), 0), last))
+        return step.value < last
+
     with solara.AppBar():
         solara.AppBarTitle(f"Evacuation replay: {saved.path.name}")
     with solara.Sidebar(), solara.Card("Replay"):
         solara.Text(
-            f"{saved.path} (composition {saved.config.get('composition')}, block {saved.config.get('block')}, read-only)"
+            f"{saved.path} (composition {saved.config.get('composition')}, "
+            f"block {saved.config.get('block')}, read-only)"
         )
         with solara.Column(classes=["mlm-step-slider"]):
             solara.SliderInt(
-                "Step", value=step, min=0, max=saved.last_step, tick_labels=False
+                f"Time: {step.value * DT_S:.1f} s",
+                value=step,
+                min=0,
+                max=last,
+                thumb_label=False,
             )
-        with solara.Row():
-            for label, delta in (("-3 s", -9), ("-1 s", -3), ("+1 s", 3), ("+3 s", 9)):
-                solara.Button(
-                    label,
-                    outlined=True,
-                    on_click=lambda d=delta: step.set(
-                        min(max(step.value + d, 0), saved.last_step)
-                    ),
-                )
-    with solara.Columns([3, 2]):
-        PlazaPanel(source)
-        InspectorPanel(source)
-    with solara.Columns([1, 1]):
-        OutcomesPanel(source)
-        FearPanel(source)
+        ReplayControls(move, REPLAY_JUMPS, REPLAY_SPEED, at_end=step.value >= last)
+    AppTabs(source)
 
 
 @solara.component
 def Page() -> None:
     """The app: the live model, or a saved run given with ``-- --run DIR``."""
     path = run_from_argv()
+    solara.Style(APP_CSS)
     if path and Path(path).exists():
         ReplayApp(path)
     elif path:

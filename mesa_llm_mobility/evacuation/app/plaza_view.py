@@ -4,8 +4,9 @@ A :class:`PlazaFrame` is one step of the world as the app shows it: the terrain 
 in their state, the pedestrians still in the plaza (fear, shouting) and the bodies, the
 adversary with its heading. :func:`frame_of_model` takes it from a live model,
 :func:`frame_of_run` from a saved run's tables. :func:`draw_plaza` draws it: trees and walls,
-exits and gates, pedestrians coloured by fear level (bodies as crosses), the adversary with its
-120 degree sight cone (12 m) and attack radius (2 m), and a 15 m ring around each shouter.
+exits and gates (named inside the plaza, beside them), pedestrians coloured by fear level
+(bodies as crosses), the adversary with its 120 degree sight cone (12 m) and attack radius
+(2 m), and a 15 m ring around each shouter, with the legend under the plaza.
 """
 
 from __future__ import annotations
@@ -14,24 +15,23 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Circle, Wedge
+from matplotlib.patches import Circle, Patch, Wedge
 
 from mesa_llm_mobility.evacuation.adversary import ATTACK_RADIUS_M
 from mesa_llm_mobility.evacuation.affect import FEAR_LEVELS, fear_level
 from mesa_llm_mobility.evacuation.agents import ACTIVE, EVACUATED, REACHED
 from mesa_llm_mobility.evacuation.communication import SHOUT_RADIUS_M
 from mesa_llm_mobility.evacuation.layers import GATE_CODE, GateState
-from mesa_llm_mobility.evacuation.model import (
-    CONE_DEG,
-    SIGHT_RADIUS_M,
-    EvacuationModel,
-)
+from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, Plaza, Terrain
 from mesa_llm_mobility.evacuation.routing import bearing_deg
+from mesa_llm_mobility.evacuation.scene import CONE_DEG, SIGHT_RADIUS_M
 from mesa_llm_mobility.evacuation.timing import DT_S
+from mesa_llm_mobility.viz.labels import Label, place_labels
 
 TERRAIN_COLOURS = ListedColormap(
     ["#3a3a3a", "#f4f1e8", "#3f8f3f", "#1f77b4", "#2ca02c", "#ff7f0e", "#d62728"]
@@ -83,32 +83,33 @@ class PlazaFrame:
 
 def frame_of_model(model: EvacuationModel) -> PlazaFrame:
     """The live model's current frame."""
-    n = model.n_pedestrians
-    on_grid = np.flatnonzero((model.status == ACTIVE) | (model.status == REACHED))
+    crowd = model.crowd
+    n = crowd.n_pedestrians
+    on_grid = np.flatnonzero((crowd.status == ACTIVE) | (crowd.status == REACHED))
     pedestrians = pd.DataFrame(
         {
-            "agent_id": [model.pedestrians[i].unique_id for i in on_grid],
-            "x": model.pos[on_grid, 0],
-            "y": model.pos[on_grid, 1],
-            "fear": model.fear[on_grid],
-            "status": np.where(model.status[on_grid] == ACTIVE, "active", "killed"),
+            "agent_id": crowd.ids[on_grid].tolist(),
+            "x": crowd.pos[on_grid, 0],
+            "y": crowd.pos[on_grid, 1],
+            "fear": crowd.fear[on_grid],
+            "status": np.where(crowd.status[on_grid] == ACTIVE, "active", "killed"),
             "shouting": [
                 bool(
-                    model.pedestrians[i].shouting
-                    and model.pedestrians[i].route_remaining > 0
+                    crowd.pedestrians[i].shouting
+                    and crowd.pedestrians[i].route_remaining > 0
                 )
                 for i in on_grid
             ],
         }
     )
-    dx, dy = MOORE_STEPS[int(model.heading[n])]
+    dx, dy = MOORE_STEPS[int(crowd.heading[n])]
     return PlazaFrame(
         step=model.tick,
-        codes=model.effective.codes.copy(),
+        codes=model.scene.effective.codes.copy(),
         pedestrians=pedestrians,
-        adversary=(int(model.pos[n, 0]), int(model.pos[n, 1]), bearing_deg(dx, dy)),
-        evacuated=int(np.count_nonzero(model.status == EVACUATED)),
-        killed=int(np.count_nonzero(model.status == REACHED)),
+        adversary=(int(crowd.pos[n, 0]), int(crowd.pos[n, 1]), bearing_deg(dx, dy)),
+        evacuated=crowd.count(EVACUATED),
+        killed=crowd.count(REACHED),
     )
 
 
@@ -176,13 +177,38 @@ def frame_of_run(
     )
 
 
+PLAZA_TEXT_POINTS = 10.0
+"""Smallest text of the plaza map (its legend); exit names are one point larger."""
+PLAZA_WIDTH_IN = 7.0
+"""Width of the plaza map in inches (its height follows the plaza's shape)."""
+_LEGEND_IN = 0.7
+OPENING_STYLE = {
+    "fontsize": PLAZA_TEXT_POINTS + 1,
+    "weight": "bold",
+    "color": "#0d3c61",
+    "zorder": 6,
+    "gid": "opening",
+    "bbox": {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "#1f77b4", "lw": 0.6},
+}
+"""How an exit's or a gate's name is written on the map."""
+
+
 def draw_plaza(
-    frame: PlazaFrame, plaza: Plaza, selected: int | None = None, size_in: float = 7.0
+    frame: PlazaFrame,
+    plaza: Plaza,
+    selected: int | None = None,
+    size_in: float = PLAZA_WIDTH_IN,
 ) -> Figure:
-    """The plaza map of a frame (see the module docstring); ``selected`` is ringed."""
+    """The plaza map of a frame (see the module docstring); ``selected`` is ringed.
+
+    The map has no title: the app writes the clock above it. The legend sits under the
+    plaza; exit and gate names inside it, beside their opening.
+    """
     cell = plaza.cell_size_m
-    fig = Figure(figsize=(size_in, size_in * plaza.height / plaza.width + 0.4))
-    ax = fig.add_axes((0.02, 0.02, 0.96, 0.9))
+    height = size_in * plaza.height / plaza.width + _LEGEND_IN
+    fig = Figure(figsize=(size_in, height))
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0.0, _LEGEND_IN / height, 1.0, 1 - _LEGEND_IN / height))
     ax.imshow(
         frame.codes.T,
         origin="lower",
@@ -195,9 +221,11 @@ def draw_plaza(
     ax.set_ylim(-0.5, plaza.height - 0.5)
     ax.set_xticks([])
     ax.set_yticks([])
-    for opening in plaza.openings:
-        cx, cy = opening.center
-        ax.annotate(opening.opening_id, (cx, cy), fontsize=6, ha="center", va="center")
+    place_labels(
+        ax,
+        [Label(o.opening_id, *o.center, OPENING_STYLE) for o in plaza.openings],
+        gap_points=PLAZA_TEXT_POINTS,
+    )
     peds = frame.pedestrians
     for row in peds[peds["shouting"]].itertuples():
         ax.add_patch(
@@ -258,9 +286,17 @@ def draw_plaza(
     ] + [
         Line2D([], [], ls="", marker="x", color="black", label="killed"),
         Line2D([], [], ls="", marker="^", color="#8b0000", label="adversary"),
+        Patch(color="#d62728", alpha=0.15, label=f"its sight ({SIGHT_RADIUS_M:g} m)"),
+        Line2D([], [], ls=":", color="#9467bd", label=f"shout ({SHOUT_RADIUS_M:g} m)"),
     ]
-    ax.legend(handles=handles, loc="upper left", fontsize=6, ncols=3, framealpha=0.8)
-    ax.set_title(frame.clock(), fontsize=9)
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        fontsize=PLAZA_TEXT_POINTS,
+        ncols=4,
+        frameon=False,
+    )
     return fig
 
 

@@ -175,9 +175,10 @@ class LiveSource:
     def report(self, agent_id: int) -> PedestrianReport:
         """The inspector's report of ``agent_id``."""
         model = self.model
-        agent = model.by_uid[agent_id]
+        agent = model.crowd.by_uid[agent_id]
+        fear = model.crowd.fear[agent.index]
         context = model.last_context.get(agent_id)
-        status = STATUS_NAMES[int(model.status[agent.index])]
+        status = STATUS_NAMES[int(model.crowd.status[agent.index])]
         options = pd.DataFrame(
             [(o.route_id, o.describe()) for o in (context.options if context else ())],
             columns=["route", "description"],
@@ -185,7 +186,7 @@ class LiveSource:
         return PedestrianReport(
             agent_id=agent_id,
             archetype=agent.personality.archetype,
-            status=f"{status}, fear {model.fear[agent.index]:.2f} ({fear_level(model.fear[agent.index])})",
+            status=f"{status}, fear {fear:.2f} ({fear_level(fear)})",
             prompt=messages_text(model.last_messages[agent_id])
             if agent_id in model.last_messages
             else "no decision yet",

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 import solara
 
+from mesa_llm_mobility.trajectory.app.controls import session_controls
 from mesa_llm_mobility.trajectory.app.session import (
     SessionSettings,
     TrajectorySession,
@@ -29,8 +30,9 @@ from mesa_llm_mobility.trajectory.app.views import (
     metrics_table,
     timeline_figure,
 )
+from mesa_llm_mobility.viz.controls import ParameterControls, control_values
 from mesa_llm_mobility.viz.launch import open_or_error, option_from_argv, run_from_argv
-from mesa_llm_mobility.viz.panels import brain_choices, figure_image, html_table
+from mesa_llm_mobility.viz.panels import APP_CSS, figure_image, html_table
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +57,14 @@ SCORE_COLUMNS = (
 )
 """The day-score columns the page shows (:func:`~.views.individual_scores` has all)."""
 
-TABLE_CSS = ".mlm-table th, .mlm-table td { padding: 1px 8px; white-space: nowrap; }"
-"""Room between the columns of the page's tables; dates on one line."""
+SCORE_HEADERS = {"score_mean": "mean score", "anomalous_share": "share unusual"}
+"""Shorter headers of two day-score columns (the table fits half of a 1,400 px window)."""
+
+TABLE_CSS = (
+    ".mlm-table td { white-space: nowrap; }"
+    " .mlm-table th { white-space: normal; vertical-align: bottom; }"
+)
+"""Cells on one line (dates), headers wrapped at their spaces."""
 
 
 def launch_path() -> str:
@@ -134,7 +142,9 @@ def MetricsPanel(
             solara.Warning(
                 f"no day scores: {scores_error}", classes=["mlm-traj-no-scores"]
             )
-        html_table(scores[list(SCORE_COLUMNS)].round(3), "no scored day")
+        shown = scores[list(SCORE_COLUMNS)].round(3).rename(columns=SCORE_HEADERS)
+        with solara.Column(classes=["mlm-traj-score-table"]):
+            html_table(shown, "no scored day")
         solara.Text(SCORE_NOTE, style={"font-size": "11px", "color": "#757575"})
     with solara.Details("Decisions and LLM calls"):
         with solara.Column(classes=["mlm-traj-decisions"]):
@@ -174,26 +184,16 @@ def Explorer(session: TrajectorySession) -> None:
 def SourceCard(
     path: solara.Reactive[str], settings: solara.Reactive[SessionSettings]
 ) -> None:
-    """What to show: a run directory or history (typed), or the synthetic city; how to generate."""
+    """What to show: a run directory or history (typed), or the synthetic city; how to generate.
+
+    The generation's controls are :func:`.controls.session_controls`, each showing its value.
+    """
     typed = solara.use_reactive(path.value)
-    individuals = solara.use_reactive(settings.value.individuals)
-    weeks = solara.use_reactive(settings.value.weeks)
-    hold_out = solara.use_reactive(settings.value.hold_out)
-    seed = solara.use_reactive(settings.value.seed)
-    brain = solara.use_reactive(settings.value.brain)
-    temperature = solara.use_reactive(settings.value.temperature)
+    controls = session_controls(settings.value)
+    values = solara.use_reactive(control_values(controls))
 
     def apply() -> None:
-        settings.set(
-            SessionSettings(
-                individuals=individuals.value,
-                weeks=weeks.value,
-                hold_out=hold_out.value,
-                seed=seed.value,
-                brain=brain.value,
-                temperature=temperature.value,
-            )
-        )
+        settings.set(SessionSettings(**control_values(controls, values.value)))
         path.set(typed.value.strip())
 
     with solara.Card("Data"):
@@ -202,26 +202,7 @@ def SourceCard(
             value=typed,
             classes=["mlm-source-path"],
         )
-        solara.SliderInt(
-            f"Synthetic individuals: {individuals.value}",
-            value=individuals,
-            min=10,
-            max=200,
-            step=10,
-        )
-        solara.SliderInt(f"Synthetic weeks: {weeks.value}", value=weeks, min=2, max=6)
-        solara.SliderInt(
-            f"Held-out days: {hold_out.value}", value=hold_out, min=1, max=7
-        )
-        solara.SliderInt(f"Seed: {seed.value}", value=seed, min=0, max=99)
-        solara.Select("Brain", values=brain_choices(), value=brain)
-        solara.SliderFloat(
-            f"LLM temperature: {temperature.value:.1f}",
-            value=temperature,
-            min=0.0,
-            max=1.5,
-            step=0.1,
-        )
+        ParameterControls(controls, values)
         solara.Button(
             "Open / generate", on_click=apply, color="primary", classes=["mlm-apply"]
         )
@@ -236,7 +217,7 @@ def Page() -> None:
         lambda: open_or_error(lambda p: open_session(p, settings.value), path.value),
         [path.value, settings.value],
     )
-    solara.Style(TABLE_CSS)
+    solara.Style(APP_CSS + TABLE_CSS)
     with solara.AppBar():
         solara.AppBarTitle("TrajGenAgent: real and generated days")
     with solara.Sidebar():

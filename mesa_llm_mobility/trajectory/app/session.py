@@ -10,7 +10,7 @@ score of every generated day, the decisions and the LLM summary). Three ways to 
   the rule brain; the app's default);
 * :func:`history_session`: the same from a user's history (a NumoSim folder or a stay-point
   file, :func:`~..staypoints.read_history`);
-* :func:`run_session`: a finished ``mlm traj generate`` run directory, read back (its history
+* :func:`run_session`: a finished ``mlm traj run`` run directory, read back (its history
   read again from the path in its ``config.json``).
 
 :func:`open_session` picks the right one for a path.
@@ -252,7 +252,7 @@ def history_session(
 
 
 def run_session(path: str | Path) -> TrajectorySession:
-    """A finished ``mlm traj generate`` run directory, read back.
+    """A finished ``mlm traj run`` run directory, read back.
 
     The generated days are its ``trajectories`` table, the held-out days its ``held_out``
     table (when it held days out); the history is read again from its configuration's

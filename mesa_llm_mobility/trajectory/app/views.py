@@ -32,9 +32,23 @@ SOURCES = ("history", "held out", "generated")
 """Where a day comes from, in the order the timeline shows them."""
 
 _PALETTE = (
-    "#7f7f7f", "#1f1f1f", "#1f77b4", "#17becf", "#bcbd22", "#ff7f0e", "#8c564b", "#d62728",
-    "#e377c2", "#2ca02c", "#98df8a", "#9467bd", "#ff9896", "#c5b0d5", "#c49c94", "#aec7e8",
-)  # fmt: skip
+    "#7f7f7f",
+    "#1f1f1f",
+    "#1f77b4",
+    "#17becf",
+    "#bcbd22",
+    "#ff7f0e",
+    "#8c564b",
+    "#d62728",
+    "#e377c2",
+    "#2ca02c",
+    "#98df8a",
+    "#9467bd",
+    "#ff9896",
+    "#c5b0d5",
+    "#c49c94",
+    "#aec7e8",
+)
 ACTIVITY_COLOURS: dict[str, str] = dict(zip(ACTIVITIES, _PALETTE, strict=True))
 """One colour per activity (Home near black, Work blue), the same in every view."""
 
@@ -153,9 +167,13 @@ def map_figure(days: pd.DataFrame, pois: pd.DataFrame, title: str = "") -> Figur
         shown = days[mask]
         for _, day in shown.groupby(["source", "date"], sort=True):
             ax.plot(
-                day["longitude"], day["latitude"], color="#555555", lw=0.8,
-                alpha=0.35, zorder=2,
-            )  # fmt: skip
+                day["longitude"],
+                day["latitude"],
+                color="#555555",
+                lw=0.8,
+                alpha=0.35,
+                zorder=2,
+            )
         ax.scatter(
             shown["longitude"],
             shown["latitude"],

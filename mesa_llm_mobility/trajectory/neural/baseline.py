@@ -35,7 +35,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mesa_llm_mobility.trajectory.baselines import NEURAL_BASELINES
 from mesa_llm_mobility.trajectory.metrics import BINS_PER_DAY
 from mesa_llm_mobility.trajectory.neural.models import (
     NextCellRNN,
@@ -50,6 +49,7 @@ from mesa_llm_mobility.trajectory.neural.training import (
     train_next_cell,
     train_seqgan,
 )
+from mesa_llm_mobility.trajectory.neural_names import NEURAL_BASELINES
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,12 @@ from matplotlib.figure import Figure
 
 from mesa_llm_mobility.urban import plots
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY
+from mesa_llm_mobility.viz.panels import enlarge_small_text
 
 TIMELINE_COLUMNS = ["minute", "trips_in_progress", "vehicles_queued", "mean_delay"]
+
+CHART_TEXT_POINTS = 10.0
+"""Smallest text of the charts (legible when a chart takes half of a 1,400 px window)."""
 
 
 def timeline(
@@ -69,7 +73,7 @@ def timeline(
     )
 
 
-def timeline_figure(line: pd.DataFrame, *, figsize=(6.4, 3.2)) -> Figure:
+def timeline_figure(line: pd.DataFrame, *, figsize=(5.4, 3.2)) -> Figure:
     """Trips in progress and vehicles queueing (left axis), mean delay (right axis)."""
     figure = plots.new_figure(figsize)
     ax = figure.subplots()
@@ -89,20 +93,22 @@ def timeline_figure(line: pd.DataFrame, *, figsize=(6.4, 3.2)) -> Figure:
     )
     right.set_ylabel("mean delay (min)")
     handles = ax.get_legend_handles_labels()[0] + right.get_legend_handles_labels()[0]
-    ax.legend(handles=handles, fontsize=7, loc="upper left", frameon=False)
+    ax.legend(
+        handles=handles, fontsize=CHART_TEXT_POINTS, loc="upper left", frameon=False
+    )
     day = int(line["minute"].iloc[-1] // MINUTES_PER_DAY) + 1 if len(line) else 1
-    ax.set_title(f"Day {day}: the network over time", fontsize=10)
-    return figure
+    ax.set_title(f"Day {day}: the network over time", fontsize=CHART_TEXT_POINTS + 1)
+    return enlarge_small_text(figure, CHART_TEXT_POINTS)
 
 
-def departures_figure(trips: pd.DataFrame, *, figsize=(6.4, 3.2)) -> Figure:
+def departures_figure(trips: pd.DataFrame, *, figsize=(5.4, 3.2)) -> Figure:
     """Departure times of today against the earlier days (step lines, 10-minute bins)."""
     departed = trips[trips["departure"].notna()] if len(trips) else trips
     if not len(departed):
         return _empty(figsize, "no departures yet")
     figure = plots.departure_histograms(departed, overlay=True)
     figure.set_size_inches(*figsize)
-    return figure
+    return enlarge_small_text(figure, CHART_TEXT_POINTS)
 
 
 def mode_shares_figure(trips: pd.DataFrame, *, figsize=(4.8, 3.2)) -> Figure:
@@ -112,7 +118,7 @@ def mode_shares_figure(trips: pd.DataFrame, *, figsize=(4.8, 3.2)) -> Figure:
         return _empty(figsize, "no trips yet")
     figure = plots.mode_shares(departed)
     figure.set_size_inches(*figsize)
-    return figure
+    return enlarge_small_text(figure, CHART_TEXT_POINTS)
 
 
 def decision_counts(decisions: pd.DataFrame) -> pd.DataFrame:
@@ -133,18 +139,31 @@ def decisions_figure(decisions: pd.DataFrame, *, figsize=(4.8, 3.2)) -> Figure:
     bottom = np.zeros(len(counts))
     for outcome in counts.columns:
         values = counts[outcome].to_numpy()
-        ax.barh(counts.index, values, left=bottom, label=outcome,
-                color=colours.get(outcome, "#78909c"))  # fmt: skip
+        ax.barh(
+            counts.index,
+            values,
+            left=bottom,
+            label=outcome,
+            color=colours.get(outcome, "#78909c"),
+        )
         bottom += values
     ax.set_xlabel("decisions")
-    ax.legend(fontsize=7, frameon=False)
-    ax.set_title("Decisions by kind and outcome", fontsize=10)
-    return figure
+    ax.legend(fontsize=CHART_TEXT_POINTS, frameon=False)
+    ax.set_title("Decisions by kind and outcome", fontsize=CHART_TEXT_POINTS + 1)
+    return enlarge_small_text(figure, CHART_TEXT_POINTS)
 
 
 def _empty(figsize: tuple[float, float], note: str) -> Figure:
     figure = plots.new_figure(figsize)
     ax = figure.subplots()
-    ax.text(0.5, 0.5, note, ha="center", va="center", color="#757575")
+    ax.text(
+        0.5,
+        0.5,
+        note,
+        ha="center",
+        va="center",
+        color="#757575",
+        fontsize=CHART_TEXT_POINTS + 1,
+    )
     ax.set_axis_off()
     return figure

@@ -1,10 +1,12 @@
 """The Solara components of the urban app (``examples/gatsim_app.py``).
 
-The live app is Mesa's :func:`~mesa.visualization.SolaraViz` around an :class:`AppModel` with
-our panels; the replay shows the same panels for a minute of a saved run, chosen with a time
-slider, and can fork the run from a day. Panels read a :mod:`.sources` object, never the model
-or the run directly. Every browser session builds its own model (``Page`` makes it with
-``use_memo``); nothing mutable lives at module level but per-session reactive variables.
+The live app steps an :class:`AppModel` with the shared live controls
+(:func:`~mesa_llm_mobility.viz.playback.LiveControls`: Reset, play / pause, Step, and the
+parameters of :mod:`.controls`, each showing its value) and shows our panels in two tabs; the
+replay shows the same panels for a minute of a saved run, chosen with a time slider or played,
+and can fork the run from a day. Panels read a :mod:`.sources` object, never the model or the
+run directly. Every browser session builds its own model (``Page`` makes it with ``use_memo``);
+nothing mutable lives at module level but per-session reactive variables.
 """
 
 from __future__ import annotations
@@ -17,11 +19,16 @@ from typing import Any
 
 import pandas as pd
 import solara
-from mesa.visualization import SolaraViz
 from mesa.visualization.utils import force_update, update_counter
 
 from mesa_llm_mobility.experiment.lifecycle import fork_run
 from mesa_llm_mobility.urban.app import charts
+from mesa_llm_mobility.urban.app.controls import (
+    REPLAY_SPEED,
+    STEPPING,
+    fork_controls,
+    parameter_controls,
+)
 from mesa_llm_mobility.urban.app.saved_run import SavedRun
 from mesa_llm_mobility.urban.app.sources import LiveSource, ReplaySource
 from mesa_llm_mobility.urban.app.town_map import (
@@ -35,24 +42,25 @@ from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, day_clock
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
 from mesa_llm_mobility.urban.parameters import UrbanParameters
 from mesa_llm_mobility.viz.clickable import ClickableMap
+from mesa_llm_mobility.viz.controls import ParameterControls, control_values
 from mesa_llm_mobility.viz.launch import open_or_error, run_from_argv
 from mesa_llm_mobility.viz.panels import (
-    brain_choices,
+    APP_CSS,
     figure_image,
     html_table,
     png_bytes,
 )
+from mesa_llm_mobility.viz.playback import LiveControls, ReplayControls
 
 selected_traveller: solara.Reactive[str | None] = solara.reactive(None)
 """The traveller shown in the inspector and ringed on the map (per browser session)."""
 
 
 class AppModel(UrbanMobilityModel):
-    """The urban model with the app's parameters (what SolaraViz re-creates on Reset).
+    """The urban model with the app's parameters (:func:`.controls.parameter_controls`).
 
-    Mesa's SolaraViz passes a Mesa ``Scenario`` to models whose ``__init__`` takes a
-    ``scenario`` argument; the urban model's ``scenario`` is the town, so the app model
-    takes only the parameters the app shows.
+    Reset re-creates it from the controls' values; it takes only those parameters (the town
+    is the bundled one), collects every 5 minutes.
     """
 
     def __init__(
@@ -73,21 +81,6 @@ class AppModel(UrbanMobilityModel):
         )
 
 
-def model_params() -> dict[str, Any]:
-    """SolaraViz model parameters: population size, brain, days, seed, events."""
-    return {
-        "n_agents": {"type": "SliderInt", "value": 70, "min": 10, "max": 500,
-                     "step": 10, "label": "Travellers"},
-        "brain": {"type": "Select", "value": "rules", "values": brain_choices(),
-                  "label": "Brain"},
-        "days": {"type": "SliderInt", "value": 1, "min": 1, "max": 7, "step": 1,
-                 "label": "Days"},
-        "seed": {"type": "SliderInt", "value": 0, "min": 0, "max": 99, "step": 1,
-                 "label": "Seed"},
-        "events": {"type": "Checkbox", "value": True, "label": "Events on"},
-    }  # fmt: skip
-
-
 # ---------------------------------------------------------------------------- panels
 @solara.component
 def TownMapPanel(source: LiveSource | ReplaySource, live_model: Any = None) -> None:
@@ -98,7 +91,9 @@ def TownMapPanel(source: LiveSource | ReplaySource, live_model: Any = None) -> N
     update_counter.get()  # redraw when the live model steps
     view = source.view()
     positions = traveller_positions(view)
-    figure = draw_town(view, selected=selected_traveller.value, positions=positions)
+    figure = draw_town(
+        view, selected=selected_traveller.value, positions=positions, title=False
+    )
     markers = marker_fractions(figure, shown_travellers(positions))
     moving = int((view.travellers["state"] != "staying").sum())
     inside = int((view.travellers["state"] == "staying").sum())
@@ -116,8 +111,8 @@ def TownMapPanel(source: LiveSource | ReplaySource, live_model: Any = None) -> N
             event_click=on_click,
         )
         solara.Text(
-            f"{moving} travellers on the map, {inside} inside facilities "
-            "(click one to inspect)",
+            f"{moving} travellers on the map (click one to inspect), {inside} inside "
+            "facilities (the number after a facility's name; + queue at its door)",
             classes=["mlm-map-count"],
         )
         if live_model is not None:
@@ -138,10 +133,17 @@ def FastForward(model: UrbanMobilityModel) -> None:
         return run
 
     with solara.Row():
-        solara.Button("+15 min", on_click=run_for(15), outlined=True,
-                      disabled=not model.running, classes=["mlm-plus15"])  # fmt: skip
-        solara.Button("+1 h", on_click=run_for(60), outlined=True,
-                      disabled=not model.running, classes=["mlm-plus60"])  # fmt: skip
+        for label, minutes, name in (
+            ("+15 min", 15, "mlm-plus15"),
+            ("+1 h", 60, "mlm-plus60"),
+        ):
+            solara.Button(
+                label,
+                on_click=run_for(minutes),
+                outlined=True,
+                disabled=not model.running,
+                classes=[name],
+            )
 
 
 @solara.component
@@ -162,8 +164,11 @@ def InspectorPanel(source: LiveSource | ReplaySource) -> None:
             solara.Text("Choose a traveller to inspect.")
             return
         report = source.report(name)
-        solara.Text(f"{report.name}: {report.state}", classes=["mlm-state"],
-                    style={"font-weight": "bold"})  # fmt: skip
+        solara.Text(
+            f"{report.name}: {report.state}",
+            classes=["mlm-state"],
+            style={"font-weight": "bold"},
+        )
         with solara.Details("Profile"):
             html_table(pd.DataFrame(report.profile.items(), columns=["field", "value"]))
         solara.Text("Today's plan")
@@ -226,7 +231,8 @@ def DecisionsPanel(source: LiveSource | ReplaySource) -> None:
     update_counter.get()  # redraw when the live model steps
     decisions = source.decisions()
     figure_image(charts.decisions_figure(decisions))
-    html_table(charts.decision_counts(decisions).reset_index(), "no decisions yet")
+    counts = charts.decision_counts(decisions).rename_axis(columns=None)
+    html_table(counts.reset_index(), "no decisions yet")
     llm = source.llm_summary()
     if len(llm):
         solara.Text("LLM calls (ledger)")
@@ -237,18 +243,19 @@ def DecisionsPanel(source: LiveSource | ReplaySource) -> None:
 # ---------------------------------------------------------------------------- tabs
 TAB_NAMES = ("Town map and traveller", "Charts: network, departures, modes, decisions")
 """The app's tabs, named for what they hold."""
+MAP_COLUMNS = [2, 1]
+"""Widths of the map and the inspector in the first tab."""
 
 
 @solara.component
 def AppTabs(source: LiveSource | ReplaySource, live_model: Any = None) -> None:
     """The two tabs of the live and the replay app: map and inspector, then the charts.
 
-    The app's own tabs rather than SolaraViz pages: those are called "Page 0", "Page 1" and
-    give each component half the width in a grid; here the map takes three fifths of the
-    panel and each chart half.
+    Tabs named for what they hold (not SolaraViz's "Page 0", "Page 1", which also give each
+    component half the width in a grid): the map takes two thirds of the panel, each chart half.
     """
-    with solara.lab.Tabs():
-        with solara.lab.Tab(TAB_NAMES[0]), solara.Columns([3, 2]):
+    with solara.lab.Tabs(lazy=True):  # a hidden tab is not drawn
+        with solara.lab.Tab(TAB_NAMES[0]), solara.Columns(MAP_COLUMNS):
             TownMapPanel(source, live_model=live_model)
             InspectorPanel(source)
         with solara.lab.Tab(TAB_NAMES[1]):
@@ -263,20 +270,17 @@ def AppTabs(source: LiveSource | ReplaySource, live_model: Any = None) -> None:
 # ---------------------------------------------------------------------------- live app
 @solara.component
 def LiveApp() -> None:
-    """Mesa's SolaraViz controls around this session's own model, and the app's tabs.
+    """This session's own model: the live controls in the sidebar, the app's tabs.
 
-    SolaraViz gets the model as a reactive value it replaces on Reset, and no components: the
-    tabs below read the current model.
+    The model is a reactive value the controls replace on Reset; the tabs read the current one.
     """
     model = solara.use_memo(lambda: solara.reactive(AppModel()), [])
-    SolaraViz(
-        model,
-        components=[],
-        model_params=model_params(),
-        name="GATSim: urban daily travel",
-        play_interval=150,
-        render_interval=5,
-    )
+    with solara.AppBar():
+        solara.AppBarTitle("GATSim: urban daily travel")
+    with solara.Sidebar():
+        LiveControls(
+            model, lambda values: AppModel(**values), parameter_controls(), STEPPING
+        )
     AppTabs(LiveSource(model.value), live_model=model.value)
 
 
@@ -309,34 +313,42 @@ def ReplayApp(path: str, on_open: Callable[[str], None]) -> None:
 
 @solara.component
 def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
-    """The replay of an opened run."""
+    """The replay of an opened run: its clock (slider, buttons, play / pause) and the panels."""
     first, last = run.minutes
+    end = last + 1  # the clock after the last recorded minute
     minute = solara.use_reactive(min(first + 8 * 60, last))
     source = ReplaySource(run, minute.value)
+
+    def move(minutes: float) -> bool:
+        """Move the clock by ``minutes`` within the run; whether it can move on."""
+        minute.set(min(max(minute.value + round(minutes), first), end))
+        return minute.value < end
+
     with solara.AppBar():
         solara.AppBarTitle(f"GATSim replay: {run.path.name}")
     with solara.Sidebar():
         with solara.Card("Replay"):
             solara.Text(f"{run.path} ({len(run.days)} days, read-only)")
             with solara.Column(classes=["mlm-time-slider"]):
-                solara.SliderInt("Minute", value=minute, min=first, max=last + 1, step=1,
-                                 tick_labels=False)  # fmt: skip
+                solara.SliderInt(
+                    "Time",
+                    value=minute,
+                    min=first,
+                    max=end,
+                    step=1,
+                    thumb_label=False,
+                )
             solara.Text(
                 day_clock(minute.value, sep=", ").capitalize(),
                 classes=["mlm-replay-clock"],
             )
-            with solara.Row():
-                for label, delta in (("-1 h", -60), ("-5 min", -5), ("+5 min", 5),
-                                     ("+1 h", 60)):  # fmt: skip
-                    solara.Button(
-                        label,
-                        outlined=True,
-                        on_click=lambda d=delta: minute.set(
-                            min(max(minute.value + d, first), last + 1)
-                        ),
-                    )
+            ReplayControls(move, REPLAY_JUMPS, REPLAY_SPEED, at_end=minute.value >= end)
         ForkForm(run, on_open)
     AppTabs(source)
+
+
+REPLAY_JUMPS = (("-1 h", -60), ("-5 min", -5), ("+5 min", 5), ("+1 h", 60))
+"""The replay's buttons that move its clock: label and minutes."""
 
 
 @solara.component
@@ -345,13 +357,14 @@ def ForkForm(run: SavedRun, on_open: Callable[[str], None]) -> None:
     days = [0, *run.days]
     from_day = solara.use_reactive(days[0])
     brain = solara.use_reactive(str(run.config.get("brain", "rules")))
-    n_days = solara.use_reactive(int(run.config.get("days", 1)))
-    events = solara.use_reactive(bool(run.config.get("events", True)))
+    controls = fork_controls(run.config)
+    changes = solara.use_reactive(control_values(controls))
     status = solara.use_reactive("")
 
     def fork() -> None:
         target = fork_target(run.path, from_day.value)
         status.set(f"forking into {target} ...")
+        chosen = control_values(controls, changes.value)
         try:
             fork_run(
                 run.path,
@@ -360,8 +373,8 @@ def ForkForm(run: SavedRun, on_open: Callable[[str], None]) -> None:
                 model=UrbanParameters.model_name,
                 changes={
                     "brain": brain.value,
-                    "days": max(n_days.value, from_day.value, 1),
-                    "events": events.value,
+                    "days": max(int(chosen["days"]), from_day.value, 1),
+                    "events": bool(chosen["events"]),
                 },
                 progress=False,
             )
@@ -374,10 +387,13 @@ def ForkForm(run: SavedRun, on_open: Callable[[str], None]) -> None:
     with solara.Card("Fork from a day"):
         solara.Select("From day (0: the start)", values=days, value=from_day)
         solara.InputText("Brain ('rules' or 'llm:<model>')", value=brain)
-        solara.SliderInt("Days", value=n_days, min=1, max=max(14, n_days.value))
-        solara.Checkbox(label="Events on", value=events)
-        solara.Button("Fork", on_click=lambda: threading.Thread(target=fork).start(),
-                      color="primary", classes=["mlm-fork"])  # fmt: skip
+        ParameterControls(controls, changes)
+        solara.Button(
+            "Fork",
+            on_click=lambda: threading.Thread(target=fork).start(),
+            color="primary",
+            classes=["mlm-fork"],
+        )
         if status.value:
             solara.Text(status.value, classes=["mlm-fork-status"])
 
@@ -389,12 +405,20 @@ def RunPicker(current: str | None, on_open: Callable[[str], None]) -> None:
     with solara.Card("Saved runs"):
         found = find_runs()
         if found:
-            solara.Select("Runs under runs/", values=found, value=current if current in found
-                          else None, on_value=on_open)  # fmt: skip
+            solara.Select(
+                "Runs under runs/",
+                values=found,
+                value=current if current in found else None,
+                on_value=on_open,
+            )
         solara.InputText("Run directory", value=typed, classes=["mlm-run-path"])
         with solara.Row():
-            solara.Button("Open", on_click=lambda: on_open(typed.value),
-                          disabled=not typed.value, classes=["mlm-open-run"])  # fmt: skip
+            solara.Button(
+                "Open",
+                on_click=lambda: on_open(typed.value),
+                disabled=not typed.value,
+                classes=["mlm-open-run"],
+            )
             if current:
                 solara.Button("Live model", on_click=lambda: on_open(""), text=True)
 
@@ -403,6 +427,7 @@ def RunPicker(current: str | None, on_open: Callable[[str], None]) -> None:
 def Page() -> None:
     """The app: the live model, or a saved run when one is opened."""
     run_path = solara.use_reactive(run_from_argv() or "")
+    solara.Style(APP_CSS)
     if run_path.value:
         ReplayApp(run_path.value, on_open=run_path.set)
     else:

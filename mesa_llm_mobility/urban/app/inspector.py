@@ -36,8 +36,18 @@ TRIP_COLUMNS = [
     "delay",
     "late",
 ]
-CONVERSATION_COLUMNS = ["time", "with", "medium", "topic", "turn", "speaker", "message",
-                        "proposal", "accept", "agreed"]  # fmt: skip
+CONVERSATION_COLUMNS = [
+    "time",
+    "with",
+    "medium",
+    "topic",
+    "turn",
+    "speaker",
+    "message",
+    "proposal",
+    "accept",
+    "agreed",
+]
 TOOL_CALL_COLUMNS = ["time", "tool", "arguments", "answer", "via"]
 MEMORIES_SHOWN = 8
 

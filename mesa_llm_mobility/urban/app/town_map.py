@@ -1,9 +1,11 @@
 """The network map of the app: congestion, metro trains, facility counts and travellers.
 
 Built on :func:`~mesa_llm_mobility.urban.plots.traffic_snapshot` (roads coloured by congestion
-label, metro lines, facility names), with the live layer on top: trains at their timetable
-positions, the number of people inside and queueing at each facility, and one marker per
-traveller on a link (spread along it), at a node or at a facility (a small ring around it).
+label, metro lines), with the live layer on top: trains at their timetable positions, each
+facility's name with the number of people inside and queueing at its door (placed so that no
+two labels overlap), and one marker per traveller on a link (spread along it), at a node or at
+a facility (a small ring around it). The figure is as wide as the panel and as high as the
+town's shape needs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from mesa_llm_mobility.urban.scenario import Scenario
 # the click helpers moved to viz (shared with the evacuation app); re-exported here
 from mesa_llm_mobility.viz.clickable import marker_at as traveller_at  # noqa: F401
 from mesa_llm_mobility.viz.clickable import marker_fractions  # noqa: F401
+from mesa_llm_mobility.viz.labels import Label, place_labels
 
 STATE_COLOURS: dict[str, str] = {
     "driving": "#1565c0",
@@ -129,19 +132,67 @@ def shown_travellers(
 
 
 MAP_LABEL_POINTS = 12.0
-"""Font size of the app map's facility names (counts and legend one point smaller)."""
-LEGIBLE_PIXELS = 10.0
-"""Smallest on-screen text height (CSS pixels) the app's labels should have."""
+"""Font size of the app map's facility labels (legend one point smaller)."""
+SMALLEST_MAP_POINTS = MAP_LABEL_POINTS - 1
+"""The smallest text of the app's map (its legend)."""
+MAP_WIDTH_IN = 8.0
+"""Width of the app's map in inches (its height follows the town's shape)."""
+LABEL_BOX = {"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.75}
+"""The white box behind a map label (roads and metro lines show through, dimmed)."""
+FACILITY_STYLE = {
+    "fontsize": MAP_LABEL_POINTS,
+    "zorder": 7,
+    "gid": "facility",
+    "bbox": LABEL_BOX,
+}
+"""How a facility's label is written."""
+SELECTED_STYLE = {
+    "fontsize": MAP_LABEL_POINTS + 1,
+    "color": "#6a1b9a",
+    "weight": "bold",
+    "zorder": 9,
+    "gid": "selected_name",
+    "bbox": LABEL_BOX,
+}
+"""How the selected traveller's name is written."""
+_LEGEND_IN = 0.75
+_TOP_IN = 0.08
+_MARGIN = 0.07
+"""Room around the outer nodes, as a share of the town's span."""
 
 
-def label_pixels(
-    points: float, dpi: float, image_width: float, shown_width: float
-) -> float:
-    """On-screen height of ``points``-sized text in an image drawn ``shown_width`` wide.
+def map_extent(scenario: Scenario) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The map's x and y limits: the nodes plus a margin (y drawn downwards)."""
+    xy = np.array(list(plots.node_layout(scenario)[0].values()))
+    margin = _MARGIN * plots.node_layout(scenario)[1]
+    x = (float(xy[:, 0].min() - margin), float(xy[:, 0].max() + margin))
+    y = (float(xy[:, 1].max() + margin), float(xy[:, 1].min() - margin))
+    return x, y
 
-    ``points * dpi / 72`` pixels in the image, scaled by ``shown_width / image_width``.
-    """
-    return points * dpi / 72.0 * shown_width / image_width
+
+def map_size(scenario: Scenario, width_in: float = MAP_WIDTH_IN) -> tuple[float, float]:
+    """Figure size (inches) at which the town, at equal aspect, fills the width."""
+    (x0, x1), (y0, y1) = map_extent(scenario)
+    return width_in, width_in * abs(y0 - y1) / (x1 - x0) + _LEGEND_IN + _TOP_IN
+
+
+def facility_label(name: str, staying: int, queue: int) -> str:
+    """``Museum``, ``Museum: 4`` (people inside) or ``Museum: 4 +2 queue`` (at the door)."""
+    if not staying and not queue:
+        return name
+    return f"{name}: {staying}" + (f" +{queue} queue" if queue else "")
+
+
+def network_points(scenario: Scenario, every: float | None = None) -> np.ndarray:
+    """Points along every drawn road and metro link and at every node (label obstacles)."""
+    xy, span = plots.node_layout(scenario)
+    spacing = every or span / 150
+    points = [np.array(list(xy.values()))]
+    segments = [*link_ends(scenario).values()]
+    for a, b in segments:
+        n = max(int(np.hypot(*(b - a)) / spacing), 1)
+        points.append(a + np.linspace(0, 1, n + 1)[:, None] * (b - a))
+    return np.vstack(points)
 
 
 def draw_town(
@@ -151,9 +202,14 @@ def draw_town(
     ax: Axes | None = None,
     show_staying: bool = False,
     positions: pd.DataFrame | None = None,
-    figsize: tuple[float, float] = (8.0, 5.4),
+    width_in: float = MAP_WIDTH_IN,
+    title: bool = True,
 ) -> Figure:
     """Draw the town at the view's minute.
+
+    Facility names carry the number of people inside and the queue at the door
+    (:func:`facility_label`); they are placed where they cover no other label and the
+    fewest links (:func:`~mesa_llm_mobility.viz.labels.place_labels`).
 
     Args:
         view: What to draw.
@@ -162,30 +218,36 @@ def draw_town(
         show_staying: Also draw a marker for everyone inside a facility (the counts show them
             anyway; off by default, as most people are at home most of the time).
         positions: :func:`traveller_positions` of ``view`` when the caller has them already.
-        figsize: Size of a new figure in inches.
+        width_in: Width of a new figure in inches (its height follows the town's shape).
+        title: Write the clock as the title (the app shows it above the map instead).
 
     Returns:
-        The figure. Travellers are the scatter with gid ``"travellers"``, trains ``"trains"``.
+        The figure. Travellers are the scatter with gid ``"travellers"``, trains ``"trains"``;
+        the facility labels have gid ``"facility"``.
     """
+    scenario = view.scenario
     if ax is None:
         # fixed margins, not constrained layout: a redraw a few times a second in the app
-        figure = Figure(figsize=figsize)
+        width, height = map_size(scenario, width_in)
+        figure = Figure(figsize=(width, height))
         FigureCanvasAgg(figure)
-        # the legend goes below the map, so the town takes the panel's whole width
-        figure.subplots_adjust(left=0.01, right=0.99, bottom=0.16, top=0.93)
+        # the legend goes below the map, so the town takes the figure's whole width
+        figure.subplots_adjust(
+            left=0.0, right=1.0, bottom=_LEGEND_IN / height, top=1 - _TOP_IN / height
+        )
         ax = figure.subplots()
     figure = ax.figure.figure
     step = float(view.link_states["time"].max())  # the step that left the links so
     plots.traffic_snapshot(
-        view.scenario, view.link_states, step, ax=ax, legend=False,
-        label_size=MAP_LABEL_POINTS,
-    )  # fmt: skip
-    ax.set_title(view.clock, fontsize=MAP_LABEL_POINTS + 3)
+        scenario, view.link_states, step, ax=ax, legend=False, label_facilities=False
+    )
+    (x0, x1), (y0, y1) = map_extent(scenario)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_title(view.clock if title else "", fontsize=MAP_LABEL_POINTS + 3)
 
     handles = list(plots.congestion_handles())
-    trains = metro_drawing_positions(
-        view.scenario, train_positions(view.scenario, view.minute)
-    )
+    trains = metro_drawing_positions(scenario, train_positions(scenario, view.minute))
     if len(trains):
         scatter = ax.scatter(
             trains["x"], trains["y"], marker="s", s=36, c="#263238", zorder=6
@@ -195,32 +257,45 @@ def draw_town(
             Line2D([], [], marker="s", color="#263238", linestyle="", label="train")
         )
 
-    counts = view.facility_counts()
-    for facility, staying, queue in counts.itertuples(index=False):
-        if not staying and not queue:
-            continue
-        node = view.scenario.nodes[view.scenario.facilities[facility].node]
-        text = f"{staying}" + (f" +{queue} queue" if queue else "")
-        ax.annotate(
-            text,
-            (node.x, node.y),
-            xytext=(-4, -4),  # left below the node: names sit to the right or below
-            textcoords="offset points",
-            ha="right",
-            va="top",
-            fontsize=MAP_LABEL_POINTS - 1,
-            color="#b71c1c" if queue else "#37474f",
-            zorder=7,
-        )
-
     if positions is None:
         positions = traveller_positions(view)
+    labels = []
+    mine = positions[positions["agent"] == selected] if selected else positions.iloc[:0]
+    if len(mine):  # the selected traveller's name is placed first, next to its ring
+        x, y = mine[["x", "y"]].iloc[0]
+        ax.scatter(
+            [x],
+            [y],
+            s=160,
+            facecolors="none",
+            edgecolors="#d500f9",
+            linewidths=2.0,
+            zorder=9,
+            gid="selected",
+        )
+        labels.append(Label(str(selected), x, y, SELECTED_STYLE))
+    counts = view.facility_counts().set_index("facility")
+    for facility in scenario.facilities.values():
+        node = scenario.nodes[facility.node]
+        staying, queue = (
+            counts.loc[facility.name] if facility.name in counts.index else (0, 0)
+        )
+        labels.append(
+            Label(
+                facility_label(facility.name, int(staying), int(queue)),
+                node.x,
+                node.y,
+                {**FACILITY_STYLE, "color": "#b71c1c" if queue else "#263238"},
+            )
+        )
+    place_labels(ax, labels, network_points(scenario))
+
     shown = shown_travellers(positions, show_staying=show_staying)
     colours = [STATE_COLOURS.get(state, "#000000") for state in shown["state"]]
     scatter = ax.scatter(
         shown["x"],
         shown["y"],
-        s=18,
+        s=22,
         c=colours,
         edgecolors="white",
         linewidths=0.4,
@@ -228,21 +303,14 @@ def draw_town(
     )
     scatter.set_gid("travellers")
     for state in dict.fromkeys(shown["state"]):
+        colour = STATE_COLOURS.get(state, "#000000")
+        label = state.replace("_", " ")
         handles.append(
-            Line2D([], [], marker="o", color=STATE_COLOURS.get(state, "#000000"),
-                   linestyle="", label=state.replace("_", " "))
-        )  # fmt: skip
-    if selected is not None:
-        mine = positions[positions["agent"] == selected]
-        if len(mine):
-            x, y = mine[["x", "y"]].iloc[0]
-            ax.scatter([x], [y], s=160, facecolors="none", edgecolors="#d500f9",
-                       linewidths=2.0, zorder=9, gid="selected")  # fmt: skip
-            ax.annotate(selected, (x, y), xytext=(6, 6), textcoords="offset points",
-                        fontsize=MAP_LABEL_POINTS + 1, color="#6a1b9a", weight="bold", zorder=9)  # fmt: skip
+            Line2D([], [], marker="o", color=colour, linestyle="", label=label)
+        )
     ax.legend(
         handles=handles,
-        fontsize=MAP_LABEL_POINTS - 1,
+        fontsize=SMALLEST_MAP_POINTS,
         frameon=False,
         loc="upper center",
         bbox_to_anchor=(0.5, 0.0),

@@ -385,9 +385,15 @@ def validate_chat(ctx: ChatContext, out: ChatOutput) -> list[str]:
             f"topic {out.topic!r} was already discussed with {out.partner}; choose another topic"
         ]
     return validate_agreement(
-        out.proposal, ctx.persona.name, out.partner, ctx.speakers,
-        vehicles=ctx.vehicles, facilities=ctx.facilities, now=ctx.now, morning=ctx.morning,
-    )  # fmt: skip
+        out.proposal,
+        ctx.persona.name,
+        out.partner,
+        ctx.speakers,
+        vehicles=ctx.vehicles,
+        facilities=ctx.facilities,
+        now=ctx.now,
+        morning=ctx.morning,
+    )
 
 
 def agreement_topic(agreement: ChatAgreement, day: int, morning: bool) -> str:
@@ -410,9 +416,12 @@ def _household_opening(ctx: ChatContext) -> ChatOutput | None:
         if relation != "family":
             continue
         fields = household_agreement(
-            ctx.persona.name, partner, ctx.speakers, vehicles=ctx.vehicles,
+            ctx.persona.name,
+            partner,
+            ctx.speakers,
+            vehicles=ctx.vehicles,
             morning=ctx.morning,
-        )  # fmt: skip
+        )
         if not fields:
             continue
         proposal = ChatAgreement(**fields)

@@ -157,9 +157,15 @@ def validate_chat_turn(ctx: ChatTurnContext, out: ChatTurnOutput) -> list[str]:
             "agreement: either accept the proposal or make a counter-proposal, not both"
         )
     errors += validate_agreement(
-        out.proposal, ctx.persona.name, ctx.partner, ctx.speakers,
-        vehicles=ctx.vehicles, facilities=ctx.facilities, now=ctx.now, morning=ctx.morning,
-    )  # fmt: skip
+        out.proposal,
+        ctx.persona.name,
+        ctx.partner,
+        ctx.speakers,
+        vehicles=ctx.vehicles,
+        facilities=ctx.facilities,
+        now=ctx.now,
+        morning=ctx.morning,
+    )
     return errors
 
 

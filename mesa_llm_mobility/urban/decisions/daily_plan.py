@@ -256,9 +256,13 @@ def _leg_line(
         shown = ctx.travel_times[key]
         if mode == "transit" and route and facts.index is not None:
             text = _transit_times(
-                facts.index, route, (ctx.day - 1) * MINUTES_PER_DAY, arrive_by,
-                leave_at, max(facts.now, 6 * 60),
-            )  # fmt: skip
+                facts.index,
+                route,
+                (ctx.day - 1) * MINUTES_PER_DAY,
+                arrive_by,
+                leave_at,
+                max(facts.now, 6 * 60),
+            )
         else:
             text = f"{mode} {shown:.0f} min"
         text += _remembered(ctx, key, shown)
@@ -515,9 +519,13 @@ def _planned_path(
     if mode != "drive" or index is None:
         return "shortest"
     waits = learnt_link_waits(
-        index, ctx.day, reflections=ctx.memories, announcements=ctx.events,
-        chats=ctx.chats, routes=ctx.routes,
-    )  # fmt: skip
+        index,
+        ctx.day,
+        reflections=ctx.memories,
+        announcements=ctx.events,
+        chats=ctx.chats,
+        routes=ctx.routes,
+    )
     path = learnt_path(index, origin, destination, link_costs(waits, leave))
     return "shortest" if path is None else [link.name for link in path]
 
@@ -545,30 +553,40 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
         if place != home:
             activities.append(
                 Activity(
-                    facility=place, departure_time=format_hhmm(leave), reflect_every=60,
-                    mode=mode, description=f"Spend the morning at the {place}",
+                    facility=place,
+                    departure_time=format_hhmm(leave),
+                    reflect_every=60,
+                    mode=mode,
+                    description=f"Spend the morning at the {place}",
                 )
-            )  # fmt: skip
+            )
             leave += FACILITY_STAYS.get(place, 60) + 30
         if rng.random() < 0.5 and "Food court" in facts.facilities:
             lunch = max(leave, 11 * 60 + 30)
             activities.append(
                 Activity(
-                    facility="Food court", departure_time=format_hhmm(lunch), reflect_every=30,
-                    mode=mode, description="Have lunch at the Food court",
+                    facility="Food court",
+                    departure_time=format_hhmm(lunch),
+                    reflect_every=30,
+                    mode=mode,
+                    description="Have lunch at the Food court",
                 )
-            )  # fmt: skip
+            )
             leave = lunch + 75
         activities.append(
             Activity(
-                facility=persona.home, departure_time=format_hhmm(leave), reflect_every=60,
-                mode=mode, description="Return home",
+                facility=persona.home,
+                departure_time=format_hhmm(leave),
+                reflect_every=60,
+                mode=mode,
+                description="Return home",
             )
-        )  # fmt: skip
+        )
         return DailyPlan(
-            activities=with_appointments(activities, facts), long_term_reflection="",
+            activities=with_appointments(activities, facts),
+            long_term_reflection="",
             concepts=[],
-        )  # fmt: skip
+        )
 
     mode = choose_mode(ctx, work, rng)
     prior_spread = float(rng.integers(3, 9))  # a first-day guess of the variability
@@ -587,56 +605,78 @@ def plan_rule_policy(ctx: PlanningContext, rng: np.random.Generator) -> DailyPla
     first = legs[0][1]
     activities.append(
         Activity(
-            facility=first, departure_time=format_hhmm(max(earliest, leave)),
-            reflect_every=30 if drop_off else 150, mode=mode,
+            facility=first,
+            departure_time=format_hhmm(max(earliest, leave)),
+            reflect_every=30 if drop_off else 150,
+            mode=mode,
             path=_planned_path(ctx, home, first, mode, leave),
-            description="Drop the children off at school" if drop_off else f"Work at the {work}",
+            description="Drop the children off at school"
+            if drop_off
+            else f"Work at the {work}",
         )
-    )  # fmt: skip
+    )
     if drop_off:
         activities.append(
             Activity(
-                facility=work, departure_time=None, reflect_every=150, mode=mode,
+                facility=work,
+                departure_time=None,
+                reflect_every=150,
+                mode=mode,
                 description=f"Work at the {work}",
             )
-        )  # fmt: skip
+        )
     after = max(end, earliest + 60)
     if school is not None and school != work and ctx.school_duty in ("pick_up", "both"):
         activities.append(
             Activity(
-                facility=school, departure_time=format_hhmm(after), reflect_every=30, mode=mode,
+                facility=school,
+                departure_time=format_hhmm(after),
+                reflect_every=30,
+                mode=mode,
                 description="Pick the children up from school",
             )
-        )  # fmt: skip
+        )
         activities.append(
             Activity(
-                facility=persona.home, departure_time=None, reflect_every=60, mode=mode,
+                facility=persona.home,
+                departure_time=None,
+                reflect_every=60,
+                mode=mode,
                 description="Bring the children home",
             )
-        )  # fmt: skip
+        )
     elif rng.random() < LEISURE_PROBABILITY:
         place = _leisure_place(ctx, rng)
         stay = FACILITY_STAYS.get(place, 60)
         activities.append(
             Activity(
-                facility=place, departure_time=format_hhmm(after), reflect_every=60, mode=mode,
+                facility=place,
+                departure_time=format_hhmm(after),
+                reflect_every=60,
+                mode=mode,
                 description=f"Go to the {place} after work",
             )
-        )  # fmt: skip
+        )
         back = min(after + stay + 30, 23 * 60)
         activities.append(
             Activity(
-                facility=persona.home, departure_time=format_hhmm(back), reflect_every=60,
-                mode=mode, description="Return home",
+                facility=persona.home,
+                departure_time=format_hhmm(back),
+                reflect_every=60,
+                mode=mode,
+                description="Return home",
             )
-        )  # fmt: skip
+        )
     else:
         activities.append(
             Activity(
-                facility=persona.home, departure_time=format_hhmm(after), reflect_every=60,
-                mode=mode, description="Return home after work",
+                facility=persona.home,
+                departure_time=format_hhmm(after),
+                reflect_every=60,
+                mode=mode,
+                description="Return home after work",
             )
-        )  # fmt: skip
+        )
     return DailyPlan(
         activities=with_appointments(activities, facts),
         long_term_reflection="",

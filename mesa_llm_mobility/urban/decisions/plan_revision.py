@@ -375,11 +375,13 @@ def _after_agreement(ctx: RevisionContext) -> list[Activity] | None:
             rest.insert(
                 at,
                 Activity(
-                    facility=pick_up.school, departure_time=leave,
-                    reflect_every=MIN_REFLECT_MINUTES, mode=facts.day_mode or rest[at].mode,
+                    facility=pick_up.school,
+                    departure_time=leave,
+                    reflect_every=MIN_REFLECT_MINUTES,
+                    mode=facts.day_mode or rest[at].mode,
                     description="Pick the children up from school (agreed in a chat)",
                 ),
-            )  # fmt: skip
+            )
     elif persona.children and not runs and persona.work_facility != SCHOOL:
         kept: list[Activity] = []
         leave: str | None = None  # the next trip leaves when the school run would have
@@ -522,16 +524,21 @@ def revision_rule_policy(
     ):
         home = ctx.future[-1]
         rest = [
-            home.model_copy(update={
-                "departure_time": format_hhmm(min(ctx.facts.now + 15, 23 * 60 + 59)),
-                "description": f"Leave the {ctx.place} early: {ctx.events[-1][:60]}",
-            })
-        ]  # fmt: skip
+            home.model_copy(
+                update={
+                    "departure_time": format_hhmm(
+                        min(ctx.facts.now + 15, 23 * 60 + 59)
+                    ),
+                    "description": f"Leave the {ctx.place} early: {ctx.events[-1][:60]}",
+                }
+            )
+        ]
         if home.facility == ctx.persona.home and not check_plan(rest, ctx.facts):
             return PlanRevisionOutput(
-                action="replace_activities", activities=rest,
+                action="replace_activities",
+                activities=rest,
                 reason=f"an announcement threatens the {ctx.place}: go home early",
-            )  # fmt: skip
+            )
     if ctx.situation != "end_of_activity" or not ctx.future or not ctx.remaining_path:
         return PlanRevisionOutput(action="keep", reason="plan still fine")
     has_other = (
@@ -543,17 +550,19 @@ def revision_rule_policy(
         and not _announced_on(ctx, ctx.alternative_path)
     ):
         return PlanRevisionOutput(
-            action="new_path", new_path=list(ctx.alternative_path),
+            action="new_path",
+            new_path=list(ctx.alternative_path),
             reason="announced road works on the planned path",
-        )  # fmt: skip
+        )
     if (
         has_other
         and ctx.remaining_minutes - ctx.alternative_minutes > REROUTE_THRESHOLD_MINUTES
     ):
         return PlanRevisionOutput(
-            action="new_path", new_path=list(ctx.alternative_path),
+            action="new_path",
+            new_path=list(ctx.alternative_path),
             reason=f"planned path ~{ctx.remaining_minutes:.0f} min now, other ~{ctx.alternative_minutes:.0f} min",
-        )  # fmt: skip
+        )
     threatened = _threatened(ctx, ctx.future[0].facility)
     free = _free_minutes(ctx, ctx.remaining_path)
     queues = (
@@ -572,16 +581,18 @@ def revision_rule_policy(
     rest = _skip_leisure(ctx) if queues >= POSTPONE_WAIT_MINUTES or threatened else None
     if rest is not None:
         return PlanRevisionOutput(
-            action="replace_activities", activities=rest,
+            action="replace_activities",
+            activities=rest,
             reason=f"~{queues:.0f} min of queues to the {ctx.future[0].facility}: skip it",
-        )  # fmt: skip
+        )
     if queues < POSTPONE_WAIT_MINUTES:
         return PlanRevisionOutput(action="keep", reason="plan still fine")
     later = min(ctx.facts.now + POSTPONE_MINUTES, 23 * 60 + 59)
     out = PlanRevisionOutput(
-        action="new_departure_time", new_departure_time=format_hhmm(later),
+        action="new_departure_time",
+        new_departure_time=format_hhmm(later),
         reason=f"~{queues:.0f} min of queues now: wait for them to clear",
-    )  # fmt: skip
+    )
     if validate_revision(ctx, out):
         return PlanRevisionOutput(action="keep", reason="queues, but no time to wait")
     return out

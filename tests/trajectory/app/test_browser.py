@@ -7,16 +7,23 @@ must render its three views (map, timeline, metric table) with the day scores.
 
 from __future__ import annotations
 
+import pytest
+
 from mesa_llm_mobility.trajectory.staypoints import write_numosim
 from mesa_llm_mobility.trajectory.synth import synthesize
 from tests.trajectory.runs import generation_config, run_generation
 from tests.urban.app.test_browser import (  # the shared browser set-up (and conftest's browser)
     ROOT,
+    _clipped,
+    _control_label,
     _open,
+    _overflowing,
     _screenshot,
     _wait_text_change,
     serve_app,
 )
+
+pytestmark = pytest.mark.slow  # a server and a browser: 1-4 min a test
 
 APP = ROOT / "examples" / "trajgen_app.py"
 VIEWS = "img.mlm-traj-map"
@@ -43,6 +50,13 @@ def _assert_three_views(page) -> None:
         assert name in metrics
     scores = page.locator(".mlm-traj-scores table").inner_text()
     assert "attribution" in scores and "percentile" in scores
+    # at 1,400 px the day-score table fits its column: the percentile column is whole
+    assert _overflowing(page, ".mlm-traj-score-table .mlm-table") == []
+    assert _clipped(page, ".mlm-table") == []
+    column = page.locator(".mlm-traj-scores").bounding_box()
+    header = page.locator(".mlm-traj-score-table th", has_text="percentile")
+    right = header.bounding_box()["x"] + header.bounding_box()["width"]
+    assert right <= column["x"] + column["width"] + 1, (right, column)
     for selector in ("img.mlm-traj-map", "img.mlm-traj-timeline"):
         width = page.locator(selector).evaluate("img => img.naturalWidth")
         assert width > 500, (selector, width)
@@ -55,6 +69,9 @@ def test_synthetic_city_picks_an_individual_and_keeps_one_session_per_visitor(
         page, failed = _open(browser, url, VIEWS)
         _assert_three_views(page)
         assert "30 individuals" in page.locator(".mlm-traj-summary").inner_text()
+        assert _control_label(page, "individuals") == "Synthetic individuals: 30"
+        assert _control_label(page, "hold_out") == "Held-out days: 7"
+        assert _control_label(page, "temperature") == "LLM temperature: 0.7"
         selection = page.locator(".mlm-individual-select .v-select__selection")
         assert selection.inner_text().strip() == "0"
         map_src, timeline_src = _src(page, VIEWS), _src(page, "img.mlm-traj-timeline")

@@ -8,8 +8,10 @@ Screenshots go to the test's folder; with ``MLM_UPDATE_SCREENSHOTS=1`` also to
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -24,14 +26,19 @@ from pathlib import Path
 import pytest
 from playwright import sync_api as playwright
 
+from mesa_llm_mobility.urban.app.charts import CHART_TEXT_POINTS
 from mesa_llm_mobility.urban.app.components import TAB_NAMES
-from mesa_llm_mobility.urban.app.town_map import (
+from mesa_llm_mobility.urban.app.town_map import SMALLEST_MAP_POINTS
+from mesa_llm_mobility.viz.assets import cdn_packages, default_cache_dir
+from mesa_llm_mobility.viz.panels import (
     LEGIBLE_PIXELS,
-    MAP_LABEL_POINTS,
+    MAP_DPI,
+    SIDEBAR_PX,
     label_pixels,
 )
-from mesa_llm_mobility.viz.assets import cdn_packages, default_cache_dir
-from mesa_llm_mobility.viz.panels import MAP_DPI
+from mesa_llm_mobility.viz.playback import PAUSE_LABEL, PLAY_LABEL
+
+pytestmark = pytest.mark.slow  # a server and a browser: 1-4 min a test
 
 ROOT = Path(__file__).resolve().parents[3]
 APP = ROOT / "examples" / "gatsim_app.py"
@@ -116,9 +123,13 @@ def browser():
         chromium.close()
 
 
+WINDOW = {"width": 1400, "height": 900}
+"""The browser window of the tests (what the apps are laid out for)."""
+
+
 def _open(browser, url: str, ready: str):
     """A new page at ``url``; the list collects failed requests and any to another host."""
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    page = browser.new_page(viewport=WINDOW)
     failed: list[str] = []
     page.on(
         "request",
@@ -148,6 +159,83 @@ def _screenshot(page, tmp_path: Path, name: str) -> Path:
     return path
 
 
+def _control_label(page, name: str) -> str:
+    """The label of the control ``name`` in the sidebar (``Travellers: 70``)."""
+    return page.locator(f".mlm-control-{name} .v-label").inner_text().strip()
+
+
+def _nudge_slider(page, name: str, key: str = "ArrowRight") -> None:
+    """Move the slider of control ``name`` one step with the keyboard."""
+    page.locator(f".mlm-control-{name} .v-slider__thumb-container").focus()
+    page.keyboard.press(key)
+
+
+def _slider_then_reset(page, name: str, shown: str, clock) -> str:
+    """Move control ``name``'s slider one step: its label reads ``shown``; Reset: the clock."""
+    label = page.locator(f".mlm-control-{name} .v-label")
+    before = label.inner_text()
+    _nudge_slider(page, name)
+    assert _wait_text_change(label, before).strip() == shown
+    ticking = clock.inner_text()
+    page.get_by_role("button", name="Reset").click()
+    return _wait_text_change(clock, ticking)
+
+
+def _play_then_pause(page, clock) -> None:
+    """Play moves ``clock`` on (twice); pause stops it."""
+    page.get_by_role("button", name=PLAY_LABEL).click()
+    moved = _wait_text_change(clock, clock.inner_text())
+    _wait_text_change(clock, moved)
+    page.get_by_role("button", name=PAUSE_LABEL).click()
+    page.get_by_role("button", name=PLAY_LABEL).wait_for(timeout=30_000)
+    # the frame under way when paused may still land (late on a busy machine); then nothing
+    seen = [clock.inner_text()]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        page.wait_for_timeout(2000)
+        seen.append(clock.inner_text())
+        if len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3]:
+            break
+    changes = sum(a != b for a, b in itertools.pairwise(seen))
+    assert seen[-1] == seen[-3] and changes <= 1, f"the clock moved after pause: {seen}"
+
+
+def _legible_images(page, selector: str, points: float) -> list[float]:
+    """On-screen size of ``points``-sized text in each image of ``selector``."""
+    sizes = []
+    for image in page.locator(selector).all():
+        natural = image.evaluate("img => img.naturalWidth")
+        shown = image.bounding_box()["width"]
+        sizes.append(label_pixels(points, MAP_DPI, natural, shown))
+    assert sizes, selector
+    return sizes
+
+
+def _overflowing(page, selector: str) -> list[str]:
+    """Elements of ``selector`` whose content is wider than their box (hidden or scrolled)."""
+    return page.eval_on_selector_all(
+        selector,
+        "els => els.filter(e => e.scrollWidth > e.clientWidth + 1)"
+        ".map(e => e.className + ': ' + e.innerText.slice(0, 60))",
+    )
+
+
+def _clipped(page, selector: str) -> list[str]:
+    """Elements of ``selector`` that hide part of their content.
+
+    Content wider than the element's box that cannot be scrolled to, or an element running
+    past the right edge of the window.
+    """
+    return page.eval_on_selector_all(
+        selector,
+        """els => els.filter(e => {
+            const scrolls = ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+            const hidden = e.scrollWidth > e.clientWidth + 1 && !scrolls;
+            return hidden || e.getBoundingClientRect().right > window.innerWidth + 1;
+        }).map(e => e.className + ': ' + e.innerText.slice(0, 60))""",
+    )
+
+
 def _wait_text_change(locator, old: str, timeout_s: float = 60.0) -> str:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -158,12 +246,21 @@ def _wait_text_change(locator, old: str, timeout_s: float = 60.0) -> str:
     raise AssertionError(f"{locator} still shows {old!r}")
 
 
-def test_live_app_steps_draws_travellers_and_inspects_a_plan(browser, tmp_path):
+def test_live_app_steps_draws_travellers_and_inspects_a_plan(
+    browser, finished_run, tmp_path
+):
     with serve_app(log=tmp_path / "solara.log") as url:
         page, failed = _open(browser, url, ".mlm-clock")
         clock = page.locator(".mlm-clock")
         assert clock.inner_text() == "Day 1, 00:00"
-        for _ in range(3):  # Mesa's Step: render interval 5 -> 5 minutes a click
+        # every slider shows its value
+        assert _control_label(page, "n_agents") == "Travellers: 70"
+        assert _control_label(page, "days") == "Days: 1"
+        assert _control_label(page, "seed") == "Seed: 0"
+        assert _control_label(page, "minutes") == "Minutes per step: 5 min"
+        sidebar = page.locator(".v-navigation-drawer").inner_text()
+        assert "Time:" not in sidebar  # no second clock (Mesa's step count)
+        for _ in range(3):  # Step: 5 minutes a click
             before = clock.inner_text()
             page.get_by_role("button", name="Step", exact=True).click()
             _wait_text_change(clock, before)
@@ -188,8 +285,10 @@ def test_live_app_steps_draws_travellers_and_inspects_a_plan(browser, tmp_path):
         page.locator(".menuable__content__active .v-list-item").first.click()
         page.wait_for_selector(".mlm-plan table", timeout=30_000)
         plan = page.locator(".mlm-plan table").inner_text()
-        assert "facility" in plan and "departure_time" in plan
+        assert "facility" in plan and "departure time" in plan
         assert len(page.locator(".mlm-plan table tbody tr").all()) >= 1
+        assert _overflowing(page, ".mlm-plan .mlm-table") == []  # the plan fits
+        assert _clipped(page, ".mlm-inspector .mlm-table") == []  # the rest scrolls
         assert page.locator(".mlm-state").inner_text()
         # click a traveller's marker on the map: the inspector follows
         image = page.locator("img.mlm-map-image")
@@ -209,21 +308,51 @@ def test_live_app_steps_draws_travellers_and_inspects_a_plan(browser, tmp_path):
         shot = _screenshot(page, tmp_path, "live.png")
         assert shot.stat().st_size > 10_000
 
-        # the map at 1,400 px: its smallest labels stay legible
-        page.set_viewport_size({"width": 1400, "height": 1000})
-        page.wait_for_timeout(500)
+        # the map at 1,400 px: as wide as its column (two thirds of the panel), legible
         natural = image.evaluate("img => img.naturalWidth")
-        shown = image.bounding_box()["width"]
-        smallest = label_pixels(MAP_LABEL_POINTS - 1, MAP_DPI, natural, shown)
+        shown = image.bounding_box()
+        column = page.locator(".mlm-map").bounding_box()
+        assert shown["width"] >= 0.97 * column["width"], (shown, column)
+        assert shown["width"] >= 600 and shown["height"] >= 480, shown
+        smallest = label_pixels(SMALLEST_MAP_POINTS, MAP_DPI, natural, shown["width"])
         assert smallest >= LEGIBLE_PIXELS, (natural, shown, smallest)
         tabs = [t.inner_text().strip() for t in page.get_by_role("tab").all()]
         assert [t.lower() for t in tabs] == [n.lower() for n in TAB_NAMES]
+
+        _play_then_pause(page, clock)
+
         page.get_by_role("tab", name=TAB_NAMES[1]).click()  # the charts
         page.wait_for_function(
             "document.querySelectorAll('.v-window-item--active img').length >= 4"
         )
         page.wait_for_timeout(1000)  # the tab's slide transition
+        charts = _legible_images(page, ".v-window-item--active img", CHART_TEXT_POINTS)
+        assert min(charts) >= LEGIBLE_PIXELS, charts
         _screenshot(page, tmp_path, "charts.png")
+
+        page.get_by_role("tab", name=TAB_NAMES[0]).click()
+        clock.wait_for(timeout=60_000)
+        # a slider's new value shows at once; Reset builds the model with it
+        reset = _slider_then_reset(page, "n_agents", "Travellers: 80", clock)
+        assert reset == "Day 1, 00:00"
+        count = page.locator(".mlm-map-count").inner_text()
+        moving, inside = map(
+            int, re.search(r"(\d+) travellers.*?(\d+) inside", count).groups()
+        )
+        assert moving + inside == 80, count
+
+        # open a saved run from the live app: the sidebar keeps its width, so the main
+        # panel is not covered on its left (it was, by the replay's wider sidebar)
+        page.locator(".mlm-run-path input").fill(str(finished_run.run.path))
+        page.keyboard.press("Enter")
+        page.locator(".mlm-open-run").click()
+        page.wait_for_selector(".mlm-replay-clock", timeout=60_000)
+        page.wait_for_timeout(1000)
+        drawer = page.locator(".v-navigation-drawer").bounding_box()
+        assert drawer["width"] == pytest.approx(SIDEBAR_PX, abs=1)
+        for selector in (".mlm-clock", "img.mlm-map-image", ".v-tabs"):
+            left = page.locator(selector).first.bounding_box()["x"]
+            assert left >= drawer["x"] + drawer["width"], (selector, left, drawer)
         assert not failed, failed
 
 
@@ -244,10 +373,15 @@ def test_saved_run_replays_with_the_time_slider(browser, finished_run, tmp_path)
         page.wait_for_selector(".mlm-revisions", timeout=30_000)
         assert "at" in page.locator(".mlm-state").inner_text()
         _screenshot(page, tmp_path, "replay.png")
+        assert _control_label(page, "minutes") == "Minutes per frame: 5 min"
+        _play_then_pause(page, clock)  # the replay plays: both clocks move on
+        assert map_clock.inner_text() == clock.inner_text()
+        assert clock.inner_text() > "Day 1, 08:01"
+        played = clock.inner_text()
         thumb.focus()
         page.keyboard.press("End")  # to the end of the run
-        assert _wait_text_change(clock, "Day 1, 08:01") == "Day 3, 00:00"
-        assert _wait_text_change(map_clock, "Day 1, 08:01") == "Day 3, 00:00"
+        assert _wait_text_change(clock, played) == "Day 3, 00:00"
+        assert _wait_text_change(map_clock, played) == "Day 3, 00:00"
         page.get_by_role("button", name="-1 h").click()
         assert _wait_text_change(clock, "Day 3, 00:00") == "Day 2, 23:00"
 

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 
 from mesa_llm_mobility.urban.app import charts
+from mesa_llm_mobility.viz.panels import smallest_text_points
 
 
 def test_timeline_counts_trips_queues_and_delays():
@@ -51,3 +52,24 @@ def test_decision_counts_by_kind_and_outcome():
     figure = charts.decisions_figure(decisions)
     bars = figure.axes[0].patches
     assert sum(bar.get_width() for bar in bars) == 3
+
+
+def test_every_chart_is_written_at_least_at_the_chart_size():
+    trips = pd.DataFrame(
+        {
+            "day": [1, 1, 2],
+            "departure": [420.0, 450.0, 1440 + 430.0],
+            "arrival": [440.0, 470.0, 1440 + 455.0],
+            "delay": [1.0, 0.0, 3.0],
+            "mode": ["drive", "transit", "drive"],
+        }
+    )
+    decisions = pd.DataFrame({"kind": ["DailyPlan", "Chat"], "outcome": ["ok", "ok"]})
+    figures = {
+        "timeline": charts.timeline_figure(charts.timeline(trips, None, 1440 + 480)),
+        "departures": charts.departures_figure(trips),
+        "modes": charts.mode_shares_figure(trips),
+        "decisions": charts.decisions_figure(decisions),
+    }
+    for name, figure in figures.items():
+        assert smallest_text_points(figure) >= charts.CHART_TEXT_POINTS, name

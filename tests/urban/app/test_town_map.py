@@ -8,7 +8,10 @@ import pytest
 from PIL import Image
 
 from mesa_llm_mobility.urban.app.town_map import (
+    MAP_LABEL_POINTS,
+    SMALLEST_MAP_POINTS,
     draw_town,
+    facility_label,
     link_ends,
     marker_fractions,
     shown_travellers,
@@ -17,6 +20,8 @@ from mesa_llm_mobility.urban.app.town_map import (
 )
 from mesa_llm_mobility.urban.app.town_view import TownView, empty_link_states
 from mesa_llm_mobility.urban.scenario import load_scenario
+from mesa_llm_mobility.viz.labels import GAP_POINTS, label_boxes, overlapping_pairs
+from mesa_llm_mobility.viz.panels import smallest_text_points
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +79,9 @@ def test_map_draws_movers_selected_traveller_and_trains(town):
     assert len(by_gid["trains"].get_offsets()) > 0  # 07:00: metro in service
     assert "selected" in by_gid
     assert ax.get_title() == "Day 1, 07:00"
+    assert draw_town(view, title=False).axes[0].get_title() == ""
     texts = [t.get_text() for t in ax.texts]
-    assert "1 +1 queue" in texts and "ann" in texts
+    assert f"{facility}: 1 +1 queue" in texts and "ann" in texts
     everyone = draw_town(view, show_staying=True).axes[0]
     movers = next(c for c in everyone.collections if c.get_gid() == "travellers")
     assert len(movers.get_offsets()) == 3
@@ -107,3 +113,59 @@ def _png(figure, dpi: int) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
+
+
+def test_facility_labels_carry_the_counts():
+    assert facility_label("Gym", 0, 0) == "Gym"
+    assert facility_label("Gym", 4, 0) == "Gym: 4"
+    assert facility_label("Gym", 4, 2) == "Gym: 4 +2 queue"
+
+
+def _crowded_view(town):
+    """Everyone somewhere: long labels at every facility, a queue, movers on every link."""
+    rows = [
+        (f"in{k}-{f}", "staying", f)
+        for k, f in enumerate(town.facilities)
+        for _ in (0,)
+    ]
+    rows += [(f"q{k}", "waiting_at_door", "Food court") for k in range(12)]
+    rows += [(f"d{k}", "driving", link) for k, link in enumerate(town.road_links)]
+    return _view(town, rows)
+
+
+def test_map_labels_do_not_overlap_and_stay_in_the_figure(town):
+    view = _crowded_view(town)
+    selected = view.travellers["agent"].iloc[-1]
+    figure = draw_town(view, selected=selected, title=False)
+    ax = figure.axes[0]
+    labels = [t for t in ax.texts if t.get_gid() in ("facility", "selected_name")]
+    assert len(labels) == len(town.facilities) + 1
+    boxes = label_boxes(labels)
+    assert overlapping_pairs(boxes) == []
+    inside = figure.bbox
+    for text, box in zip(labels, boxes, strict=True):
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1, text.get_text()
+        assert inside.y0 <= box.y0 and box.y1 <= inside.y1, text.get_text()
+    # the case is a real one: every label right above its point would overlap
+    for text in labels:
+        text.xyann = (GAP_POINTS, GAP_POINTS)
+        text.set_horizontalalignment("left")
+        text.set_verticalalignment("bottom")
+    assert overlapping_pairs(label_boxes(labels))
+
+
+def test_the_town_fills_the_maps_width_and_its_text_is_legible(town):
+    figure = draw_town(_crowded_view(town), title=False)
+    ax = figure.axes[0]
+    box = ax.get_position()
+    assert (box.x0, box.x1) == (pytest.approx(0.0, abs=1e-9), pytest.approx(1.0))
+    # the axes hold the town at equal aspect: the nodes span its width, not a middle part
+    figure.draw_without_rendering()
+    drawn = ax.get_window_extent()
+    xs = [n.x for n in town.nodes.values()]
+    left, right = ax.transData.transform([(min(xs), 0), (max(xs), 0)])[:, 0]
+    assert (right - left) / drawn.width > 0.8
+    assert drawn.width / figure.bbox.width > 0.99
+    assert smallest_text_points(figure) >= SMALLEST_MAP_POINTS
+    labels = [t for t in ax.texts if t.get_gid() == "facility"]
+    assert {t.get_fontsize() for t in labels} == {MAP_LABEL_POINTS}
