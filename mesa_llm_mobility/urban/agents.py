@@ -5,6 +5,12 @@ produced, and the model mirrors the engine's view into the agent (``state`` and 
 each network step, only for agents that are travelling or due to leave. The agent keeps plain
 data (plan, revisions, trip log, long-term reflection) so a model can be checkpointed at a day
 boundary.
+
+A traveller states its own decision requests (:meth:`TravellerAgent.plan_request` and its
+siblings), in one hop: each context is built from its own state (persona, memory through
+:mod:`.recall`, trips, plan, today) and the world facts it asks the read-only
+:class:`~.contexts.WorldView` for. :meth:`TravellerAgent.node_revision_context` is the en-route
+rule: who reconsiders at the node ahead, what it is shown, and where a new path is taken.
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ from mesa.discrete_space import CellAgent
 
 from mesa_llm_mobility.cognition.kinds import DecisionRequest
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, parse_hhmm
-from mesa_llm_mobility.urban.contexts import reconsider_key
 from mesa_llm_mobility.urban.decisions import (
     CHAT,
     CHAT_TURN,
     DAILY_PLAN,
     DAILY_REFLECTION,
+    MAX_CHAT_TURNS,
     PLAN_REVISION,
+    SCHOOL,
     TRAVEL_QUERY,
     TRIP_IMPORTANCE,
     ChatContext,
@@ -39,14 +46,28 @@ from mesa_llm_mobility.urban.decisions import (
     ReflectionOutput,
     RevisionContext,
     Situation,
+    SpeakerFacts,
     TravelQueryContext,
     TravelQueryOutput,
     TripExperience,
     TripImportanceContext,
     TripImportanceOutput,
+    school_runs,
 )
-from mesa_llm_mobility.urban.perception import event_key
-from mesa_llm_mobility.urban.plans import Activity, Appointment, DailyPlan
+from mesa_llm_mobility.urban.perception import event_key, reconsider_key
+from mesa_llm_mobility.urban.plans import (
+    Activity,
+    Appointment,
+    DailyPlan,
+    PlanFacts,
+    pending_runs,
+)
+from mesa_llm_mobility.urban.recall import (
+    recall_around,
+    recall_for_plan,
+    recall_text,
+    recall_trips,
+)
 from mesa_llm_mobility.urban.traffic import Location, TravelState
 
 if TYPE_CHECKING:
@@ -54,7 +75,7 @@ if TYPE_CHECKING:
     from mesa.discrete_space import Cell, Network
 
     from mesa_llm_mobility.memory import MemoryStore, MemoryStream
-    from mesa_llm_mobility.urban.contexts import WorldView
+    from mesa_llm_mobility.urban.contexts import PathOffer, WorldView
     from mesa_llm_mobility.urban.conversations import Conversation
     from mesa_llm_mobility.urban.scenario import Event
 
@@ -211,12 +232,152 @@ class TravellerAgent(CellAgent):
             return record.activity if record.day == self.today.day else None
         return None
 
+    def departed_today(self) -> list[TripRecord]:
+        """Today's trips that have left (arrived or under way), in order."""
+        return [
+            r
+            for r in self.trips
+            if r.day == self.today.day
+            and not r.cancelled
+            and not math.isnan(r.departure)
+        ]
+
+    # ------------------------------------------------------------------ what it knows
+    def contacts(self, view: WorldView) -> dict[str, str]:
+        """Its family members and friends among the travellers, by relation."""
+        travellers, persona = view.travellers, self.persona
+        contacts = {n: "family" for n in persona.family if n in travellers}
+        contacts.update(
+            {
+                n: "friend"
+                for n in persona.friends
+                if n in travellers and n not in contacts
+            }
+        )
+        return contacts
+
+    def plan_facts(self, view: WorldView, now: int, start_place: str) -> PlanFacts:
+        """The facts its plans are validated against, starting at ``start_place``."""
+        today, persona = self.today, self.persona
+        return PlanFacts(
+            home=persona.home,
+            start_place=start_place,
+            now=now,
+            licensed=persona.licensed,
+            vehicle_available=today.vehicle_available,
+            vehicles=persona.vehicles,
+            household_drivers=today.household_drivers,
+            day_mode=today.mode,
+            facilities=view.facilities,
+            index=view.network,
+            duties=school_runs(persona, today.school_duty, SCHOOL, view.facilities),
+            visited=tuple(r.destination for r in self.departed_today()),
+            appointments=tuple(today.appointments),
+        )
+
+    def speaker_facts(self, view: WorldView, t: int) -> SpeakerFacts:
+        """What a conversation can change about its day at minute ``t`` (absolute).
+
+        Both speakers of a conversation see these facts (:meth:`.WorldView.contact_facts`).
+        """
+        persona, today = self.persona, self.today
+        works = (
+            today.workday
+            and persona.work_facility is not None
+            and persona.work_facility != SCHOOL
+        )
+        departed = self.departed_today()
+        late = [
+            math.ceil(r.arrival - r.planned_arrival)
+            for r in departed
+            if r.planned_arrival is not None and not math.isnan(r.arrival)
+        ]
+        facts = self.plan_facts(view, t % MINUTES_PER_DAY, self.end_place())
+        return SpeakerFacts(
+            name=self.name,
+            household=persona.household or persona.name,
+            licensed=persona.licensed,
+            has_car=today.vehicle_available,
+            parent=bool(persona.children),
+            works=works,
+            school_duty=today.school_duty,
+            plan=tuple(
+                f"{a.facility} {a.departure_time or 'on arrival'}"
+                for a in self.activities
+            )
+            if self.plan is not None and today.mode is not None
+            else (),
+            work_start=persona.work_start if works else None,
+            work_end=persona.work_end if works else None,
+            car_saving=view.car_saving(persona.home, persona.work_facility)
+            if works
+            else 0.0,
+            late=max(0, *late) if late else 0,
+            departed=bool(departed),
+            drove=any(r.activity.mode == "drive" for r in departed),
+            open_runs=tuple(duty.kind for duty in pending_runs(facts)),
+            day_over=self.plan is not None and not self.pending_trips(),
+        )
+
+    def _speakers(
+        self, view: WorldView, t: int, others: Iterable[str]
+    ) -> dict[str, SpeakerFacts]:
+        """Its own speaker facts and those ``others`` state, by name (itself first)."""
+        return {
+            self.name: self.speaker_facts(view, t),
+            **{name: view.contact_facts(name, t) for name in others},
+        }
+
+    def _recall_trips(self, t: int) -> list[TripExperience]:
+        """The trips it remembers (home and work first), oldest first."""
+        persona = self.persona
+        return recall_trips(self.memory, (persona.home, persona.work_facility or ""), t)
+
+    def _day_places(self) -> tuple[list[str], list[tuple[int, int]]]:
+        """The places of its day and the times of day it is there (what it plans around)."""
+        persona, today = self.persona, self.today
+        places = [persona.home]
+        windows: list[tuple[int, int]] = []
+        if today.workday and persona.work_facility and persona.work_start is not None:
+            places.append(persona.work_facility)
+            windows.append((persona.work_start - 90, persona.work_start + 30))
+            if persona.work_end is not None:
+                windows.append((persona.work_end - 30, persona.work_end + 90))
+        else:
+            windows.append((8 * 60, 20 * 60))
+        if today.school_duty:
+            places.append(SCHOOL)
+        for appointment in today.appointments:
+            places.append(appointment.facility)
+            windows.append((appointment.minute - 60, appointment.minute + 60))
+        return places, windows
+
     # ------------------------------------------------------------------ requests
     def plan_request(
         self, view: WorldView, t: int
     ) -> DecisionRequest[PlanningContext, DailyPlan]:
         """Ask for today's plan (at minute ``t``, absolute)."""
-        return DecisionRequest(DAILY_PLAN, self.name, view.planning_context(self, t))
+        day, now = t // MINUTES_PER_DAY + 1, t % MINUTES_PER_DAY
+        date, start = view.date(day), self.end_place()
+        context = PlanningContext(
+            persona=self.persona,
+            day=day,
+            date=date.isoformat(),
+            weekday=date.strftime("%A"),
+            workday=self.today.workday,
+            facts=self.plan_facts(view, now, start),
+            travel_times=view.travel_times,
+            routes=view.routes,
+            experiences=self._recall_trips(t),
+            school_duty=self.today.school_duty,
+            memories=recall_for_plan(
+                self.memory, t, *self._day_places(), uses_llm=view.uses_llm
+            ),
+            long_term_reflection=self.long_term_reflection,
+            chats=list(self.today.chats),
+            events=view.events(t, start),
+        )
+        return DecisionRequest(DAILY_PLAN, self.name, context)
 
     def chat_request(
         self,
@@ -228,38 +389,214 @@ class TravellerAgent(CellAgent):
         morning: bool = True,
     ) -> DecisionRequest[ChatContext, ChatOutput]:
         """Ask for the opening of a chat with one of ``contacts``."""
-        context = view.chat_context(self, contacts, t, medium=medium, morning=morning)
+        context = ChatContext(
+            persona=self.persona,
+            day=t // MINUTES_PER_DAY + 1,
+            now=t % MINUTES_PER_DAY,
+            contacts=dict(contacts),
+            used_topics={n: list(self.used_topics.get(n, [])) for n in contacts},
+            experiences=self._recall_trips(t),
+            memories=recall_text(
+                self.memory, t, "family friends plans", uses_llm=view.uses_llm
+            ),
+            speakers=self._speakers(view, t, contacts),
+            vehicles=self.persona.vehicles,
+            facilities=view.facilities,
+            medium=medium,  # type: ignore[arg-type]
+            morning=morning,
+        )
         return DecisionRequest(CHAT, self.name, context)
 
     def chat_turn_request(
         self, view: WorldView, t: int, conversation: Conversation
     ) -> DecisionRequest[ChatTurnContext, ChatTurnOutput]:
         """Ask for this traveller's next turn in ``conversation``."""
-        context = view.chat_turn_context(self, conversation, t)
+        partner = (
+            conversation.partner
+            if self.name == conversation.initiator
+            else conversation.initiator
+        )
+        on_table = conversation.proposal if conversation.proposer == partner else None
+        context = ChatTurnContext(
+            persona=self.persona,
+            partner=partner,
+            relation=conversation.relation,
+            topic=conversation.topic,
+            day=t // MINUTES_PER_DAY + 1,
+            now=t % MINUTES_PER_DAY,
+            turn=len(conversation.lines),
+            max_turns=MAX_CHAT_TURNS,
+            transcript=conversation.transcript(),
+            proposal=on_table,
+            speakers=self._speakers(view, t, [partner]),
+            vehicles=self.persona.vehicles,
+            facilities=view.facilities,
+            medium=conversation.medium,
+            morning=conversation.morning,
+            experiences=self._recall_trips(t),
+            memories=recall_text(
+                self.memory,
+                t,
+                f"{partner} {conversation.topic}",
+                uses_llm=view.uses_llm,
+            ),
+        )
         return DecisionRequest(CHAT_TURN, self.name, context)
 
     def reflection_request(
         self, view: WorldView, t: int
     ) -> DecisionRequest[ReflectionContext, ReflectionOutput]:
-        """Ask for the day's reflection."""
+        """Ask for the day's reflection: its trips, plan and chats of the day."""
         day = t // MINUTES_PER_DAY + 1
-        return DecisionRequest(
-            DAILY_REFLECTION, self.name, view.reflection_context(self, day)
+        context = ReflectionContext(
+            score_trips=not view.trips_scored_on_arrival,
+            persona=self.persona,
+            day=day,
+            trips=self.experiences_today(day),
+            plan=[
+                f"{a.facility} leave {a.departure_time or 'on arrival'} by {a.mode}: {a.description}"
+                for a in self.activities
+            ],
+            chats=list(self.today.chats),
+            long_term_reflection=self.long_term_reflection,
         )
+        return DecisionRequest(DAILY_REFLECTION, self.name, context)
 
     def revision_request(
         self, view: WorldView, t: int, situation: Situation
     ) -> DecisionRequest[RevisionContext, PlanRevisionOutput]:
-        """Ask whether to revise the rest of the day while staying."""
-        return DecisionRequest(
-            PLAN_REVISION, self.name, view.revision_context(self, situation, t)
+        """Ask whether to revise the rest of the day while staying (a trip is pending)."""
+        now = t % MINUTES_PER_DAY
+        pending = self.pending_trips()
+        following = pending[0]
+        facts = self.plan_facts(view, now, self.end_place())
+        target = next((r for r in pending if r.planned_arrival is not None), None)
+        memories = recall_around(
+            self.memory,
+            t,
+            [self.place, following.destination],
+            (now - 30, now + 90),
+            f"{self.place} plan change",
+            uses_llm=view.uses_llm,
+        )
+        paths = view.next_trip_paths(
+            facts.start_place,
+            following.activity.facility,
+            following.activity.path,
+            facts.day_mode or following.activity.mode,
+            max(float(t), following.planned_departure),
+        )
+        context = RevisionContext(
+            persona=self.persona,
+            situation=situation,
+            social=view.contact_states(self.contacts(view)),
+            day=t // MINUTES_PER_DAY + 1,
+            place=self.place,
+            facts=facts,
+            future=[r.activity for r in pending],
+            current=self.current_activity(),
+            target_arrival=_target_arrival(target),
+            target_place=None if target is None else target.destination,
+            congestion=view.congestion_lines(t),
+            events=view.events(t, self.place),
+            memories=memories,
+            **paths.as_context_fields(),
+        )
+        return DecisionRequest(PLAN_REVISION, self.name, context)
+
+    def node_revision_context(self, view: WorldView, t: int) -> RevisionContext | None:
+        """The en-route rule: whether to reconsider at the node ahead, and what it knows there.
+
+        A traveller under way reconsiders when it is about to reach a node with links still
+        ahead (:meth:`.WorldView.node_ahead`: a driver or walker whose link ends by minute
+        ``t``, a transit rider queued for a train at a stop) and something ahead gives a
+        reason (:func:`~.perception.en_route_trigger`):
+
+        - driving, when the waits on the links ahead add up to at least
+          :data:`~.perception.NODE_REVISION_WAIT` minutes: at every such node;
+        - queued at a stop whose trains are full (a wait indicator of at least a headway), or
+          walking or queued at a stop towards links an announced event concerns: once per
+          trip and reason (:meth:`node_revision_request` remembers it in
+          ``today.reconsidered``).
+
+        Never while a path chosen en route is still to be taken. A driver or walker at a node
+        is shown the links ahead, the fastest path to its destination now and, driving, a
+        third path (:meth:`.WorldView.paths_from_node`; no reconsideration when no path
+        leads on); a rider at a stop keeps its path (situation ``"at_stop"``).
+
+        Who is asked: every minute the itinerary offers the travellers this rule may answer
+        for (:meth:`.Itinerary.revision_opportunities`), and the model asks those whose plans
+        no conversation changed that minute. Where the answer goes: a new path at a
+        node is held in :attr:`pending_reroute` (:meth:`.Itinerary.revise`) and taken when
+        the vehicle reaches that node (:meth:`.Itinerary._on_node_arrival`); arriving, or
+        giving the travel up for the next activity, drops it.
+
+        Returns:
+            The context of the reconsideration, or ``None`` when the rule does not apply.
+        """
+        record = self.current_trip()
+        if record is None or self.pending_reroute is not None:
+            return None
+        mode = record.activity.mode
+        approach = view.node_ahead(record.trip_id, self.state, mode, t)
+        if approach is None:
+            return None
+        node, ahead = approach
+        trigger = view.reason_to_reconsider(mode, ahead, t)
+        if trigger is None or (
+            mode != "drive"
+            and reconsider_key(record.trip_id, trigger) in self.today.reconsidered
+        ):
+            return None
+        situation: Situation
+        paths: PathOffer | None
+        if self.state == "waiting_at_node":  # queued for a train: the path stays
+            situation, paths = "at_stop", view.path_ahead(ahead, mode, t)
+        else:
+            situation = "at_node"
+            paths = view.paths_from_node(record.trip_id, node, ahead, mode, t)
+        if paths is None:
+            return None
+        now = t % MINUTES_PER_DAY
+        pending = self.pending_trips()
+        target = (
+            record
+            if record.planned_arrival is not None
+            else next((r for r in pending if r.planned_arrival is not None), None)
+        )
+        recalled = recall_around(
+            self.memory,
+            t,
+            [node, *paths.remaining_path],
+            (now - 30, now + 60),
+            f"congestion {node} route",
+            uses_llm=view.uses_llm,
+        )
+        return RevisionContext(
+            persona=self.persona,
+            situation=situation,
+            day=t // MINUTES_PER_DAY + 1,
+            social=view.contact_states(self.contacts(view)),
+            place=node,
+            facts=self.plan_facts(view, now, record.destination),
+            future=[r.activity for r in pending],
+            destination=record.destination,
+            current=record.activity,
+            target_arrival=_target_arrival(target),
+            target_place=None if target is None else target.destination,
+            congestion=view.congestion_lines(t),
+            events=view.events(t, node),
+            memories=list(dict.fromkeys(recalled)),
+            trigger=trigger,
+            trip_id=record.trip_id,
+            **paths.as_context_fields(),
         )
 
     def node_revision_request(
         self, view: WorldView, t: int
     ) -> DecisionRequest[RevisionContext, PlanRevisionOutput] | None:
-        """Ask whether to change path at the node ahead, when driving into waits."""
-        context = view.node_revision_context(self, t)
+        """Ask whether to change path at the node ahead (:meth:`node_revision_context`)."""
+        context = self.node_revision_context(view, t)
         if context is None:
             return None
         self.today.reconsidered.add(reconsider_key(context.trip_id, context.trigger))
@@ -269,7 +606,25 @@ class TravellerAgent(CellAgent):
         self, view: WorldView, t: int, before: DecisionRequest[Any, Any]
     ) -> DecisionRequest[TravelQueryContext, TravelQueryOutput]:
         """Ask which facts to look up before the decision ``before`` (a plan or revision)."""
-        context = view.travel_query_context(self, before.context, t)
+        decided = before.context
+        if isinstance(decided, PlanningContext):
+            place, decision = decided.facts.start_place, "plan your day"
+        else:
+            place = decided.place
+            decision = (
+                f"reconsider your trip to {decided.destination} ({decided.trigger})"
+            )
+        names = view.place_names()
+        context = TravelQueryContext(
+            persona=self.persona,
+            now=t % MINUTES_PER_DAY,
+            place=place,
+            decision=decision,
+            facilities=names.facilities,
+            nodes=names.nodes,
+            links=names.links,
+            stops=names.stops,
+        )
         return DecisionRequest(TRAVEL_QUERY, self.name, context)
 
     def trip_importance_request(
@@ -379,6 +734,13 @@ class TravellerAgent(CellAgent):
     def experiences_today(self, day: int) -> list[TripExperience]:
         """Today's completed trips as experiences."""
         return [experience_of(r) for r in self.completed_today(day)]
+
+
+def _target_arrival(record: TripRecord | None) -> int | None:
+    """The minute of the day ``record`` should arrive by, if it has a target."""
+    if record is None or record.planned_arrival is None:
+        return None
+    return int(record.planned_arrival) % MINUTES_PER_DAY
 
 
 def experience_of(record: TripRecord) -> TripExperience:

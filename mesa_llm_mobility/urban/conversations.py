@@ -259,7 +259,7 @@ def chat_openings(
     requests: list[DecisionRequest[Any, Any]] = []
     if now == CHAT_MINUTE and model.chat_probability > 0:
         for agent in travellers.values():
-            contacts = view.contacts(agent)
+            contacts = agent.contacts(view)
             if contacts and model.rng.random() < model.chat_probability:
                 requests.append(agent.chat_request(view, t, contacts))
     if model.daytime_chat_probability <= 0:
@@ -269,7 +269,7 @@ def chat_openings(
             continue
         contacts = {
             name: relation
-            for name, relation in view.contacts(agent).items()
+            for name, relation in agent.contacts(view).items()
             if travellers[name].state == "staying" and travellers[name].pending_trips()
         }
         family = {n: r for n, r in contacts.items() if r == "family"}
@@ -292,7 +292,7 @@ def runs_late_with_pick_up(view: WorldView, agent: TravellerAgent, t: int) -> bo
     """Whether ``agent`` holds a pick-up still ahead and was late for work (it calls home)."""
     if agent.today.school_duty not in ("pick_up", "both"):
         return False
-    facts = view.speaker_facts(agent, t)
+    facts = agent.speaker_facts(view, t)
     return "pick_up" in facts.open_runs and facts.late >= LATE_HANDOVER_MINUTES
 
 

@@ -185,7 +185,8 @@ class Itinerary:
         """Travellers under way who may reconsider at the node ahead at ``t``, by name.
 
         Drivers and walkers whose link ends by ``t`` and riders queued at a stop: everyone
-        :meth:`~.contexts.WorldView.node_revision_context` may answer for, and only them.
+        :meth:`~.agents.TravellerAgent.node_revision_context` (the en-route rule) may answer
+        for, and only them.
         """
         engine = self.engine
         trips = engine.changes.at_link_end(t)

@@ -593,9 +593,9 @@ class UrbanMobilityModel(MobilityModel):
         asynchronous = self.reactions.reaction_minutes > 0
         if asynchronous:
             self._apply_due(t, time)
-        staying, others = self.itinerary.revision_opportunities(t)
+        staying, approaching = self.itinerary.revision_opportunities(t)
         talked = hold_conversations(self, chat_openings(self, t, staying), t, time)
-        requests = self._requests(t, staying, others, talked)
+        requests = self._requests(t, staying, approaching, talked)
         if self.tools and self.uses_llm:
             requests = look_up(self, requests, t, time)
         if asynchronous:
@@ -679,13 +679,16 @@ class UrbanMobilityModel(MobilityModel):
         self,
         t: int,
         staying: Sequence[tuple[TravellerAgent, Situation]],
-        others: Sequence[TravellerAgent],
+        approaching: Sequence[TravellerAgent],
         talked: set[str] = frozenset(),  # type: ignore[assignment]
     ) -> list[DecisionRequest[Any, Any]]:
         """Every decision request of minute ``t`` after its conversations, as the travellers state them.
 
-        ``talked``: travellers whose plans a daytime agreement changed; those not already
-        reconsidering now get a ``"during_activity"`` revision.
+        ``staying``: the staying travellers' revision opportunities. ``approaching``: travellers
+        under way about to reach a node; each asks the en-route rule
+        (:meth:`~.agents.TravellerAgent.node_revision_context`). ``talked``: travellers whose
+        plans a daytime agreement changed; those not already reconsidering now get a
+        ``"during_activity"`` revision, and none of them reconsiders en route this minute.
         """
         view, now = self.view, t % MINUTES_PER_DAY
         requests: list[DecisionRequest[Any, Any]] = []
@@ -703,7 +706,7 @@ class UrbanMobilityModel(MobilityModel):
             agent = self.travellers[name]
             if agent.state == "staying" and agent.pending_trips():
                 requests.append(agent.revision_request(view, t, "during_activity"))
-        for agent in others:
+        for agent in approaching:
             if agent.name in talked:
                 continue
             request = agent.node_revision_request(view, t)

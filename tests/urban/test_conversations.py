@@ -297,7 +297,7 @@ def test_chat_turn_prompt_is_the_speakers_own(turn):
         rng=0,
     ) as model:
         speaker = model.travellers[talk.speaker]
-        context = model.view.chat_turn_context(speaker, talk, 0)
+        context = speaker.chat_turn_request(model.view, 0, talk).context
     user = CHAT_TURN.messages(context)[1]["content"]
     other = "Ann Kim" if turn == 1 else "Cy Lo"
     assert context.persona.name == talk.speaker and context.partner == other

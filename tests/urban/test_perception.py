@@ -112,7 +112,7 @@ def test_a_rider_at_a_stop_cannot_change_the_path_of_the_trip_it_queues_for():
             contexts = [
                 c
                 for a in model.travellers.values()
-                if (c := model.view.node_revision_context(a, model.minute)) is not None
+                if (c := a.node_revision_context(model.view, model.minute)) is not None
             ]
     context = contexts[0]
     assert context.situation == "at_stop" and context.trigger.startswith(

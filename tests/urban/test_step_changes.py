@@ -42,7 +42,7 @@ def _check_every_minute(model: UrbanMobilityModel, until: int) -> dict[str, int]
         for name in sorted(itinerary.active - seen_names - offered_names):
             agent = model.travellers[name]
             reconsidered = set(agent.today.reconsidered)
-            assert model.view.node_revision_context(agent, t) is None, (t, name)
+            assert agent.node_revision_context(model.view, t) is None, (t, name)
             assert agent.today.reconsidered == reconsidered
         seen["asked"] += len(offered)
         model.step()  # takes the same opportunities (see _replayable)

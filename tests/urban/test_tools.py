@@ -101,7 +101,7 @@ def test_congestion_and_occupancy_and_bad_arguments(model):
 def test_queries_are_validated_and_bounded(model):
     agent = next(iter(model.travellers.values()))
     plan = agent.plan_request(model.view, 1)
-    context = model.view.travel_query_context(agent, plan.context, 1)
+    context = agent.travel_query_request(model.view, 1, plan).context
     bad = TravelQueryOutput(
         queries=[
             ToolCall(tool="travel_time", origin="Gym"),
