@@ -3,6 +3,7 @@
     mlm viz install-assets                      # once: Solara's front end, for offline use
     solara run examples/gatsim_app.py           # the live model (rule brain, no API key)
     solara run examples/gatsim_app.py -- --run runs/urban   # replay and fork a saved run
+    solara run examples/gatsim_app.py -- --published        # the paper's published LLM run
 
 Each browser tab gets its own model. Set ``MLM_BRAIN=llm:<model>`` (and ``MLM_API_BASE`` /
 ``MLM_API_KEY``) to offer an LLM brain in the parameters. See docs/app.md.

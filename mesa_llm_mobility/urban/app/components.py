@@ -4,7 +4,8 @@ The live app steps an :class:`AppModel` with the shared live controls
 (:func:`~mesa_llm_mobility.viz.playback.LiveControls`: Reset, play / pause, Step, and the
 parameters of :mod:`.controls`, each showing its value) and shows our panels in two tabs; the
 replay shows the same panels for a minute of a saved run, chosen with a time slider or played,
-and can fork the run from a day. Panels read a :mod:`.sources` object, never the model or the
+and can fork the run from a day (a run with checkpoints). The paper's published GATSim run opens
+like a saved run (``-- --published``, or the *Saved runs* card's button). Panels read a :mod:`.sources` object, never the model or the
 run directly. Every browser session builds its own model (``Page`` makes it with ``use_memo``);
 nothing mutable lives at module level but per-session reactive variables.
 """
@@ -28,6 +29,11 @@ from mesa_llm_mobility.urban.app.controls import (
     STEPPING,
     fork_controls,
     parameter_controls,
+)
+from mesa_llm_mobility.urban.app.inspector import TravellerReport
+from mesa_llm_mobility.urban.app.published_replay import (
+    published_from_argv,
+    published_run_dir,
 )
 from mesa_llm_mobility.urban.app.saved_run import SavedRun
 from mesa_llm_mobility.urban.app.sources import LiveSource, ReplaySource
@@ -178,26 +184,47 @@ def InspectorPanel(source: LiveSource | ReplaySource) -> None:
             html_table(report.first_plan, "no plan yet today")
         solara.Text("Revisions (with reasons)")
         with solara.Column(classes=["mlm-revisions"]):
-            html_table(report.revisions, "no revision yet today")
+            html_table(
+                report.revisions, _empty(report, "revisions", "no revision yet today")
+            )
         with solara.Details("Conversations"):
             with solara.Column(classes=["mlm-conversations"]):
-                html_table(report.conversations, "no conversation today")
+                html_table(
+                    report.conversations,
+                    _empty(report, "chats", "no conversation today"),
+                )
             solara.Text("Summaries remembered")
             html_table(pd.DataFrame({"chat": report.chats}), "no chat today")
         with (
             solara.Details("Tool calls"),
             solara.Column(classes=["mlm-tool-calls"]),
         ):
-            html_table(report.tool_calls, "no tool call today")
-        with solara.Details("Memories"):
+            html_table(
+                report.tool_calls, _empty(report, "tool_calls", "no tool call today")
+            )
+        with solara.Details("Memories"), solara.Column(classes=["mlm-memory"]):
             solara.Text("Recently retrieved")
             html_table(report.recent_memories)
             solara.Text("Most important")
             html_table(report.important_memories)
+            solara.Text(
+                f"All {len(report.memories)} memories held now, newest first",
+                classes=["mlm-memory-count"],
+            )
+            with solara.Column(
+                classes=["mlm-memories"],
+                style={"max-height": "360px", "overflow-y": "auto"},
+            ):
+                html_table(report.memories)
         with solara.Details("Reflections"):
             html_table(pd.DataFrame({"reflection": report.reflections}))
         solara.Text("Trips")
         html_table(report.trips, "no trip yet")
+
+
+def _empty(report: TravellerReport, part: str, text: str) -> str:
+    """What an empty part says: ``text``, or that the run did not record that part."""
+    return "not recorded in this run" if part in report.unrecorded else text
 
 
 @solara.component
@@ -304,7 +331,7 @@ def fork_target(source: Path, from_day: int) -> Path:
 @solara.component
 def ReplayApp(path: str, on_open: Callable[[str], None]) -> None:
     """A saved run, read-only: time slider, the panels, and a fork form."""
-    run, error = solara.use_memo(lambda: open_or_error(SavedRun.open, path), [path])
+    run, error = solara.use_memo(lambda: open_or_error(open_saved_run, path), [path])
     if run is None:
         solara.Error(f"cannot replay {path}: {error}", classes=["mlm-error"])
     else:
@@ -324,11 +351,24 @@ def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
         minute.set(min(max(minute.value + round(minutes), first), end))
         return minute.value < end
 
+    published = run.published
     with solara.AppBar():
-        solara.AppBarTitle(f"GATSim replay: {run.path.name}")
+        solara.AppBarTitle(
+            f"GATSim replay: {run.path.name}"
+            if published is None
+            else "GATSim replay: the paper's published run "
+            f"({published.get('simulation_name', 'experiment_2')})"
+        )
     with solara.Sidebar():
         with solara.Card("Replay"):
-            solara.Text(f"{run.path} ({len(run.days)} days, read-only)")
+            if published is not None:
+                solara.Div(
+                    "The GATSim authors' LLM run (github.com/qiliuchn/gatsim, "
+                    f"{published.get('run_folder', '')}, {published.get('licence', '')}), "
+                    "imported by mesa_llm_mobility.urban.published; stored in",
+                    classes=["mlm-published-note"],
+                )
+            solara.Div(f"{run.path} ({len(run.days)} days, read-only)")
             with solara.Column(classes=["mlm-time-slider"]):
                 solara.SliderInt(
                     "Time",
@@ -343,7 +383,14 @@ def ReplayView(run: SavedRun, on_open: Callable[[str], None]) -> None:
                 classes=["mlm-replay-clock"],
             )
             ReplayControls(move, REPLAY_JUMPS, REPLAY_SPEED, at_end=minute.value >= end)
-        ForkForm(run, on_open)
+        if run.has_checkpoints:
+            ForkForm(run, on_open)
+        else:
+            with solara.Card("Fork from a day"):
+                solara.Text(
+                    "This run has no checkpoints: it cannot be forked"
+                    + (" (the prototype's agents are not ours)." if published else ".")
+                )
     AppTabs(source)
 
 
@@ -421,12 +468,32 @@ def RunPicker(current: str | None, on_open: Callable[[str], None]) -> None:
             )
             if current:
                 solara.Button("Live model", on_click=lambda: on_open(""), text=True)
+        solara.Button(
+            "The paper's published run",
+            on_click=lambda: on_open(PUBLISHED_RUN),
+            outlined=True,
+            classes=["mlm-open-published"],
+        )
+
+
+PUBLISHED_RUN = "published:gatsim"
+"""What the app opens for the paper's published run (in the run field, after ``--run``)."""
+
+
+def open_saved_run(path: str) -> SavedRun:
+    """A run directory, or for :data:`PUBLISHED_RUN` the published run (stored the first time)."""
+    return SavedRun.open(published_run_dir() if path == PUBLISHED_RUN else path)
+
+
+def first_run() -> str:
+    """The run the app opens at start: ``--published``, ``--run DIR``, or none (live)."""
+    return PUBLISHED_RUN if published_from_argv() else run_from_argv() or ""
 
 
 @solara.component
 def Page() -> None:
     """The app: the live model, or a saved run when one is opened."""
-    run_path = solara.use_reactive(run_from_argv() or "")
+    run_path = solara.use_reactive(solara.use_memo(first_run, []))
     solara.Style(APP_CSS)
     if run_path.value:
         ReplayApp(run_path.value, on_open=run_path.set)

@@ -3,8 +3,11 @@
 :func:`report_of_model` reads the traveller object itself (its memory stream included, so the
 memories it retrieved last are known); :func:`report_of_run` rebuilds the same report at a
 minute of a saved run from its tables (its memories table holds the memories alive at the end
-of the run, shown as they were created by then; retrieval times are not stored, so
-"recently retrieved" lists the most recently created).
+of the run, shown as they were created by then and not yet expired; retrieval times are not
+stored, so "recently retrieved" lists the most recently created). A run that lacks a table
+(the published GATSim run has no revisions, decisions, chats or tool calls of ours) shows that
+part empty and names it in :attr:`TravellerReport.unrecorded`; its ``reflections`` table (the
+prototype's reflection on each day plan, revision and day) joins the reflections.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
 
 PLAN_COLUMNS = ["facility", "departure_time", "mode", "path", "description"]
 REVISION_COLUMNS = ["time", "situation", "place", "action", "reason"]
-MEMORY_COLUMNS = ["type", "content", "importance", "created"]
+MEMORY_COLUMNS = ["created", "type", "importance", "content"]
 TRIP_COLUMNS = [
     "origin",
     "destination",
@@ -50,6 +53,8 @@ CONVERSATION_COLUMNS = [
 ]
 TOOL_CALL_COLUMNS = ["time", "tool", "arguments", "answer", "via"]
 MEMORIES_SHOWN = 8
+RUN_PARTS = ("revisions", "chats", "tool_calls")
+"""The report's parts that come from a table of their own (absent from some runs)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,9 @@ class TravellerReport:
         conversations: Today's conversations turn by turn, the traveller's side and the
             other's (``CONVERSATION_COLUMNS``).
         tool_calls: Today's tool calls with their answers (``TOOL_CALL_COLUMNS``).
+        memories: Every memory the traveller holds now, newest first (``MEMORY_COLUMNS``).
+        unrecorded: The parts a saved run has no table for (``"revisions"``, ``"chats"``,
+            ``"tool_calls"``), shown empty.
     """
 
     name: str
@@ -90,6 +98,10 @@ class TravellerReport:
     tool_calls: pd.DataFrame = dataclasses.field(
         default_factory=lambda: pd.DataFrame(columns=TOOL_CALL_COLUMNS)
     )
+    memories: pd.DataFrame = dataclasses.field(
+        default_factory=lambda: pd.DataFrame(columns=MEMORY_COLUMNS)
+    )
+    unrecorded: tuple[str, ...] = ()
 
 
 def profile_of(persona: PersonaFacts) -> dict[str, Any]:
@@ -126,10 +138,15 @@ def _trip_rows(trips: pd.DataFrame, agent: str) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def _memory_rows(nodes: pd.DataFrame, order: str) -> pd.DataFrame:
+def _memory_rows(
+    nodes: pd.DataFrame, order: str, shown: int | None = MEMORIES_SHOWN
+) -> pd.DataFrame:
+    """The first ``shown`` memories (all for None) by ``order``, descending."""
     if not len(nodes):
         return pd.DataFrame(columns=MEMORY_COLUMNS)
-    top = nodes.sort_values(order, ascending=False, kind="stable").head(MEMORIES_SHOWN)
+    top = nodes.sort_values(order, ascending=False, kind="stable")
+    if shown is not None:
+        top = top.head(shown)
     frame = top[MEMORY_COLUMNS].copy()
     frame["importance"] = frame["importance"].round(2)
     frame["created"] = frame["created"].map(_when)
@@ -162,7 +179,7 @@ def report_of_model(model: UrbanMobilityModel, agent: str) -> TravellerReport:
     )
     nodes = pd.DataFrame(
         [
-            (str(n.type), n.content, n.importance, n.created, n.last_accessed)
+            (n.created, str(n.type), n.importance, n.content, n.last_accessed)
             for n in traveller.memory.nodes()
         ],
         columns=[*MEMORY_COLUMNS, "last_accessed"],
@@ -186,6 +203,7 @@ def report_of_model(model: UrbanMobilityModel, agent: str) -> TravellerReport:
         tool_calls=_tool_rows(
             model.tool_calls_frame(), agent, traveller.today.day, MINUTES_PER_DAY
         ),
+        memories=_memory_rows(nodes, "created", shown=None),
     )
 
 
@@ -219,14 +237,12 @@ def report_of_run(run: SavedRun, agent: str, minute: float) -> TravellerReport:
         ],
         columns=REVISION_COLUMNS,
     )
-    memories = run.table("memories")
-    nodes = (
-        memories[(memories["agent"] == agent) & (memories["created"] <= step)]
-        if len(memories)
-        else pd.DataFrame(columns=["agent", *MEMORY_COLUMNS])
-    )
+    nodes = _memories_at(run.table("memories"), agent, step)
     today_start = (day - 1) * MINUTES_PER_DAY
     chats = nodes[(nodes["type"] == "chat") & (nodes["created"] >= today_start)]
+    reflections = _reflections(nodes, "") + _run_reflections(
+        run.table("reflections"), agent, step
+    )
     return TravellerReport(
         name=agent,
         state=state,
@@ -237,11 +253,36 @@ def report_of_run(run: SavedRun, agent: str, minute: float) -> TravellerReport:
         chats=list(chats.sort_values("created")["content"]),
         recent_memories=_memory_rows(nodes, "created"),
         important_memories=_memory_rows(nodes, "importance"),
-        reflections=_reflections(nodes, ""),
+        reflections=reflections,
         trips=_trip_rows(view.trips, agent),
         conversations=_conversation_rows(run.table("chats"), agent, day, now),
         tool_calls=_tool_rows(run.table("tool_calls"), agent, day, now),
+        memories=_memory_rows(nodes, "created", shown=None),
+        unrecorded=tuple(name for name in RUN_PARTS if not run.recorded(name)),
     )
+
+
+def _memories_at(memories: pd.DataFrame, agent: str, step: float) -> pd.DataFrame:
+    """``agent``'s memories created by ``step`` and not expired then (NaN: never expires)."""
+    if not len(memories):
+        return pd.DataFrame(columns=["agent", *MEMORY_COLUMNS])
+    alive = memories["created"] <= step
+    if "expiration" in memories.columns:
+        alive &= ~(memories["expiration"] <= step)
+    return memories[(memories["agent"] == agent) & alive]
+
+
+def _run_reflections(table: pd.DataFrame, agent: str, step: int) -> list[str]:
+    """A run's ``reflections`` table (published runs) up to ``step``, newest first, dated."""
+    if not len(table):
+        return []
+    minutes = (table["day"] - 1) * MINUTES_PER_DAY + table["minute"]
+    mine = table[(table["agent_id"] == agent) & (minutes <= step)].assign(at=minutes)
+    mine = mine.sort_values("at", ascending=False, kind="stable")
+    return [
+        f"{day_clock(at)} ({kind}): {text}"
+        for at, kind, text in zip(mine["at"], mine["kind"], mine["text"], strict=True)
+    ]
 
 
 def _conversation_rows(
@@ -326,7 +367,8 @@ def _plan_rows(rows: pd.DataFrame) -> pd.DataFrame:
     if not len(rows):
         return pd.DataFrame(columns=PLAN_COLUMNS)
     frame = rows.sort_values("position")[PLAN_COLUMNS].copy()
-    frame["departure_time"] = frame["departure_time"].fillna("on arrival")
+    leave = frame["departure_time"]
+    frame["departure_time"] = leave.where(leave.notna() & (leave != ""), "on arrival")
     return frame.reset_index(drop=True)
 
 

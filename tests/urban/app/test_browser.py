@@ -28,6 +28,8 @@ from playwright import sync_api as playwright
 
 from mesa_llm_mobility.urban.app.charts import CHART_TEXT_POINTS
 from mesa_llm_mobility.urban.app.components import TAB_NAMES
+from mesa_llm_mobility.urban.app.inspector import report_of_run
+from mesa_llm_mobility.urban.app.saved_run import SavedRun
 from mesa_llm_mobility.urban.app.town_map import SMALLEST_MAP_POINTS
 from mesa_llm_mobility.viz.assets import cdn_packages, default_cache_dir
 from mesa_llm_mobility.viz.panels import (
@@ -391,5 +393,56 @@ def test_saved_run_replays_with_the_time_slider(browser, finished_run, tmp_path)
         page.wait_for_selector("text=GATSim replay: u1-fork-d0-1", timeout=120_000)
         forked = Path(run_dir).with_name("u1-fork-d0-1")
         assert (forked / "summary.json").is_file()
+        assert page.locator(".mlm-replay-clock").inner_text() == "Day 1, 08:00"
+        assert not failed, failed
+
+
+def test_the_published_run_replays_with_each_personas_memory(
+    browser, tmp_path, monkeypatch
+):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MLM_CACHE_DIR", str(cache))  # the server writes the run there
+    with serve_app("--published", log=tmp_path / "solara.log") as url:
+        page, failed = _open(browser, url, ".mlm-replay-clock")
+        assert "published run" in page.locator(".v-toolbar__title").inner_text()
+        clock, map_clock = page.locator(".mlm-replay-clock"), page.locator(".mlm-clock")
+        assert clock.inner_text() == "Day 1, 08:00"
+        assert "cannot be forked" in page.locator(".v-navigation-drawer").inner_text()
+        page.get_by_role("button", name="+1 h").click()
+        assert _wait_text_change(clock, "Day 1, 08:00") == "Day 1, 09:00"
+        assert _wait_text_change(map_clock, "Day 1, 08:00") == "Day 1, 09:00"
+        page.locator(".mlm-traveller-select .v-select__slot").click()
+        page.locator(".menuable__content__active .v-list-item").first.click()
+        state = page.locator(".mlm-state")
+        state.wait_for(timeout=60_000)
+        name = state.inner_text().split(":")[0]
+        page.get_by_text("Memories", exact=True).click()
+        count = page.locator(".mlm-memory-count")
+        count.wait_for(timeout=60_000)
+
+        # what the inspector shows is the persona's memory at the clock, as the tables hold it
+        run = SavedRun.open(next(cache.iterdir()))
+        at_nine = report_of_run(run, name, 9 * 60)
+        assert len(at_nine.memories) > 5
+        assert count.inner_text().startswith(f"All {len(at_nine.memories)} memories")
+        newest = page.locator(".mlm-memories tbody tr").first.locator("td").last
+        assert newest.inner_text() == at_nine.memories["content"].iloc[0]
+        count.scroll_into_view_if_needed()
+        _screenshot(page, tmp_path, "published.png")
+        shown = count.inner_text()
+        page.get_by_role("button", name="+1 h").click()  # the memory follows the clock
+        at_ten = report_of_run(run, name, 10 * 60)
+        assert len(at_ten.memories) != len(at_nine.memories)
+        assert _wait_text_change(count, shown).startswith(
+            f"All {len(at_ten.memories)} memories"
+        )
+        assert clock.inner_text() == "Day 1, 10:00"
+
+        # the live model, then the published run again from the Saved runs card's button
+        page.get_by_role("button", name="Live model").click()
+        clock.wait_for(state="detached", timeout=60_000)
+        assert map_clock.inner_text() == "Day 1, 00:00"  # the live model's
+        page.locator(".mlm-open-published").click()
+        page.wait_for_selector(".mlm-replay-clock", timeout=60_000)
         assert page.locator(".mlm-replay-clock").inner_text() == "Day 1, 08:00"
         assert not failed, failed
