@@ -163,7 +163,7 @@ def _prepared(
 
 
 def _call(call: Callable[[Any], Any], task: Any) -> Any:
-    """``call(task)``: the module-level function Ray runs for a :class:`PreparedCall`."""
+    """``call(task)``: what Ray runs for a callable object (e.g. a :class:`PreparedCall`)."""
     return call(task)
 
 
@@ -518,10 +518,10 @@ class RayExecutor:
         ray = self._ray()
         options = {"num_cpus": self.num_cpus_per_run, "max_retries": self.max_retries}
         call = _prepared(fn, self.preload, self.warm_up)
-        if call is fn:
-            remote = ray.remote(**options)(fn)
+        if inspect.isfunction(call):
+            remote = ray.remote(**options)(call)
             refs = {remote.remote(task): task for task in tasks}
-        else:
+        else:  # a callable object (Ray remotes only functions): shipped once, called by _call
             remote = ray.remote(**options)(_call)
             shared = ray.put(call)
             refs = {remote.remote(shared, task): task for task in tasks}
