@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from mesa_llm_mobility.cognition.kinds import DecisionKind
 from mesa_llm_mobility.evacuation.ascii_view import SymbolicView
 from mesa_llm_mobility.evacuation.communication import ExitHint, HeardShout
+from mesa_llm_mobility.evacuation.move_schema import move_request_schema
 from mesa_llm_mobility.evacuation.personality import Personality
 from mesa_llm_mobility.evacuation.plaza import Terrain, passable_mask
 from mesa_llm_mobility.evacuation.prompts import CAPSULE_CHARS, render_evacuation_prompt
@@ -379,5 +380,6 @@ EVACUATION_MOVE: DecisionKind[EvacuationContext, EvacuationDecision] = DecisionK
     render_prompt=render_evacuation_prompt,
     rule_policy=evacuation_rule_policy,
     validate=validate_evacuation_move,
+    request_schema=move_request_schema,
 )
 """The pedestrian's decision kind."""
