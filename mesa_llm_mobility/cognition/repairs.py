@@ -2,10 +2,11 @@
 
 A model at temperature 0 given its own invalid answer and the errors tends to answer the same
 again, word for word, and every such round is a call wasted. So a repair round differs from the
-one before in two ways: it is sampled at a raised temperature (:func:`repair_temperature`, by
-:data:`REPAIR_TEMPERATURE_STEP` a round, at most 1), and its instruction says so when the answer
-repeated an earlier rejected one, and when the answer was cut off at the token limit
-(:func:`repair_instruction`).
+one before in two ways: it is sampled at least at a temperature that rises with the round
+(:func:`repair_temperature`: :data:`REPAIR_TEMPERATURE_STEP` times the round, at most 1; a
+request's own higher temperature, e.g. a temperature study's, is kept), and its instruction says
+so when the answer repeated an earlier rejected one, and when the answer was cut off at the
+token limit (:func:`repair_instruction`).
 """
 
 from __future__ import annotations
@@ -29,17 +30,19 @@ TRUNCATED_ERROR = (
 )
 
 REPAIR_TEMPERATURE_STEP = 0.3
-"""How much each repair round raises the sampling temperature (capped at 1.0)."""
+"""Repair round ``k`` is sampled at least at ``k`` times this temperature (at most 1.0)."""
 
 
 def repair_temperature(temperature: float, round_index: int) -> float:
     """The temperature of round ``round_index`` (0: the first answer, at ``temperature``).
 
-    A temperature above 1 stays as it is (it is raised, never lowered).
+    ``max(temperature, min(1, 0.3 x round))``: a near-greedy request is warmed up round by
+    round; a temperature already above the floor is kept (never lowered).
     """
-    if round_index <= 0 or temperature >= 1.0:
+    if round_index <= 0:
         return temperature
-    return round(min(1.0, temperature + REPAIR_TEMPERATURE_STEP * round_index), 6)
+    floor = min(1.0, REPAIR_TEMPERATURE_STEP * round_index)
+    return round(max(temperature, floor), 6)
 
 
 def repair_params(params: Mapping[str, Any], round_index: int) -> Mapping[str, Any]:

@@ -55,10 +55,14 @@ def test_a_cut_off_answer_gets_a_truncation_repair(brain_for, request_for_ada):
     assert result.round_errors[0].stage == "json"
 
 
-def test_the_temperature_rises_to_one_and_never_falls():
+def test_the_temperature_rises_to_one_and_a_higher_one_is_kept():
     assert repair_temperature(0.0, 0) == 0.0
-    assert repair_temperature(0.2, 1) == pytest.approx(0.5)
-    assert repair_temperature(0.9, 2) == 1.0
+    assert repair_temperature(0.2, 1) == pytest.approx(0.3)
+    assert repair_temperature(0.2, 2) == pytest.approx(0.6)
+    assert repair_temperature(0.0, 5) == 1.0
+    assert (
+        repair_temperature(0.9, 2) == 0.9
+    )  # a chosen temperature above the floor: kept
     assert repair_temperature(1.3, 2) == 1.3
 
 
@@ -73,10 +77,10 @@ def test_a_repair_round_is_never_the_same_request(brain_for, request_for_ada):
     assert len({repr(sorted(body.items())) for body in bodies}) == len(bodies) == 3
 
 
-def test_requests_of_their_own_temperature_are_raised_from_it(brain_for, facts):
+def test_a_requests_own_temperature_is_kept_until_the_floor_passes_it(brain_for, facts):
     with (
         FakeLLMServer(lambda body: LATE) as server,
-        brain_for(server, max_repairs=1) as brain,
+        brain_for(server, max_repairs=2) as brain,
     ):
         brain.decide(
             DecisionRequest(
@@ -84,4 +88,4 @@ def test_requests_of_their_own_temperature_are_raised_from_it(brain_for, facts):
             )
         )
         bodies = server.requests
-    assert [body["temperature"] for body in bodies] == [0.5, 0.8]
+    assert [body["temperature"] for body in bodies] == [0.5, 0.5, 0.6]
