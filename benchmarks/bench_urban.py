@@ -19,7 +19,13 @@ and the load average are printed beside the wall time (the machine may be shared
 ``--tools native|structured`` lets the travellers call tools (natively in their decisions, or by
 a ``TravelQuery`` decision first) and prints the tool calls made.
 
-    python benchmarks/bench_urban.py [--skip-large] [--agents 1000] [--rules-only] [--llm-only] [--latency 0.5] [--concurrency 64]
+LLM days of other populations: ``--llm-only --llm-agents 100 1000`` (a scaled population each, the
+scripted server in a process of its own so that the client's CPU is this process's alone) print
+calls per agent-day, prompt tokens per decision (the server's count: four characters a token),
+client CPU per decision, trips completed, and how wall time grows with the population.
+
+    python benchmarks/bench_urban.py [--skip-large] [--agents 1000] [--rules-only] [--llm-only]
+        [--llm-agents N [N ...]] [--latency 0.5] [--concurrency 64]
         [--reaction-minutes 0] [--client auto|direct|litellm] [--tools off|native|structured]
         [--trip-importance creation|reflection]
 """
@@ -29,13 +35,16 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from mesa_llm_mobility.cognition.testing import FakeLLMServer
+from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
-from mesa_llm_mobility.urban.scripted_llm import respond
 
 
 def run(n_agents: int | None, days: int) -> None:
@@ -58,6 +67,24 @@ def run(n_agents: int | None, days: int) -> None:
     )
 
 
+def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
+    """The scripted traveller's local server in a process of its own (its CPU is not ours)."""
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "mesa_llm_mobility.cognition.testing", "--port", "0",
+            "--latency", str(latency),
+            "--responder", "mesa_llm_mobility.urban.scripted_llm:respond",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    line = process.stdout.readline().strip() if process.stdout else ""
+    if not line.startswith("listening "):
+        process.kill()
+        raise RuntimeError(f"server did not start: {line!r}")
+    return process, line.removeprefix("listening ")
+
+
 def run_llm(
     latency: float,
     concurrency: int,
@@ -65,44 +92,71 @@ def run_llm(
     client: str,
     tools: str = "off",
     trip_importance: str = "creation",
-) -> None:
-    with FakeLLMServer(respond, latency_s=latency) as server:
-        started = time.perf_counter()
-        cpu_started = time.process_time()
-        model = UrbanMobilityModel(
-            days=1, rng=0, brain="llm:openai/fake-model",
-            brain_options={"api_base": server.api_base, "api_key": "sk-fake",
-                           "max_concurrency": concurrency, "timeout_s": 30,
-                           "client": client,
-                           "tool_calling": "native" if tools == "off" else tools},
-            reaction_minutes=reaction_minutes, tools=tools != "off",
-            trip_importance=trip_importance,
-        )  # fmt: skip
-        model.run()
-        wall = time.perf_counter() - started
-        cpu = time.process_time() - cpu_started
-        summary, decisions = model.summary(), model.decisions_frame()
-        tool_calls = model.tool_calls_frame()
-        model.close()
-        requests = server.requests
-    calls = len(requests)
-    chars = [
-        sum(len(m.get("content") or "") for m in body["messages"]) for body in requests
-    ]
+    n_agents: int | None = None,
+) -> dict[str, float]:
+    """One LLM day against the scripted server in its own process; prints and returns figures."""
+    process, api_base = start_server(latency)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            started = time.perf_counter()
+            cpu_started = time.process_time()
+            model = UrbanMobilityModel(
+                days=1, rng=0, n_agents=n_agents, brain="llm:openai/fake-model",
+                brain_options={"api_base": api_base, "api_key": "sk-fake",
+                               "max_concurrency": concurrency, "timeout_s": 30,
+                               "client": client,
+                               "ledger": Ledger(Path(folder) / "ledger.jsonl"),
+                               "tool_calling": "native" if tools == "off" else tools},
+                reaction_minutes=reaction_minutes, tools=tools != "off",
+                trip_importance=trip_importance,
+            )  # fmt: skip
+            setup = time.perf_counter() - started
+            model.run()
+            wall = time.perf_counter() - started
+            cpu = time.process_time() - cpu_started
+            summary, decisions = model.summary(), model.decisions_frame()
+            tool_calls = model.tool_calls_frame()
+            llm = model.ledger.summary().loc["all"]
+            records = Ledger.read(Path(folder) / "ledger.jsonl")
+            model.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    calls = int(llm["http_calls"])
     agents = len(model.travellers)
+    chars = [
+        sum(len(m["content"]) for m in r["messages"]) for r in records if r["messages"]
+    ]
     ideal = calls * latency / concurrency
     batches = decisions.groupby(["day", "minute"]).size()
     per_minute = sum(math.ceil(n / concurrency) for n in batches) * latency
     outcomes = decisions.groupby(["kind", "outcome"]).size().to_dict()
     groups = request_groups(sorted(set(batches.index)), reaction_minutes)
     actions = decisions["action"].value_counts()
+    trips = summary["trips"]
+    completed = summary["completed"]
+    figures = {
+        "agents": agents,
+        "wall_s": wall,
+        "calls_per_agent_day": calls / agents,
+        "prompt_tokens_per_decision": float(llm["prompt_tokens"])
+        / max(len(decisions), 1),
+        "client_cpu_ms_per_decision": 1000 * cpu / max(len(decisions), 1),
+    }
     print(
         f"LLM brain ({client} client), {agents} travellers x 1 day, latency "
         f"{latency * 1000:.0f} ms, concurrency {concurrency}, reaction {reaction_minutes} min, "
         f"trip importance at {trip_importance}: "
-        f"wall_s {wall:.1f}  cpu_s {cpu:.1f}  load {os.getloadavg()[0]:.1f}  calls {calls}  "
-        f"calls_per_agent_day {calls / agents:.1f}  prompt_chars_per_call {sum(chars) / calls:.0f} "
-        f"(max {max(chars)})  max_in_flight {server.max_in_flight}"
+        f"wall_s {wall:.1f} (setup {setup:.1f})  client cpu_s {cpu:.1f}  "
+        f"load {os.getloadavg()[0]:.1f}  calls {calls} (answered {int(llm['http_answered'])})  "
+        f"calls_per_agent_day {calls / agents:.1f}  prompt_chars_per_call "
+        f"{sum(chars) / max(len(chars), 1):.0f} (max {max(chars, default=0)})"
+    )
+    print(
+        f"  decisions {len(decisions)}  prompt_tokens_per_decision "
+        f"{figures['prompt_tokens_per_decision']:.0f}  client_cpu_ms_per_decision "
+        f"{figures['client_cpu_ms_per_decision']:.2f}  trips {trips}  completed {completed} "
+        f"({completed / max(trips, 1):.1%})"
     )
     if tools != "off":
         print(
@@ -117,11 +171,12 @@ def run_llm(
         f"(x latency: {groups * latency:.1f} s)"
     )
     print(
-        f"  trips {summary['trips']}  punctuality {summary['punctuality']:.3f}  "
+        f"  punctuality {summary['punctuality']:.3f}  "
         f"mean_delay_min {summary['mean_delay']:.2f}  stale answers "
         f"{int(actions.get('stale', 0))}  decisions "
         + ", ".join(f"{k} {o}: {n}" for (k, o), n in sorted(outcomes.items()))
     )
+    return figures
 
 
 def request_groups(minutes: list[tuple[int, int]], reaction_minutes: int) -> int:
@@ -175,6 +230,14 @@ def main() -> None:
     parser.add_argument(
         "--trip-importance", choices=["creation", "reflection"], default="creation"
     )
+    parser.add_argument(
+        "--llm-agents",
+        type=int,
+        nargs="+",
+        default=None,
+        help="LLM days of these populations (default: the reference town's 60 travellers); "
+        "several print how wall time grows",
+    )
     args = parser.parse_args()
     if not args.llm_only:
         run(None, 3)
@@ -182,14 +245,29 @@ def main() -> None:
             run(args.agents, 1)
     if args.rules_only:
         return
-    run_llm(
-        args.latency,
-        args.concurrency,
-        args.reaction_minutes,
-        args.client,
-        args.tools,
-        args.trip_importance,
-    )
+    runs = [
+        run_llm(
+            args.latency,
+            args.concurrency,
+            args.reaction_minutes,
+            args.client,
+            args.tools,
+            args.trip_importance,
+            n_agents,
+        )
+        for n_agents in args.llm_agents or [None]
+    ]
+    if len(runs) > 1:
+        print(
+            "growth: agents, wall_s, calls/agent-day, prompt tokens/decision, cpu ms/decision"
+        )
+        for figures in runs:
+            print(
+                f"  {figures['agents']:6d} {figures['wall_s']:8.1f} "
+                f"{figures['calls_per_agent_day']:6.1f} "
+                f"{figures['prompt_tokens_per_decision']:7.0f} "
+                f"{figures['client_cpu_ms_per_decision']:6.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ import pandas as pd
 
 from mesa_llm_mobility import __version__
 from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
+from mesa_llm_mobility.cognition.endpoint_health import (
+    ENDPOINT_UNAVAILABLE_EXIT_CODE,
+    EndpointUnavailableError,
+)
 from mesa_llm_mobility.cognition.redaction import redact
 from mesa_llm_mobility.evacuation.cli import add_evac_commands
 from mesa_llm_mobility.evacuation.parameters import EvacuationParameters
@@ -127,9 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     A user error (a bad value, or a file that is missing, a directory, unreadable, not UTF-8
     or malformed: the loaders name the file, and the line and column or field where they know
-    them) prints one redacted line ``mlm: error: ...`` and exits with status 2. Ctrl-C prints
-    one line (for a run: the command that resumes it) and exits with status 130. A closed
-    output pipe (``mlm ... | head -1``) ends quietly.
+    them) prints one redacted line ``mlm: error: ...`` and exits with status 2. An LLM
+    endpoint that cannot answer (a refused key, an unknown model, no server: see
+    :mod:`~mesa_llm_mobility.cognition.endpoint_health`) prints one line saying what failed
+    and how to fix it, and exits with status 3 (a run resumes from its checkpoint once fixed).
+    Ctrl-C prints one line (for a run: the command that resumes it) and exits with status 130.
+    A closed output pipe (``mlm ... | head -1``) ends quietly.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -151,6 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OSError) as error:
         print(f"mlm: error: {redact(_one_line(error))}", file=sys.stderr)
         return 2
+    except EndpointUnavailableError as error:
+        print(f"mlm: error: {redact(_one_line(error))}", file=sys.stderr)
+        return ENDPOINT_UNAVAILABLE_EXIT_CODE
 
 
 def _one_line(error: BaseException) -> str:

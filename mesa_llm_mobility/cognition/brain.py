@@ -152,26 +152,45 @@ class RuleBrain(Brain):
         ]
         if self.ledger is not None:
             self.ledger.append_many(
-                decision_record(
-                    kind=result.kind,
-                    agent_id=result.agent_id,
-                    model=self.name,
-                    params={},
-                    messages=None,
-                    digest=None,
-                    key=None,
-                    rounds=(),
-                    result=result.output.model_dump(mode="json"),
-                    outcome=result.outcome,
-                    reason=None,
-                    attempts=0,
-                    latency_s=0.0,
-                    prompt_tokens=0,
-                    completion_tokens=0,
-                    cost_usd=0.0,
-                    replayed=False,
-                    tags=tags,
-                )
-                for result in results
+                rule_answer_record(result, self.name, tags) for result in results
             )
         return results
+
+
+def rule_answer_record(
+    result: DecisionResult,
+    model: str,
+    tags: Mapping[str, Any] | None,
+    *,
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+) -> dict[str, Any]:
+    """The ledger record of a rule policy's answer (no call; tokens of a dry run's estimate).
+
+    Args:
+        result: The answer.
+        model: The brain's name.
+        tags: The caller's tags.
+        prompt_tokens: Tokens the request would have cost an LLM (a dry run's estimate).
+        completion_tokens: Tokens of the answer, likewise.
+    """
+    return decision_record(
+        kind=result.kind,
+        agent_id=result.agent_id,
+        model=model,
+        params={},
+        messages=None,
+        digest=None,
+        key=None,
+        rounds=(),
+        result=result.output.model_dump(mode="json"),
+        outcome=result.outcome,
+        reason=None,
+        attempts=0,
+        latency_s=0.0,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=0.0,
+        replayed=False,
+        tags=tags,
+    )

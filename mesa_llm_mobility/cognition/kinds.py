@@ -9,6 +9,7 @@ policy). Agents then state :class:`DecisionRequest` objects; any brain answers t
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -113,6 +114,14 @@ class DecisionKind[ContextT, OutputT: BaseModel]:
             specific, actionable error strings (empty when valid).
         schema_in_prompt: Append the output JSON schema to the system message, so any model knows
             the exact shape to answer in.
+        request_schema: ``(context, schema) -> schema``: the output schema of one request,
+            tightened by what its context knows (an array's length, the ids offered as an
+            enum), given a copy of the kind's schema to change. It is what a provider that
+            decodes under a schema is sent (see
+            :mod:`~mesa_llm_mobility.cognition.structured_output`); the prompt keeps the kind's
+            schema (one text for every request, which a provider's prefix cache reuses), and
+            the validator must still check what it tightens (not every provider decodes
+            under a schema). ``None``: every request is sent the kind's schema.
     """
 
     name: str
@@ -122,7 +131,9 @@ class DecisionKind[ContextT, OutputT: BaseModel]:
     rule_policy: Callable[[ContextT, np.random.Generator], OutputT]
     validate: Callable[[ContextT, OutputT], list[str]] = no_domain_errors
     schema_in_prompt: bool = True
+    request_schema: Callable[[ContextT, dict[str, Any]], dict[str, Any]] | None = None
     _schema_text: str = field(init=False, repr=False, default="")
+    _schema: dict[str, Any] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -134,12 +145,21 @@ class DecisionKind[ContextT, OutputT: BaseModel]:
             raise TypeError(
                 f"DecisionKind {self.name!r}: output_schema must be a pydantic BaseModel subclass"
             )
-        schema = json.dumps(
-            self.output_schema.model_json_schema(),
-            separators=(",", ":"),
-            sort_keys=True,
-        )
-        object.__setattr__(self, "_schema_text", schema)
+        schema = self.output_schema.model_json_schema()
+        object.__setattr__(self, "_schema", schema)
+        text = json.dumps(schema, separators=(",", ":"), sort_keys=True)
+        object.__setattr__(self, "_schema_text", text)
+
+    def json_schema(self) -> dict[str, Any]:
+        """The output schema as JSON schema (a copy, to change freely)."""
+        return copy.deepcopy(self._schema)
+
+    def schema_for(self, context: ContextT) -> dict[str, Any]:
+        """The output schema of one request (see ``request_schema``), as JSON schema."""
+        schema = self.json_schema()
+        if self.request_schema is None:
+            return schema
+        return self.request_schema(context, schema)
 
     def messages(self, context: ContextT) -> list[Message]:
         """Render the prompt for ``context``, with the schema instruction when enabled.
@@ -313,6 +333,16 @@ class DecisionResult[ContextT, OutputT: BaseModel]:
     replayed: bool = False
     latency_s: float = 0.0
     tool_calls: tuple[ToolUse, ...] = ()
+
+    @property
+    def transport_failed(self) -> bool:
+        """Whether the model never answered the last round (its call failed for good).
+
+        The reason is then the infrastructure's (a refused connection, a timeout), not
+        something the model said: it must not be fed back to the model or into an agent's
+        memory as feedback on its answer.
+        """
+        return bool(self.round_errors) and self.round_errors[-1].stage == "transport"
 
     @property
     def errors(self) -> tuple[str, ...]:

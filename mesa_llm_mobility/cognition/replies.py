@@ -16,7 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-FaultKind = Literal["malformed_json", "schema_violation", "http", "hang", "reset"]
+FaultKind = Literal[
+    "malformed_json", "schema_violation", "cut_off", "http", "hang", "reset"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +30,7 @@ class Fault:
     Attributes:
         kind: Which failure to simulate.
         content: Assistant content sent for the 200-OK kinds (``malformed_json``,
-            ``schema_violation``, and ``hang`` once its sleep is over).
+            ``schema_violation``, ``cut_off``, and ``hang`` once its sleep is over).
         status: HTTP status code (only meaningful for ``http``).
         message: Error message placed in the OpenAI-style error body (``http`` only).
         seconds: How long a ``hang`` sleeps before answering.
@@ -54,6 +56,18 @@ class Fault:
             The fault.
         """
         return cls(kind="malformed_json", content=content)
+
+    @classmethod
+    def cut_off(cls, content: str = '{"activities": [{"facility": "Ho') -> Fault:
+        """A 200-OK completion cut off at the token limit (``finish_reason: "length"``).
+
+        Args:
+            content: What the model wrote before the limit.
+
+        Returns:
+            The fault.
+        """
+        return cls(kind="cut_off", content=content)
 
     @classmethod
     def schema_violation(cls, content: str = '{"unexpected_field": true}') -> Fault:
@@ -218,9 +232,11 @@ def provider_faults(
 ) -> tuple[Fault, ...]:
     """One of each failure real providers show, for :func:`with_faults` in soak tests.
 
-    Truncated JSON, a schema violation, 429 with ``Retry-After`` and without, a 500 and a 401
+    Truncated JSON, a schema violation, 429 with ``Retry-After`` and without, a 500 and a 400
     that echo the key (as OpenAI's 401 does), a hang of ``hang_s`` (meant to outlive the
-    client's timeout) and a dropped connection.
+    client's timeout) and a dropped connection. The 400 (a request refused, not retried) stands
+    for the refusals a run survives; a 401, 403 or 404 stops an LLM run (see
+    :mod:`~mesa_llm_mobility.cognition.endpoint_health`), so it is no fault to mix in.
 
     Args:
         retry_after_s: The ``Retry-After`` of the first 429.
@@ -237,7 +253,7 @@ def provider_faults(
         Fault.http(500, "upstream failed for credentials {api_key}"),
         Fault.hang(hang_s),
         Fault.reset(),
-        Fault.http(401, "Incorrect API key provided: {api_key}"),
+        Fault.http(400, "Invalid request: context length exceeded for key {api_key}"),
     )
 
 

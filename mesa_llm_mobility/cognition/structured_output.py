@@ -6,8 +6,10 @@ Providers that decode under a grammar make schema violations impossible: OpenAI 
 takes ``format=<schema>``. A brain tries the best mode of its provider family first; when the
 endpoint rejects it (HTTP 400/422, or a 5xx naming the format) it steps down the family's chain to
 plain JSON mode, once per endpoint, and remembers the mode that worked
-(:class:`ResponseModeNegotiator`). The mode of every decision is recorded in the ledger
-(``response_mode``).
+(:class:`ResponseModeNegotiator`; across processes in a
+:class:`~mesa_llm_mobility.cognition.response_mode_cache.ResponseModeCache`). The mode of every
+decision is recorded in the ledger (``response_mode``). A kind may send each request a schema of
+its own, tightened by the request's context (``DecisionKind.request_schema``).
 
 | mode | request parameters |
 | --- | --- |
@@ -23,11 +25,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Literal, NamedTuple
 
 from mesa_llm_mobility.cognition.kinds import DecisionKind
 from mesa_llm_mobility.cognition.offline import import_litellm
+from mesa_llm_mobility.cognition.response_mode_cache import ResponseModeCache
 from mesa_llm_mobility.cognition.transport import TransportError
 
 ResponseMode = Literal[
@@ -79,9 +82,18 @@ def mode_chain(
     return ("json_schema", "json_object") if supports_schema else ("json_object",)
 
 
-def response_params(mode: str, kind: DecisionKind[Any, Any]) -> dict[str, Any]:
-    """The request parameters that ask for ``kind``'s output schema in ``mode``."""
-    schema = kind.output_schema.model_json_schema()
+def response_params(
+    mode: str, kind: DecisionKind[Any, Any], schema: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The request parameters that ask for ``kind``'s output schema in ``mode``.
+
+    Args:
+        mode: One of :data:`RESPONSE_MODES`.
+        kind: The decision kind.
+        schema: The request's own schema (:meth:`DecisionKind.schema_for`); ``None``: the
+            kind's.
+    """
+    schema = kind.json_schema() if schema is None else schema
     if mode == "json_schema":
         strict = strict_schema(schema)
         return {
@@ -121,28 +133,28 @@ def grammar_safe(schema: dict[str, Any]) -> dict[str, Any]:
     too long is repaired or falls back like any invalid one).
     """
     safe = copy.deepcopy(schema)
-
-    def strip(node: Any) -> None:
-        if isinstance(node, dict):
-            for bound in ("maxLength", "maxItems"):
-                if (
-                    isinstance(node.get(bound), int)
-                    and node[bound] > GRAMMAR_MAX_LENGTH
-                ):
-                    del node[bound]
-            for value in node.values():
-                strip(value)
-        elif isinstance(node, list):
-            for value in node:
-                strip(value)
-
-    strip(safe)
+    for node in schema_nodes(safe):
+        for bound in ("maxLength", "maxItems"):
+            if isinstance(node.get(bound), int) and node[bound] > GRAMMAR_MAX_LENGTH:
+                del node[bound]
     return safe
 
 
 def schema_name(name: str) -> str:
     """A kind's name as OpenAI's ``json_schema.name`` allows it (``[A-Za-z0-9_-]``, <= 64)."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "answer"
+
+
+def schema_nodes(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every object (mapping) inside a JSON schema, the root first; change them freely."""
+    nodes = [schema]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, list):
+            nodes.extend(node)
+        elif isinstance(node, dict):
+            yield node
+            nodes.extend(node.values())
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -152,21 +164,13 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     required; a schema with optional fields (defaults) keeps its meaning only unstrict.
     """
     strict = copy.deepcopy(schema)
-    nodes = [strict]
-    while nodes:
-        node = nodes.pop()
-        if isinstance(node, list):
-            nodes.extend(node)
-            continue
-        if not isinstance(node, dict):
-            continue
+    for node in schema_nodes(strict):
         if node.get("type") == "object" and "properties" in node:
             if set(node.get("required", ())) != set(node["properties"]):
                 return None
             if node.get("additionalProperties") not in (None, False):
                 return None
             node["additionalProperties"] = False
-        nodes.extend(node.values())
     return strict
 
 
@@ -188,17 +192,34 @@ def rejects_format(error: BaseException) -> bool:
     )
 
 
+class RejectedCalls(NamedTuple):
+    """The HTTP calls a completion spent on response modes the endpoint rejected."""
+
+    attempts: int = 0
+    answered: int = 0
+
+
 class ResponseModeNegotiator:
     """Finds, once per endpoint, the best response mode it accepts, and remembers it.
 
     Until a mode is confirmed by an answer, one request at a time probes (the others wait), so
-    a batch of 64 does not send 64 rejected probes. A rejection steps down the chain.
+    a batch of 64 does not send 64 rejected probes. A rejection steps down the chain. With a
+    ``cache``, probing starts at the mode the endpoint accepted in an earlier process (still
+    probed: a rejection steps down as ever), and a confirmed mode is written to it.
 
     Args:
         chain: Modes to try, best first (:func:`mode_chain`).
+        cache: Where the modes of endpoints are remembered across processes, or ``None``.
+        endpoint: ``(model, api_base)``, the cache's key.
     """
 
-    def __init__(self, chain: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        chain: tuple[str, ...],
+        *,
+        cache: ResponseModeCache | None = None,
+        endpoint: tuple[str, str | None] = ("", None),
+    ) -> None:
         if not chain:
             raise ValueError("ResponseModeNegotiator needs at least one mode")
         self.chain = chain
@@ -206,6 +227,15 @@ class ResponseModeNegotiator:
         self.confirmed = len(chain) == 1
         self.rejected: list[str] = []
         self._locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+        self._cache = cache
+        self._cache_key = ResponseModeCache.key(*endpoint, chain)
+        remembered = (
+            None if cache is None or self.confirmed else cache.get(self._cache_key)
+        )
+        if remembered in chain:
+            self._index = chain.index(remembered)
+        self.remembered = remembered if remembered in chain else None
+        """The mode an earlier process found (probing starts there), or ``None``."""
 
     @property
     def mode(self) -> str:
@@ -214,11 +244,11 @@ class ResponseModeNegotiator:
 
     async def send[T](
         self, attempt: Callable[[str], Awaitable[T]]
-    ) -> tuple[T, str, int]:
+    ) -> tuple[T, str, RejectedCalls]:
         """Run ``attempt(mode)`` in the best accepted mode.
 
         Returns:
-            ``(result, mode, rejected_attempts)``: the HTTP calls spent on rejected modes.
+            ``(result, mode, rejected)``: the HTTP calls spent on rejected modes.
 
         ``attempt`` raises a :class:`TransportError` with ``format_rejected`` set when the
         endpoint rejected the mode (see :func:`rejects_format`).
@@ -226,7 +256,7 @@ class ResponseModeNegotiator:
         Raises:
             TransportError: from ``attempt``; a rejection only for the chain's last mode.
         """
-        spent = 0
+        spent = RejectedCalls()
         while not self.confirmed:
             async with self._lock():
                 if self.confirmed:
@@ -236,13 +266,19 @@ class ResponseModeNegotiator:
                     result = await attempt(mode)
                 except TransportError as error:
                     if not error.format_rejected or self._index == len(self.chain) - 1:
-                        error.attempts += spent
+                        error.attempts += spent.attempts
+                        error.answered += spent.answered
                         raise
-                    spent += error.attempts
+                    spent = RejectedCalls(
+                        spent.attempts + error.attempts,
+                        spent.answered + error.answered,
+                    )
                     self.rejected.append(mode)
                     self._index += 1
                     continue
                 self.confirmed = True
+                if self._cache is not None and mode != self.remembered:
+                    self._cache.put(self._cache_key, mode)
                 return result, mode, spent
         mode = self.mode
         return await attempt(mode), mode, spent

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import itertools
 import json
 import logging
@@ -538,7 +539,8 @@ class FakeLLMServer:
                 return web.Response(status=500)  # never reaches the client
             if reply.kind == "hang":
                 await asyncio.sleep(reply.seconds)
-            return self._completion(body, reply.content)
+            finish = "length" if reply.kind == "cut_off" else "stop"
+            return self._completion(body, reply.content, finish)
         return self._completion(body, reply)
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
@@ -553,7 +555,7 @@ class FakeLLMServer:
         return reply
 
     def _completion(
-        self, body: dict[str, Any], content: str | ToolCalls
+        self, body: dict[str, Any], content: str | ToolCalls, finish: str = "stop"
     ) -> web.Response:
         prompt_tokens = _estimate_tokens(_prompt_chars(body))
         number = next(self._ids)
@@ -563,7 +565,7 @@ class FakeLLMServer:
             completion_tokens = _estimate_tokens(len(json.dumps(message)))
         else:
             message = {"role": "assistant", "content": content}
-            finish_reason = "stop"
+            finish_reason = finish
             completion_tokens = _estimate_tokens(len(content))
         model = body.get("model")
         payload = {
@@ -614,6 +616,13 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="assistant content of every reply (default: %(default)s)",
     )
     parser.add_argument(
+        "--responder",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="answer with a responder instead of --content, e.g. "
+        "mesa_llm_mobility.urban.scripted_llm:respond",
+    )
+    parser.add_argument(
         "--model",
         action="append",
         dest="models",
@@ -626,8 +635,24 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _responder(spec: str) -> Responder:
+    """The responder named ``module:function``.
+
+    Raises:
+        ValueError: naming the spec when it is not of that form or names nothing callable.
+    """
+    module_name, _, name = spec.partition(":")
+    try:
+        responder = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError, ValueError):
+        responder = None
+    if not callable(responder):
+        raise ValueError(f"--responder {spec!r}: not a module:function that exists")
+    return responder
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run a fixed-content server until SIGTERM or SIGINT.
+    """Run a fixed-content (or ``--responder``) server until SIGTERM or SIGINT.
 
     Prints ``listening <api_base>`` (flushed) on stdout once the server accepts connections.
 
@@ -649,7 +674,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _on_signal)
 
     server = FakeLLMServer(
-        lambda body: content,
+        _responder(args.responder) if args.responder else (lambda body: content),
         latency_s=args.latency,
         model_ids=tuple(args.models or ("fake-model",)),
         host=args.host,

@@ -67,18 +67,62 @@ class RetryPolicy:
         )
 
 
+DEFAULT_MAX_TOTAL_S = 120.0
+"""The least default time budget of one call's attempts and backoffs."""
+
+
+def call_budget_s(timeout_s: float, max_total_s: float | None) -> float:
+    """The time budget of one call's attempts and backoffs.
+
+    Args:
+        timeout_s: The timeout of one attempt.
+        max_total_s: The budget asked for, or ``None``: :data:`DEFAULT_MAX_TOTAL_S`, or twice
+            the timeout when that is more (a long timeout is never cut short by the default).
+
+    Raises:
+        ValueError: for a budget below the timeout, which would cut every attempt short.
+    """
+    if max_total_s is None:
+        return max(DEFAULT_MAX_TOTAL_S, 2 * timeout_s)
+    if max_total_s < timeout_s:
+        raise ValueError(
+            f"the LLM call budget --max-total / MLM_MAX_TOTAL_S ({max_total_s:g} s) is below "
+            f"the timeout of one call --timeout / MLM_TIMEOUT_S ({timeout_s:g} s), which it "
+            f"would cut short: raise --max-total to at least {timeout_s:g} s (left out, it is "
+            f"{DEFAULT_MAX_TOTAL_S:g} s or twice the timeout) or lower --timeout"
+        )
+    return max_total_s
+
+
 class TransportError(RuntimeError):
     """A completion failed for good (non-retryable error, or retries exhausted).
 
     Its message is redacted; the underlying provider error (``__cause__``) is not, so it is
     never shown or stored.
+
+    Attributes:
+        attempts: HTTP calls started for the completion.
+        answered: Of those, the calls the server answered (an HTTP status came back).
+        status_code: The HTTP status of the last error, when the server answered.
+        latency_s: Wall time from the first attempt to giving up.
+        format_rejected: The endpoint rejected the response format sent (while probing it).
     """
 
     def __init__(
-        self, message: str, attempts: int, *, format_rejected: bool = False
+        self,
+        message: str,
+        attempts: int,
+        *,
+        answered: int = 0,
+        status_code: int | None = None,
+        latency_s: float = 0.0,
+        format_rejected: bool = False,
     ) -> None:
         super().__init__(redact(message))
         self.attempts = attempts
+        self.answered = answered
+        self.status_code = status_code
+        self.latency_s = latency_s
         self.format_rejected = format_rejected
 
 
@@ -87,7 +131,8 @@ class Answer:
     """What one HTTP call answered: the assistant text, the tokens and their price.
 
     ``tool_calls``: the calls of a native tool-calling answer (``{"id", "name", "arguments"}``,
-    see :func:`~mesa_llm_mobility.cognition.tool_calling.read_tool_calls`).
+    see :func:`~mesa_llm_mobility.cognition.tool_calling.read_tool_calls`). ``finish_reason``:
+    why the model stopped (``"length"``: cut off at the token limit), when the server says.
     """
 
     content: str
@@ -95,6 +140,7 @@ class Answer:
     completion_tokens: int
     cost_usd: float
     tool_calls: tuple[dict[str, str], ...] = ()
+    finish_reason: str | None = None
 
 
 ChatCall = Callable[[Sequence[Message], Mapping[str, Any], float], Awaitable[Answer]]
@@ -103,7 +149,11 @@ ChatCall = Callable[[Sequence[Message], Mapping[str, Any], float], Awaitable[Ans
 
 @dataclass(frozen=True)
 class Completion:
-    """What one successful completion returned."""
+    """What one successful completion returned.
+
+    ``attempts`` are the HTTP calls started for it, ``answered`` those the server answered
+    (the last one, and failed attempts that got an HTTP status back).
+    """
 
     content: str
     prompt_tokens: int
@@ -112,6 +162,8 @@ class Completion:
     attempts: int
     latency_s: float
     tool_calls: tuple[dict[str, str], ...] = ()
+    answered: int = 0
+    finish_reason: str | None = None
 
 
 def register_model_price(
@@ -196,6 +248,7 @@ async def complete(
     semaphore: asyncio.Semaphore,
     jitter: random.Random,
     format_rejected: Callable[[BaseException], bool] | None = None,
+    abandoned: Callable[[], str | None] | None = None,
 ) -> Completion:
     """Send one completion through ``call`` with retries; each attempt holds one concurrency slot.
 
@@ -209,52 +262,93 @@ async def complete(
         format_rejected: Tells an error that rejects the response format sent (while it is
             being probed); such an error is not retried and is raised with
             ``format_rejected`` set.
+        abandoned: Says why no (further) attempt should be made, e.g. the endpoint was found
+            unusable meanwhile (checked before each attempt, once a slot is free); ``None``
+            to go on.
 
     Raises:
-        TransportError: when the call fails for good, with the last error and attempt count.
+        TransportError: when the call fails for good, with the last error, the attempts
+            started, those the server answered, and the time spent.
     """
     started = time.monotonic()
     deadline = started + policy.max_total_s
     last_error: BaseException | None = None
-    attempt = 0
+    attempt = answered = 0
+
+    def failure(message: str, **flags: Any) -> TransportError:
+        status = getattr(last_error, "status_code", None)
+        return TransportError(
+            message,
+            attempt,
+            answered=answered,
+            status_code=status if isinstance(status, int) else None,
+            latency_s=time.monotonic() - started,
+            **flags,
+        )
+
     while attempt < policy.max_attempts:
-        attempt += 1
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
         timeout = min(policy.timeout_s, remaining)
-        try:
-            async with semaphore:
-                answer = await asyncio.wait_for(
-                    call(messages, params, timeout), timeout=timeout + 1.0
+        async with semaphore:
+            reason = abandoned() if abandoned is not None else None
+            if reason is not None:
+                raise failure(f"not sent: {reason}") from last_error
+            attempt += 1
+            try:
+                # the client's own timeout closes the request; this one only backs it up
+                async with asyncio.timeout(timeout + 1.0):
+                    answer = await call(messages, params, timeout)
+            except Exception as error:
+                last_error = error
+                answered += reached_server(error)
+            else:
+                return Completion(
+                    content=answer.content,
+                    prompt_tokens=answer.prompt_tokens,
+                    completion_tokens=answer.completion_tokens,
+                    cost_usd=answer.cost_usd,
+                    attempts=attempt,
+                    latency_s=time.monotonic() - started,
+                    tool_calls=answer.tool_calls,
+                    answered=answered + 1,
+                    finish_reason=answer.finish_reason,
                 )
-        except Exception as error:
-            last_error = error
-            if format_rejected is not None and format_rejected(error):
-                raise TransportError(
-                    _describe(error), attempt, format_rejected=True
-                ) from error
-            if not is_retryable(error):
-                raise TransportError(_describe(error), attempt) from error
-            wait = max(policy.backoff_s(attempt, jitter), retry_after_s(error))
-            if attempt >= policy.max_attempts or time.monotonic() + wait >= deadline:
-                break
-            await asyncio.sleep(wait)
-            continue
-        return Completion(
-            content=answer.content,
-            prompt_tokens=answer.prompt_tokens,
-            completion_tokens=answer.completion_tokens,
-            cost_usd=answer.cost_usd,
-            attempts=attempt,
-            latency_s=time.monotonic() - started,
-            tool_calls=answer.tool_calls,
-        )
+        error = last_error
+        if format_rejected is not None and format_rejected(error):
+            raise failure(_describe(error), format_rejected=True) from error
+        if not is_retryable(error):
+            raise failure(_describe(error)) from error
+        wait = max(policy.backoff_s(attempt, jitter), retry_after_s(error))
+        if attempt >= policy.max_attempts or time.monotonic() + wait >= deadline:
+            break
+        await asyncio.sleep(wait)
     reason = _describe(last_error) if last_error else "no time left for an attempt"
-    raise TransportError(
-        f"gave up after {attempt} attempt(s) in {time.monotonic() - started:.1f} s: {reason}",
-        attempt,
+    raise failure(
+        f"gave up after {attempt} attempt(s) in {time.monotonic() - started:.1f} s: {reason}"
     ) from last_error
+
+
+def reached_server(error: BaseException) -> bool:
+    """Whether a failed attempt was answered by the server (an HTTP status came back).
+
+    Timeouts and connection failures count as unanswered: such a request may or may not
+    have reached the server, so the calls a server received lie between the calls answered
+    and the calls started.
+    """
+    if isinstance(
+        error,
+        asyncio.TimeoutError | TimeoutError | ConnectionError | aiohttp.ClientError,
+    ):
+        return False
+    litellm = import_litellm()
+    if isinstance(error, litellm.Timeout | litellm.APIConnectionError):
+        return False
+    if hasattr(error, "litellm_response_headers"):
+        # litellm turns a lost connection into a 500 of its own making, without headers
+        return error.litellm_response_headers is not None
+    return isinstance(getattr(error, "status_code", None), int)
 
 
 def retry_after_s(error: BaseException) -> float:
@@ -295,11 +389,19 @@ def _answer(response: Any, model: str) -> Answer:
         completion_tokens=completion_tokens,
         cost_usd=_cost_usd(model, prompt_tokens, completion_tokens),
         tool_calls=read_tool_calls(getattr(choice.message, "tool_calls", None)),
+        finish_reason=getattr(choice, "finish_reason", None),
     )
 
 
 def _cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float:
     """The price of the tokens by litellm's public ``cost_per_token``; 0 when it has none."""
+    return price_tokens(model, prompt_tokens, completion_tokens) or 0.0
+
+
+def price_tokens(
+    model: str, prompt_tokens: int, completion_tokens: int
+) -> float | None:
+    """USD for the tokens by litellm's cost map (``cost_per_token``), ``None`` without a price."""
     try:
         prompt_cost, completion_cost = import_litellm().cost_per_token(
             model=model,
@@ -307,5 +409,5 @@ def _cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float:
             completion_tokens=completion_tokens,
         )
     except Exception:  # litellm raises its own "not mapped" error types
-        return 0.0
+        return None
     return float(prompt_cost + completion_cost)

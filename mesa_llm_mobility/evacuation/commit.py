@@ -453,26 +453,29 @@ def keep_previous(
     """A rejected answer (paper semantics): nothing changes but the feedback for the next turn.
 
     The pedestrian keeps its route, standing goal and capsule; the reason for the rejection is
-    its feedback on the next turn, and the row records ``outcome`` ``rejected``.
+    its feedback on the next turn, and the row records ``outcome`` ``rejected``. A call that
+    failed (no answer: :attr:`DecisionResult.transport_failed`) is no answer to give feedback
+    on: the feedback and the memory stay as they were (infrastructure never enters a mind).
     """
     context: EvacuationContext = result.request.context
     prev = agent.previous
-    feedback = (
-        f"rejected: {result.reason or 'invalid answer'}; your previous plan stays"
-    )
-    agent.previous = PreviousDecision(
-        agent.goal,
-        agent.intent,
-        agent.urgency,
-        agent.situation,
-        prev.route_kind if prev else None,
-        prev.opening_id if prev else None,
-        prev.anchor if prev else None,
-        feedback,
-    )
+    if not result.transport_failed:
+        feedback = (
+            f"rejected: {result.reason or 'invalid answer'}; your previous plan stays"
+        )
+        agent.previous = PreviousDecision(
+            agent.goal,
+            agent.intent,
+            agent.urgency,
+            agent.situation,
+            prev.route_kind if prev else None,
+            prev.opening_id if prev else None,
+            prev.anchor if prev else None,
+            feedback,
+        )
+        _remember_turn(agent, context, None, None, feedback, clock, memory)
     agent.last_effect_step = clock.tick
     agent.blocked_steps = 0
-    _remember_turn(agent, context, None, None, feedback, clock, memory)
     record(
         result,
         _time_columns(clock, context),

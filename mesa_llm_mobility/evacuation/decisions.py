@@ -29,6 +29,7 @@ from mesa_llm_mobility.evacuation.decision_output import (
     Offset,
     Situation,
 )
+from mesa_llm_mobility.evacuation.move_schema import move_request_schema
 from mesa_llm_mobility.evacuation.plaza import Terrain, passable_mask
 from mesa_llm_mobility.evacuation.prompts import render_evacuation_prompt
 
@@ -317,5 +318,6 @@ EVACUATION_MOVE: DecisionKind[EvacuationContext, EvacuationDecision] = DecisionK
     render_prompt=render_evacuation_prompt,
     rule_policy=evacuation_rule_policy,
     validate=validate_evacuation_move,
+    request_schema=move_request_schema,
 )
 """The pedestrian's decision kind."""

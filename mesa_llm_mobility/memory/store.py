@@ -154,7 +154,7 @@ def _ample_hnsw_cache(size: int) -> Iterator[None]:
         raised = limit
         break
     if (raised or soft) < wanted:
-        _warn_small_ephemeral_cache(raised or soft)
+        _EPHEMERAL_CACHE["limit"] = raised or soft
     try:
         yield
     finally:
@@ -162,14 +162,34 @@ def _ample_hnsw_cache(size: int) -> Iterator[None]:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-@functools.cache  # once per process: every ephemeral store passes here
+_EPHEMERAL_CACHE: dict[str, int] = {"limit": 0, "collections": 0}
+"""The soft open-file limit the process's ephemeral Chroma started with when it was too low
+for the wanted cache (0: ample), and the ephemeral collections made since."""
+
+
+def _count_ephemeral_collection() -> None:
+    """Count an ephemeral collection; warn once when indexes may now be evicted.
+
+    A shard of Chroma's cache holds ``limit // 5 // 64`` indexes: with no more collections than
+    that in the process, no shard can overflow, whatever the hash, and no memory is at risk.
+    """
+    _EPHEMERAL_CACHE["collections"] += 1
+    limit = _EPHEMERAL_CACHE["limit"]
+    if limit and _EPHEMERAL_CACHE["collections"] > max(1, limit // 5 // 64):
+        _warn_small_ephemeral_cache(limit)
+
+
+@functools.cache  # once per process
 def _warn_small_ephemeral_cache(limit: int) -> None:
     logger.warning(
         "the open-file limit (%d) lets Chroma cache only %d vector indexes (%d per shard); an "
-        "ephemeral store loses the memories of an agent whose index it evicts",
+        "ephemeral store loses the memories of an agent whose index it evicts, and this "
+        "process now has %d agents' indexes: use a persistent store (a run directory) or "
+        "raise the open-file limit (ulimit -n)",
         limit,
         limit // 5,
         max(1, limit // 5 // 64),
+        _EPHEMERAL_CACHE["collections"],
     )
 
 
@@ -541,6 +561,8 @@ class MemoryStore:
             except chromadb.errors.NotFoundError:
                 if not create:
                     return None
+                if self.path is None:
+                    _count_ephemeral_collection()
                 return self._client.create_collection(
                     name,
                     embedding_function=self.embedding.function,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -171,6 +172,15 @@ def visit_duration_rule_policy(
     return VisitDuration(duration_minutes=value)
 
 
+def visit_duration_schema(
+    context: VisitDurationContext, schema: dict[str, Any]
+) -> dict[str, Any]:
+    """The request's schema: the duration within the visit's bounds."""
+    low, high = context.bounds
+    schema["properties"]["duration_minutes"] |= {"minimum": low, "maximum": high}
+    return schema
+
+
 VISIT_DURATION: DecisionKind[VisitDurationContext, VisitDuration] = DecisionKind(
     name="VisitDuration",
     context_type=VisitDurationContext,
@@ -178,6 +188,7 @@ VISIT_DURATION: DecisionKind[VisitDurationContext, VisitDuration] = DecisionKind
     render_prompt=render_visit_duration_prompt,
     rule_policy=visit_duration_rule_policy,
     validate=validate_visit_duration,
+    request_schema=visit_duration_schema,
 )
 """One visit's dwell time (the paper's per-visit duration worker)."""
 
@@ -307,6 +318,21 @@ def day_durations_rule_policy(
     return DayDurations(durations_minutes=[int(value) for value in fitted])
 
 
+def day_durations_schema(
+    context: DayDurationsContext, schema: dict[str, Any]
+) -> dict[str, Any]:
+    """The request's schema: one duration per visit, within the widest of their bounds."""
+    durations = schema["properties"]["durations_minutes"]
+    durations["minItems"] = durations["maxItems"] = len(context.priors)
+    if context.priors:
+        durations["items"] = {
+            "type": "integer",
+            "minimum": min(prior.min_minutes for prior in context.priors),
+            "maximum": max(prior.max_minutes for prior in context.priors),
+        }
+    return schema
+
+
 DAY_DURATIONS: DecisionKind[DayDurationsContext, DayDurations] = DecisionKind(
     name="DayDurations",
     context_type=DayDurationsContext,
@@ -314,5 +340,6 @@ DAY_DURATIONS: DecisionKind[DayDurationsContext, DayDurations] = DecisionKind(
     render_prompt=render_day_durations_prompt,
     rule_policy=day_durations_rule_policy,
     validate=validate_day_durations,
+    request_schema=day_durations_schema,
 )
 """Every dwell time of one day, in one decision (one LLM call per trajectory)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -322,6 +323,15 @@ def _code(name: str | None) -> int | None:
     return None if name is None else ACTIVITY_INDEX[name]
 
 
+def chain_schema(context: ChainContext, schema: dict[str, Any]) -> dict[str, Any]:
+    """The request's schema: activities of the individual's vocabulary, as many as allowed."""
+    activities = schema["properties"]["activities"]
+    if context.feasible:
+        activities["items"] = {"type": "string", "enum": list(context.feasible)}
+    activities["minItems"], activities["maxItems"] = context.length_range
+    return schema
+
+
 ACTIVITY_CHAIN: DecisionKind[ChainContext, ActivityChain] = DecisionKind(
     name="ActivityChain",
     context_type=ChainContext,
@@ -329,6 +339,7 @@ ACTIVITY_CHAIN: DecisionKind[ChainContext, ActivityChain] = DecisionKind(
     render_prompt=render_chain_prompt,
     rule_policy=chain_rule_policy,
     validate=validate_chain,
+    request_schema=chain_schema,
 )
 """The orchestrator's decision: which activities, in which order, on one date."""
 

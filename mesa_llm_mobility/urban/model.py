@@ -90,6 +90,11 @@ from mesa_llm_mobility.urban.decisions import (
 )
 from mesa_llm_mobility.urban.decisions.household import assign_household_day
 from mesa_llm_mobility.urban.free_flow import FreeFlowTable, free_flow_table
+from mesa_llm_mobility.urban.decisions.trip_importance import (
+    TRIP_IMPORTANCE,
+    TripImportanceContext,
+    TripImportanceOutput,
+)
 from mesa_llm_mobility.urban.itinerary import (
     PLAN_MINUTE,
     REFLECTION_MINUTE,
@@ -284,6 +289,8 @@ class UrbanMobilityModel(MobilityModel):
         self.tool_calls: list[ToolCallRecord] = []
         self.collect_every = p.collect_every
         self.reactions = ReactionSchedule(p.reaction_minutes)
+        self._scoring: dict[tuple[str, int, int], list[TripRecord]] = {}
+        """The trips of each ``TripImportance`` request on its way: (agent, day, minute)."""
         self.minute = 0
         self.engine = TrafficEngine(town, record_facility_states=False)
         self.space = build_network_space(town, random=self.random)
@@ -645,7 +652,9 @@ class UrbanMobilityModel(MobilityModel):
         """Let LLM travellers score the trip memories written this minute (one batch).
 
         One ``TripImportance`` decision per traveller with arrivals this minute; its scores
-        replace the formula's in the memories (:attr:`trip_importance` ``"creation"``).
+        replace the formula's in the memories (:attr:`trip_importance` ``"creation"``). With a
+        reaction time the batch is sent and its scores applied when due, as revisions are
+        (the memories keep the formula's score meanwhile), so the minute waits for no answer.
         """
         remembered = self.itinerary.take_remembered()
         if not remembered or not self._scores_on_arrival:
@@ -653,17 +662,39 @@ class UrbanMobilityModel(MobilityModel):
         by_agent: dict[str, list[TripRecord]] = {}
         for name, record in remembered:
             by_agent.setdefault(name, []).append(record)
-        requests = [
-            self.travellers[name].trip_importance_request(t, records)
-            for name, records in by_agent.items()
-        ]
-        for result in self.decide(requests, **time):
-            name = str(result.agent_id)
-            scores = result.output.importance
-            self.travellers[name].rescore_trips(by_agent[name], scores)
-            self.record_decision(
-                result, time, action=", ".join(f"{s:.2f}" for s in scores)
-            )
+        requests = []
+        for name, records in by_agent.items():
+            requests.append(self.travellers[name].trip_importance_request(t, records))
+            self._scoring[(name, time["day"], time["minute"])] = records
+        if self.reactions.reaction_minutes and not is_day_phase(time["minute"]):
+            self._submit_scores(requests, t, time)
+        else:
+            self._apply(self.decide(requests, **time), time)
+
+    def _submit_scores(
+        self, requests: list[DecisionRequest[Any, Any]], t: int, time: dict[str, int]
+    ) -> None:
+        """With a reaction time: send a minute's scoring, applied when due (busy nobody)."""
+        due = min(
+            t + self.reactions.reaction_minutes, time["day"] * MINUTES_PER_DAY - 1
+        )
+        self.reactions.add(
+            self.brain.submit(requests, tags=time), frozenset(), time, due
+        )
+        if due == t:  # the day's last minute: nothing stays pending overnight
+            for asked, batch in self.reactions.take_due(t):
+                self._apply(batch.result(), dict(asked))
+
+    def _commit_trip_importance(
+        self, result: DecisionResult[TripImportanceContext, TripImportanceOutput]
+    ) -> str:
+        """Rescore the trips' memories; the action column lists the scores."""
+        context = result.request.context
+        name = str(result.agent_id)
+        records = self._scoring.pop((name, context.day, context.now))
+        scores = result.output.importance
+        self.travellers[name].rescore_trips(records, scores)
+        return ", ".join(f"{s:.2f}" for s in scores)
 
     # ------------------------------------------------------------------ tables
     def conversations_frame(self) -> pd.DataFrame:
@@ -769,6 +800,7 @@ class UrbanMobilityModel(MobilityModel):
             DAILY_PLAN: self._commit_plan,
             PLAN_REVISION: self._commit_revision,
             DAILY_REFLECTION: self._commit_reflection,
+            TRIP_IMPORTANCE: self._commit_trip_importance,
         }
 
     def _count_plan_errors(self, result: DecisionResult[Any, Any]) -> None:

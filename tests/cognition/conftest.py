@@ -12,6 +12,34 @@ from mesa_llm_mobility.cognition.demo import (
     demo_requests,
 )
 from mesa_llm_mobility.cognition.kinds import DecisionKind, DecisionRequest
+from mesa_llm_mobility.cognition.llm_brain import LLMBrain
+
+
+@pytest.fixture(params=["direct", "litellm"])
+def client(request) -> str:
+    """Both clients: the direct OpenAI-compatible one and litellm."""
+    return request.param
+
+
+@pytest.fixture
+def brain_for(client):
+    """``brain_for(server, **options)``: an LLM brain on ``client`` for a local test server.
+
+    JSON mode alone (no response-format probe) unless ``structured_output`` is given.
+    """
+
+    def make(server, **options) -> LLMBrain:
+        options.setdefault("rng", np.random.default_rng(0))
+        options.setdefault("structured_output", "json_object")
+        return LLMBrain(
+            "openai/fake-model",
+            api_base=server.api_base,
+            api_key="sk-cognition-tests-local",
+            client=client,
+            **options,
+        )
+
+    return make
 
 
 @pytest.fixture

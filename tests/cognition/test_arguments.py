@@ -64,3 +64,34 @@ def test_bad_values_are_refused_by_the_parser(argv, capsys):
         _parse(argv)
     assert exit_info.value.code == 2
     assert "expected" in capsys.readouterr().err
+
+
+def test_token_limit_fail_fast_and_fallback_flags_reach_the_brain():
+    args = _parse(
+        [
+            "--brain=llm:openai/m",
+            "--max-tokens=256",
+            "--max-transport-failures=2",
+            "--allow-fallback-only",
+        ]
+    )
+    options = brain_options(args)
+    assert options == {
+        "max_tokens": 256,
+        "max_transport_failures": 2,
+        "allow_fallback_only": True,
+    }
+    brain = make_brain(args.brain, **options)
+    assert brain.params["max_tokens"] == 256
+    assert brain.health.max_failures == 2 and brain.health.allow_fallback_only
+
+
+def test_a_timeout_above_the_call_budget_raises_the_default_or_is_refused():
+    args = _parse(["--brain=llm:openai/m", "--timeout=300"])
+    brain = make_brain(args.brain, **brain_options(args))
+    assert brain.policy.max_total_s == 600.0  # twice the timeout, not the 120 s default
+    args = _parse(["--brain=llm:openai/m", "--timeout=300", "--max-total=120"])
+    with pytest.raises(
+        ValueError, match=r"--max-total .* \(120 s\) is below .* \(300 s\)"
+    ):
+        make_brain(args.brain, **brain_options(args))

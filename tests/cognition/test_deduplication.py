@@ -14,11 +14,6 @@ from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault
 VALID = demo_responder()
 
 
-@pytest.fixture(params=["direct", "litellm"])
-def client(request):
-    return request.param
-
-
 def _brain(server, client, path, **options):
     return LLMBrain(
         "openai/fake-model",

@@ -8,7 +8,11 @@ from mesa_llm_mobility.cognition.ledger import (
     Ledger,
     ReplayIndex,
     decision_record,
+    llm_outcome_shares,
+    llm_result_columns,
+    llm_summary_lines,
     messages_hash,
+    mostly_fallback,
     request_key,
     summarize,
 )
@@ -123,9 +127,10 @@ def test_summary_counts_outcomes_tokens_cost_and_latency():
 
 
 def test_empty_summary_has_the_columns():
-    assert list(summarize(Ledger().rows()).columns)[:3] == [
+    assert list(summarize(Ledger().rows()).columns)[:4] == [
         "decisions",
         "http_calls",
+        "http_answered",
         "ok",
     ]
 
@@ -154,8 +159,8 @@ def test_replay_entries_carry_the_calls_of_own_records_only():
     other = _record(key="b", attempts=4)
     index = ReplayIndex([own], own_run=True)
     index.add([other])
-    assert index.take_entry("a") == (own, 3)
-    assert index.take_entry("b") == (other, 0)
+    assert index.take_entry("a") == (own, 3, 3)
+    assert index.take_entry("b") == (other, 0, 0)
     assert index.take_entry("a") is None
 
 
@@ -176,3 +181,49 @@ def test_replay_index_serves_identical_keys_in_order():
     assert index.take("same")["agent_id"] == "b"
     assert index.take("same") is None
     assert index.take("error") is None
+
+
+def test_every_summary_carries_the_outcome_shares_and_flags_mostly_fallbacks():
+    ledger = Ledger()
+    ledger.append_many(
+        [_record(outcome=Outcome.FALLBACK, attempts=0)] * 3
+        + [_record(outcome=Outcome.OK), _record(outcome=Outcome.REJECTED)]
+    )
+    summary = ledger.summary()
+    assert llm_outcome_shares(summary) == {
+        "ok": 0.2,
+        "repaired": 0.0,
+        "fallback": 0.6,
+        "rejected": 0.2,
+    }
+    assert summary.loc["all", "fallback_share"] == pytest.approx(0.6)
+    assert mostly_fallback(summary)
+    lines = llm_summary_lines(summary)
+    assert "fallback 60%" in lines[0]
+    assert lines[-1].startswith("WARNING") and "not the model's" in lines[-1]
+    columns = llm_result_columns(summary)
+    assert columns["llm_mostly_fallback"] is True
+    assert columns["llm_fallback_share"] == pytest.approx(0.6)
+    assert columns["llm_decisions"] == 5
+
+
+def test_half_fallbacks_and_a_rule_run_are_not_flagged():
+    ledger = Ledger()
+    ledger.append_many([_record(outcome=Outcome.FALLBACK), _record()])
+    assert not mostly_fallback(ledger.summary())
+    assert not any(
+        line.startswith("WARNING") for line in llm_summary_lines(ledger.summary())
+    )
+    assert llm_result_columns(None)["llm_mostly_fallback"] is False
+    assert llm_outcome_shares(Ledger().summary())["ok"] == 0.0
+
+
+def test_http_calls_started_and_answered_are_counted_apart():
+    ledger = Ledger()
+    ledger.append_many(
+        [_record(attempts=3) | {"answered": 1}, _record(attempts=1) | {"answered": 1}]
+    )
+    summary = ledger.summary()
+    assert summary.loc["all", "http_calls"] == 4
+    assert summary.loc["all", "http_answered"] == 2
+    assert "4 started, 2 answered" in llm_summary_lines(summary)[1]

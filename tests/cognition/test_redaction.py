@@ -7,6 +7,7 @@ from mesa_llm_mobility.cognition.redaction import (
     REDACTED,
     RedactingFilter,
     redact,
+    redact_json,
     redact_value,
     register_secret,
     scrub_files,
@@ -83,3 +84,23 @@ def test_secrets_in_binary_files_are_overwritten_in_place(tmp_path):
     assert b"my-secret-value-123" not in data
     assert data.startswith(b"\x00\x01vectorkey=" + bytes(19) + b"\xff")
     assert scrub_files(tmp_path / "missing") == 0
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"reason": 'HTTP 401 {"error": "key sk-abcdefgh12 bad"}', "n": 1},
+        {"messages": [{"content": 'authorization=abc123\\"xyz and more'}]},
+        {"raw": "Bearer abcdefghij\nnext line", "api_key": "plainsecretvalue"},
+        {"text": "token my-registered-secret-77 inside"},
+        {"text": 'a secret with a "quote" in it: my"quoted"secret-1'},
+    ],
+)
+def test_a_record_redacted_as_one_line_is_valid_json_and_as_clean(record):
+    secrets = ["my-registered-secret-77", 'my"quoted"secret-1']
+    line = redact_json(record, secrets)
+    again = json.loads(line)  # still valid JSON
+    walked = redact_value(record, secrets)
+    for secret in ("sk-abcdefgh12", "abcdefghij", "plainsecretvalue", *secrets):
+        assert secret not in json.dumps(again) and secret not in line
+    assert set(again) == set(walked)

@@ -74,7 +74,8 @@ def test_request_sampling_is_merged_over_the_brain_and_reasoning_sent_only_when_
     ("reply", "stage"),
     [
         (json_content({"value": 1}), "value 1 is below 3"),
-        ('{"value": ', "no valid JSON"),
+        ('{"value": ', "the answer was cut off"),
+        ("value: four", "no valid JSON"),
         (json_content({"other": 1}), "field value"),
     ],
 )
@@ -97,7 +98,7 @@ def test_reject_sends_no_repair_and_uses_no_rule_policy(reply, stage):
 def test_a_failed_call_is_rejected_too_and_rejections_replay(tmp_path):
     path = tmp_path / "ledger.jsonl"
     with (
-        FakeLLMServer(lambda body: Fault.http(401, "no")) as server,
+        FakeLLMServer(lambda body: Fault.http(400, "no")) as server,
         _brain(server, ledger=Ledger(path)) as brain,
     ):
         result = brain.decide(DecisionRequest(KIND, 1, 3, on_invalid="reject"))

@@ -85,3 +85,17 @@ def test_bad_timeout_variables_are_named(monkeypatch, variable, value, expected)
         ValueError, match=f"{variable} must be {expected}, got '{value}'"
     ):
         make_brain("llm:openai/m")
+
+
+def test_token_limit_and_fail_fast_come_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("MLM_MAX_TOKENS", "128")
+    monkeypatch.setenv("MLM_MAX_TRANSPORT_FAILURES", "9")
+    monkeypatch.setenv("MLM_ALLOW_FALLBACK_ONLY", "yes")
+    brain = make_brain("llm:openai/m", ledger=tmp_path / "run" / "ledger.jsonl")
+    assert brain.params["max_tokens"] == 128
+    assert brain.health.max_failures == 9 and brain.health.allow_fallback_only
+    # the response-mode cache lives next to a ledger file
+    assert brain.response_modes._cache.path == tmp_path / "run" / "response_modes.json"
+    monkeypatch.setenv("MLM_ALLOW_FALLBACK_ONLY", "maybe")
+    with pytest.raises(ValueError, match="MLM_ALLOW_FALLBACK_ONLY must be 1 or 0"):
+        make_brain("llm:openai/m")

@@ -457,3 +457,17 @@ def test_subprocess_mode_serves_and_stops_on_sigterm() -> None:
             process.wait(5)
         process.stdout.close()
         process.stderr.close()
+
+
+def test_the_command_line_server_answers_with_a_named_responder():
+    respond = testing_module._responder(
+        "mesa_llm_mobility.cognition.demo:demo_responder"
+    )
+    assert callable(respond)
+    for spec in (
+        "no_such_module:respond",
+        "mesa_llm_mobility.cognition.demo:nothing",
+        "x",
+    ):
+        with pytest.raises(ValueError, match="not a module:function that exists"):
+            testing_module._responder(spec)

@@ -323,7 +323,9 @@ def test_tool_calling_under_provider_faults_slow_answers_and_an_idle_gap(
         for r in results
         for use in r.tool_calls
     )
-    assert Ledger.summarize_file(ledger).loc["all", "http_calls"] == served
+    summary = Ledger.summarize_file(ledger).loc["all"]
+    # a call a timeout gave up on may or may not have reached the server
+    assert summary["http_answered"] <= served <= summary["http_calls"]
     assert KEY not in ledger.read_text()
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from mesa_llm_mobility.cognition.ledger import Ledger
+from mesa_llm_mobility.cognition.repairs import REPAIR_INSTRUCTION
 from mesa_llm_mobility.cognition.testing import (
     FakeLLMServer,
     provider_faults,
@@ -51,6 +52,15 @@ def _run_with_idle_gaps(model, gap_every=6, gap_s=0.15):
         if model.tick % gap_every == 0:
             time.sleep(gap_s)
     return model
+
+
+def _first_rounds(bodies):
+    """The bodies of first answers (a repair round is sampled at a raised temperature)."""
+    return [
+        body
+        for body in bodies
+        if not body["messages"][-1]["content"].startswith(REPAIR_INSTRUCTION[:30])
+    ]
 
 
 def _prompt_line(record, label):
@@ -106,14 +116,16 @@ def test_rejected_answers_keep_the_plan_and_return_the_reason_next_turn(paper_ru
             )
             checked += 1
     assert checked > 0
-    # every HTTP call the server received is in the ledger (retries and repairs included)
-    assert sum(r["attempts"] for r in records) == received
+    # every HTTP call the server received is in the ledger (retries and repairs included):
+    # between the calls answered and those started (a timed-out call may not have arrived)
+    answered = sum(r["answered"] for r in records)
+    assert answered <= received <= sum(r["attempts"] for r in records)
     assert all(r["reason"] for r in records if r["outcome"] == "rejected")
 
 
 def test_sampling_on_the_wire_temperature_and_effort_by_trigger(paper_run):
     model, records, bodies, _ = paper_run
-    assert {body["temperature"] for body in bodies} == {0.2}
+    assert {body["temperature"] for body in _first_rounds(bodies)} == {0.2}
     assert {body["reasoning_effort"] for body in bodies} == {"low", "high"}
     efforts: dict[tuple[int, int], list[str]] = {}
     for record in records:
@@ -199,6 +211,7 @@ def test_the_repair_option_and_a_chosen_temperature():
     model, bodies = _scripted_run(0.0, rejection="repair", temperature=0.7)
     outcomes = set(model.decisions_frame()["outcome"])
     assert "rejected" not in outcomes and "repaired" in outcomes
+    # a chosen temperature above the repair rounds' floor (0.3 a round) is kept in them
     assert {body["temperature"] for body in bodies} == {0.7}
     assert all(
         "reasoning_effort" not in body for body in bodies

@@ -160,9 +160,12 @@ def test_ephemeral_store_says_so_when_the_open_file_limit_cannot_be_raised():
         logging.basicConfig(level=logging.WARNING)
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
         store = MemoryStore.ephemeral("hash")
-        MemoryStore.ephemeral("hash")  # warned once only
+        MemoryStore.ephemeral("hash")
         store.stream(1).remember("kept", node_type="event", importance=0.5, now=0)
         assert store.stream(1).retrieve(1, text="kept")[0].node.content == "kept"
+        # one index per shard: none at risk yet; the second may share a shard: warned once
+        for agent in (2, 3):
+            store.stream(agent).remember("kept", node_type="event", importance=0.5, now=0)
         """
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
@@ -177,3 +180,4 @@ def test_ephemeral_store_says_so_when_the_open_file_limit_cannot_be_raised():
     assert result.returncode == 0, result.stderr[-3000:]
     warning = "the open-file limit (256) lets Chroma cache only 51 vector indexes (1 per shard)"
     assert result.stderr.count(warning) == 1, result.stderr
+    assert "this process now has 2 agents' indexes" in result.stderr

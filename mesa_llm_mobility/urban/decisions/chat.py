@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -479,6 +479,13 @@ def chat_rule_policy(ctx: ChatContext, rng: np.random.Generator) -> ChatOutput:
     )
 
 
+def chat_schema(ctx: ChatContext, schema: dict[str, Any]) -> dict[str, Any]:
+    """The request's schema: the partner is one of the traveller's contacts."""
+    if ctx.contacts:
+        schema["properties"]["partner"]["enum"] = list(ctx.contacts)
+    return schema
+
+
 CHAT: DecisionKind[ChatContext, ChatOutput] = DecisionKind(
     name="Chat",
     context_type=ChatContext,
@@ -486,4 +493,5 @@ CHAT: DecisionKind[ChatContext, ChatOutput] = DecisionKind(
     render_prompt=render_chat_prompt,
     rule_policy=chat_rule_policy,
     validate=validate_chat,
+    request_schema=chat_schema,
 )

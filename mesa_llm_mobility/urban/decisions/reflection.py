@@ -9,6 +9,7 @@ reflection leaves the formula's scores (written at arrival).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -169,6 +170,14 @@ def validate_reflection(ctx: ReflectionContext, out: ReflectionOutput) -> list[s
     return errors
 
 
+def reflection_schema(ctx: ReflectionContext, schema: dict[str, Any]) -> dict[str, Any]:
+    """The request's schema: at most one importance in [0, 1] per trip, none when not asked."""
+    scores = schema["properties"]["trip_importance"]
+    scores["items"] = {"type": "number", "minimum": 0.0, "maximum": 1.0}
+    scores["maxItems"] = len(ctx.trips) if ctx.score_trips else 0
+    return schema
+
+
 DAILY_REFLECTION: DecisionKind[ReflectionContext, ReflectionOutput] = DecisionKind(
     name="DailyReflection",
     context_type=ReflectionContext,
@@ -176,4 +185,5 @@ DAILY_REFLECTION: DecisionKind[ReflectionContext, ReflectionOutput] = DecisionKi
     render_prompt=render_reflection_prompt,
     rule_policy=reflection_rule_policy,
     validate=validate_reflection,
+    request_schema=reflection_schema,
 )

@@ -12,6 +12,7 @@ reflection, instead.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -102,6 +103,20 @@ def validate_trip_importance(
     return errors
 
 
+def trip_importance_schema(
+    ctx: TripImportanceContext, schema: dict[str, Any]
+) -> dict[str, Any]:
+    """The request's schema: exactly one importance per trip, each in [0, 1].
+
+    Without the length a model under a grammar may count on to its token limit.
+    """
+    importance = schema["properties"]["importance"]
+    importance["items"] = {"type": "number", "minimum": 0.0, "maximum": 1.0}
+    if ctx.trips:
+        importance["minItems"] = importance["maxItems"] = len(ctx.trips)
+    return schema
+
+
 def trip_importance_rule_policy(
     ctx: TripImportanceContext, rng: np.random.Generator
 ) -> TripImportanceOutput:
@@ -117,5 +132,6 @@ TRIP_IMPORTANCE: DecisionKind[TripImportanceContext, TripImportanceOutput] = (
         render_prompt=render_trip_importance_prompt,
         rule_policy=trip_importance_rule_policy,
         validate=validate_trip_importance,
+        request_schema=trip_importance_schema,
     )
 )
