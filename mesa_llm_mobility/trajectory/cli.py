@@ -166,9 +166,7 @@ def benchmark_command(args: argparse.Namespace) -> int:
         timezone=args.timezone,
         neural_epochs=args.neural_epochs,
     )
-    options = brain_options(args)
-    if args.max_tokens is not None:
-        options["max_tokens"] = args.max_tokens
+    options = brain_options(args)  # --max-tokens among them (left out: the paper's 1024)
     if args.top_p is not None:
         options["extra_params"] = {"top_p": args.top_p}
     began = time.perf_counter()
@@ -411,12 +409,6 @@ def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         help="LLM nucleus sampling (default 0.95, the paper's)",
-    )
-    benchmark.add_argument(
-        "--max-tokens",
-        type=_positive_int,
-        default=None,
-        help="LLM completion token limit (default 1024, the paper's)",
     )
     benchmark.add_argument(
         "--cell-km",

@@ -89,12 +89,12 @@ from mesa_llm_mobility.urban.decisions import (
     Situation,
 )
 from mesa_llm_mobility.urban.decisions.household import assign_household_day
-from mesa_llm_mobility.urban.free_flow import FreeFlowTable, free_flow_table
 from mesa_llm_mobility.urban.decisions.trip_importance import (
     TRIP_IMPORTANCE,
     TripImportanceContext,
     TripImportanceOutput,
 )
+from mesa_llm_mobility.urban.free_flow import FreeFlowTable, free_flow_table
 from mesa_llm_mobility.urban.itinerary import (
     PLAN_MINUTE,
     REFLECTION_MINUTE,

@@ -27,7 +27,6 @@ from mesa_llm_mobility.trajectory.durations import DAY_DURATIONS, VISIT_DURATION
 from mesa_llm_mobility.trajectory.model import TrajectoryModel
 from mesa_llm_mobility.trajectory.orchestrator import ACTIVITY_CHAIN
 from mesa_llm_mobility.trajectory.synth import synthesize
-from mesa_llm_mobility.trajectory.workflow import WorkflowSettings
 from mesa_llm_mobility.urban.decisions.chat import CHAT
 from mesa_llm_mobility.urban.decisions.chat_turn import CHAT_TURN
 from mesa_llm_mobility.urban.decisions.daily_plan import DAILY_PLAN
@@ -103,7 +102,7 @@ def answered():
         with TrajectoryModel(
             history,
             days=1,
-            settings=WorkflowSettings(durations=durations),
+            durations=durations,
             brain=_Collecting(found, rng=3),
             rng=3,
         ) as trajectories:
