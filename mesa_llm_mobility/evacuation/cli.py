@@ -19,6 +19,7 @@ from mesa_llm_mobility.cognition.arguments import (
     non_negative_float,
     positive_int,
 )
+from mesa_llm_mobility.evacuation.report_cli import add_evac_report_commands
 from mesa_llm_mobility.experiment.cli import add_executor_arguments
 
 if TYPE_CHECKING:
@@ -156,6 +157,7 @@ def experiment_command(args: argparse.Namespace) -> int:
         blocks=args.blocks,
         brain=args.brain,
         seed=args.seed,
+        seeds=args.seeds,
         time_limit_s=args.time_limit,
         plaza=args.plaza,
         executor=args.executor,
@@ -328,6 +330,13 @@ def _add_experiment_commands(commands: argparse._SubParsersAction) -> None:
     experiment.add_argument(
         "--seed", type=int, default=0, help="seed of every run (default 0)"
     )
+    experiment.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=None,
+        help="replicate the paired design over this many seeds (--seed, --seed + 1, ...); "
+        "the report gives between-seed intervals (default: one seed)",
+    )
     experiment.add_argument("--plaza", default=None, help="plaza map file")
     experiment.add_argument(
         "--time-limit", type=float, default=240.0, help="seconds (default 240)"
@@ -347,3 +356,4 @@ def _add_experiment_commands(commands: argparse._SubParsersAction) -> None:
         "experiment", help="the experiment folder (--out of evac experiment)"
     )
     report.set_defaults(handler=report_command)
+    add_evac_report_commands(commands)

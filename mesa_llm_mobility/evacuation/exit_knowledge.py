@@ -422,4 +422,9 @@ def exit_knowledge_measure(
                 "first_usable_source": first["via"].iloc[0] if len(first) else None,
             }
         )
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if len(frame):  # one string type whether or not anybody knew (runs pool alike)
+        frame["first_usable_source"] = pd.array(
+            frame["first_usable_source"].tolist(), dtype="string"
+        )
+    return frame
