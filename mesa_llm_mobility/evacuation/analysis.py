@@ -1,24 +1,26 @@
 """The experiment's analysis tables, computed from the run directories' tables (paper Sec. 4).
 
-:func:`run_tables_for_analysis` turns one run's tables into three tidy frames:
+:func:`run_tables_for_analysis` turns one run's tables into tidy frames:
 
-- pedestrians: one row each with ``outcome`` (``evacuated``, ``killed`` for the paper's "reached",
-  ``unresolved``), ``usable_exits_known`` and ``information_group`` (:func:`exit_knowledge`);
-- decisions: every decision after the initial one with its ``urgency``, ``directness`` over the
-  following 10 s, its threat ``evidence`` (``none``, ``remembered``, ``direct``), the brain's
-  ``brain_outcome`` (ok, repaired, fallback, or rejected under the paper's rejection rule) and the pedestrian's ``outcome``;
-- exit information: every message with its ``hops``.
+- pedestrians: one row each with ``outcome`` (``evacuated``, ``killed`` for the paper's
+  "reached", ``unresolved``), ``evacuation_time_s``, the exit knowledge of
+  :func:`~.exit_knowledge.exit_knowledge_measure` (known before the final approach, the
+  exits-only variant, the source), the communication degrees (``shouters_heard``,
+  ``shouts_reached``, ``exit_info_senders``, ``exit_info_receivers``), when threat evidence
+  was first recorded, and mean urgency and fear;
+- decisions: every decision after the initial one (an *epoch*, :func:`~.revisions.decision_epochs`)
+  with its ``urgency``, ``directness`` over the following 10 s, threat ``evidence`` (``none``,
+  ``remembered``, ``direct``), goal category and stimuli, the brain's ``brain_outcome`` and the
+  pedestrian's ``outcome``;
+- information: every exit-information message; shouts: every (listener, shouter) pair heard;
+- mismatch: the first executed steps of threat-avoidance decisions on remembered evidence
+  (:mod:`.threat_mismatch`).
 
-The pooled functions (:func:`outcome_shares`, :func:`knowledge_outcomes`,
-:func:`urgency_directness`, :func:`danger_appraisal`, :func:`revision_levels`,
-:func:`propagation`, :func:`block_comparisons`) compute the paper's results over the pooled
-frames of every run; the statistics are in :mod:`.statistics`.
-
-"Knew a usable exit": a pedestrian knows an opening when it saw it (``opening_observations``)
-or was told about it (``exit_information``), at or before its resolving step, in a passable
-state. An exit stays usable; a gate counts only when the pedestrian resolved before the gate
-closed (a gate seen open that closed before the pedestrian could use it is the paper's "only a
-closed gate" case).
+The pooled functions here (:func:`outcome_shares`, :func:`urgency_directness`,
+:func:`danger_appraisal`, :func:`revision_levels`, :func:`block_comparisons`) compute the
+paper's results over the pooled frames of every run; exit knowledge is related to outcomes in
+:mod:`.exit_knowledge`, the channels in :mod:`.channels`, the revisions in :mod:`.revisions`,
+the factor models in :mod:`.factor_models`; the statistics are in :mod:`.statistics`.
 """
 
 from __future__ import annotations
@@ -28,16 +30,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mesa_llm_mobility.evacuation.exit_knowledge import (
+    KnowledgeCutoff,
+    exit_knowledge_measure,
+    mark_adjacent,
+)
 from mesa_llm_mobility.evacuation.outputs import (
     directness_after,
     pedestrian_track,
     track_step_lengths,
 )
-from mesa_llm_mobility.evacuation.statistics import (
-    auc,
-    fisher_exact_2x2,
-    paired_comparisons,
-)
+from mesa_llm_mobility.evacuation.plaza import Plaza, load_plaza
+from mesa_llm_mobility.evacuation.revisions import decision_epochs
+from mesa_llm_mobility.evacuation.statistics import auc, paired_comparisons
+from mesa_llm_mobility.evacuation.threat_mismatch import mismatch_steps
 from mesa_llm_mobility.evacuation.timing import STEPS_PER_SECOND
 
 OUTCOME_NAMES = {
@@ -52,14 +58,15 @@ HOMOGENEOUS = ("A", "B", "C", "D", "H")
 """The five homogeneous compositions the paper compares pairwise within blocks."""
 
 EVIDENCE_LEVELS = ("none", "remembered", "direct")
-INFORMATION_GROUPS = ("own sight", "told", "both", "only unusable", "none")
 HIGH_URGENCY_LOW_DIRECTNESS = "high urgency, low directness"
+LOW_URGENCY_HIGH_DIRECTNESS = "low urgency, high directness"
 QUADRANTS = (
     "high urgency, high directness",
     HIGH_URGENCY_LOW_DIRECTNESS,
-    "low urgency, high directness",
+    LOW_URGENCY_HIGH_DIRECTNESS,
     "low urgency, low directness",
 )
+SIGHTING_EVENTS = ("sighting_adversary", "sighting_casualty")
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,8 @@ class RunAnalysis:
     pedestrians: pd.DataFrame
     decisions: pd.DataFrame
     information: pd.DataFrame
+    shouts: pd.DataFrame
+    mismatch: pd.DataFrame
 
 
 def gate_closed_step(events: pd.DataFrame) -> float:
@@ -77,62 +86,6 @@ def gate_closed_step(events: pd.DataFrame) -> float:
         (events["event"] == "gate_state") & events["detail"].str.endswith(":closed")
     ]
     return float(closed["step"].min()) if len(closed) else float("inf")
-
-
-def exit_knowledge(
-    pedestrians: pd.DataFrame,
-    observations: pd.DataFrame,
-    information: pd.DataFrame,
-    *,
-    gate_closed_at_step: float,
-    end_step: int,
-) -> pd.DataFrame:
-    """Per pedestrian: usable exits known, the information group, time of first knowledge.
-
-    Args:
-        pedestrians: The run's ``pedestrians`` table.
-        observations: Its ``opening_observations`` table.
-        information: Its ``exit_information`` table.
-        gate_closed_at_step: When the gates closed (:func:`gate_closed_step`).
-        end_step: The run's last step (resolution of the unresolved).
-
-    Returns:
-        ``agent_id, usable_exits_known`` (distinct usable openings), ``information_group``
-        (own sight / told / both / only unusable / none), ``first_usable_s``.
-    """
-    seen = observations.rename(columns={"agent_id": "who"}).assign(source="sight")
-    told = information.rename(columns={"receiver_id": "who"}).assign(source="told")
-    columns = ["who", "step", "opening_id", "kind", "usable", "source"]
-    learned = pd.concat([seen[columns], told[columns]], ignore_index=True)
-    resolved = pedestrians.set_index("agent_id")["resolved_step"]
-    rows = []
-    for agent_id, resolve in resolved.items():
-        last = end_step if resolve is None or pd.isna(resolve) else int(resolve)
-        mine = learned[(learned["who"] == agent_id) & (learned["step"] <= last)]
-        usable = mine[
-            mine["usable"].astype(bool)
-            & ((mine["kind"] == "exit") | (last < gate_closed_at_step))
-        ]
-        sources = set(usable["source"])
-        if sources == {"sight", "told"}:
-            group = "both"
-        elif sources == {"sight"}:
-            group = "own sight"
-        elif sources == {"told"}:
-            group = "told"
-        else:
-            group = "only unusable" if len(mine) else "none"
-        rows.append(
-            {
-                "agent_id": agent_id,
-                "usable_exits_known": int(usable["opening_id"].nunique()),
-                "information_group": group,
-                "first_usable_s": float(usable["step"].min()) / STEPS_PER_SECOND
-                if len(usable)
-                else np.nan,
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def decision_directness(
@@ -175,8 +128,106 @@ def threat_evidence(decisions: pd.DataFrame) -> pd.Series:
     )
 
 
+def _degree(pairs: pd.DataFrame, node: str, other: str) -> pd.Series:
+    """Distinct ``other`` per ``node`` of a pair table."""
+    if not len(pairs):
+        return pd.Series(dtype=int)
+    return pairs.drop_duplicates([node, other]).groupby(node)[other].nunique()
+
+
+def communication_degrees(
+    shouts: pd.DataFrame, information: pd.DataFrame, agent_ids: pd.Series
+) -> pd.DataFrame:
+    """Per pedestrian: distinct shouters heard, listeners reached, informants, receivers told.
+
+    System-provided exit information has no sender and is left out.
+    """
+    peer = information[information["sender_id"].notna()]
+    out = pd.DataFrame({"agent_id": agent_ids.to_numpy()})
+    for column, degree in (
+        ("shouters_heard", _degree(shouts, "listener_id", "shouter_id")),
+        ("shouts_reached", _degree(shouts, "shouter_id", "listener_id")),
+        ("exit_info_senders", _degree(peer, "receiver_id", "sender_id")),
+        ("exit_info_receivers", _degree(peer, "sender_id", "receiver_id")),
+    ):
+        out[column] = out["agent_id"].map(degree).fillna(0).astype(int)
+    return out
+
+
+def shout_pairs(events: pd.DataFrame) -> pd.DataFrame:
+    """``step, listener_id, shouter_id`` of every first hearing (the ``shout_heard`` events)."""
+    heard = events[events["event"] == "shout_heard"]
+    return pd.DataFrame(
+        {
+            "step": heard["step"].astype(int).to_numpy(),
+            "listener_id": heard["agent_id"].astype(int).to_numpy(),
+            "shouter_id": heard["other_id"].astype(int).to_numpy(),
+        }
+    )
+
+
+def pedestrian_features(
+    tables: dict[str, pd.DataFrame],
+    knowledge: pd.DataFrame,
+    shouts: pd.DataFrame,
+) -> pd.DataFrame:
+    """One row per pedestrian: outcome, time, geometry, knowledge, degrees, evidence, affect."""
+    pedestrians = tables["pedestrians"]
+    events = tables["events"]
+    positions = tables["positions"]
+    peds = pedestrians[
+        [
+            "agent_id",
+            "archetype",
+            "start_x",
+            "start_y",
+            "outcome",
+            "resolved_step",
+            "exit_used",
+            "shortest_exit_m",
+        ]
+    ].copy()
+    # a run where nobody resolved stores the column as None objects
+    peds["resolved_step"] = pd.to_numeric(peds["resolved_step"], errors="coerce")
+    peds["outcome"] = peds["outcome"].map(OUTCOME_NAMES)
+    # one string type whether or not anybody left (runs pool with the same column types)
+    peds["exit_used"] = pd.array(
+        [None if pd.isna(v) else str(v) for v in peds["exit_used"]], dtype="string"
+    )
+    peds["evacuation_time_s"] = np.where(
+        peds["outcome"] == "evacuated",
+        peds["resolved_step"].astype(float) / STEPS_PER_SECOND,
+        np.nan,
+    )
+    peds = peds.merge(knowledge, on="agent_id", how="left")
+    peds = peds.merge(
+        communication_degrees(shouts, tables["exit_information"], peds["agent_id"]),
+        on="agent_id",
+    )
+    sighted = events[events["event"].isin(SIGHTING_EVENTS)]
+    first = sighted.groupby("agent_id")["step"].min()
+    first_s = peds["agent_id"].map(first) / STEPS_PER_SECOND
+    peds["threat_evidence"] = first_s.notna()
+    peds["threat_evidence_s"] = first_s.fillna(0.0)
+    peds["first_threat_evidence_s"] = first_s
+    walking = positions[positions["kind"] == "pedestrian"].merge(
+        peds[["agent_id", "resolved_step"]], on="agent_id"
+    )
+    walking = walking[
+        walking["resolved_step"].isna() | (walking["step"] <= walking["resolved_step"])
+    ]
+    peds["mean_fear"] = peds["agent_id"].map(walking.groupby("agent_id")["fear"].mean())
+    peds["mean_urgency"] = peds["agent_id"].map(
+        tables["decisions"].groupby("agent_id")["urgency"].mean()
+    )
+    return peds
+
+
 def run_tables_for_analysis(
-    tables: dict[str, pd.DataFrame], *, cell_size_m: float = 0.4
+    tables: dict[str, pd.DataFrame],
+    *,
+    cell_size_m: float = 0.4,
+    plaza: Plaza | None = None,
 ) -> RunAnalysis:
     """One run's analysis frames from its tables (as :func:`~.run_files.run_tables` names them).
 
@@ -184,49 +235,73 @@ def run_tables_for_analysis(
         tables: ``positions, decisions, events, pedestrians, opening_observations,
             exit_information``.
         cell_size_m: The plaza's cell size.
+        plaza: The run's plaza (default: the reference plaza); for the Moore neighbourhoods of
+            the openings of runs recorded without ``adjacent``, and the sight lines of the
+            mismatch analysis.
 
     Returns:
-        The pedestrian, decision and information frames.
+        The pedestrian, decision, information, shout and mismatch frames.
     """
-    pedestrians = tables["pedestrians"]
+    plaza = plaza if plaza is not None else load_plaza()
     decisions = tables["decisions"]
     events = tables["events"]
     positions = tables["positions"]
+    observations = tables["opening_observations"]
+    if "adjacent" not in observations.columns:
+        observations = mark_adjacent(observations, positions, plaza)
     end_step = int(positions["step"].max()) if len(positions) else 0
-    knowledge = exit_knowledge(
-        pedestrians,
-        tables["opening_observations"],
+    knowledge = exit_knowledge_measure(
+        tables["pedestrians"],
+        observations,
         tables["exit_information"],
-        gate_closed_at_step=gate_closed_step(events),
-        end_step=end_step,
+        KnowledgeCutoff(gate_closed_step(events), end_step),
     )
-    peds = pedestrians[["agent_id", "archetype", "outcome", "shortest_exit_m"]].merge(
-        knowledge, on="agent_id"
-    )
-    peds["outcome"] = peds["outcome"].map(OUTCOME_NAMES)
-    later = decisions[decisions["trigger"] != "initial"].rename(
+    shouts = shout_pairs(events)
+    peds = pedestrian_features(tables, knowledge, shouts)
+    epochs = decision_epochs(decisions, events, observations).rename(
         columns={"outcome": "brain_outcome"}
     )
-    later["directness"] = decision_directness(
-        positions, later, pedestrians, cell_size_m
+    epochs["directness"] = decision_directness(
+        positions, epochs, tables["pedestrians"], cell_size_m
     )
-    later["evidence"] = threat_evidence(later)
-    later = later.merge(peds[["agent_id", "outcome"]], on="agent_id", how="left")
+    epochs["evidence"] = threat_evidence(epochs)
+    epochs = epochs.merge(peds[["agent_id", "outcome"]], on="agent_id", how="left")
+    mismatch = mismatch_steps(epochs, positions, events, plaza)
     columns = [
         "agent_id",
         "request_step",
+        "applied_step",
         "trigger",
         "situation",
         "intent",
+        "goal",
         "action",
         "urgency",
         "directness",
         "evidence",
+        "sees_threat",
+        "remembered_threat",
+        "heard_shouts",
         "revision_level",
         "brain_outcome",
         "outcome",
+        "previous_urgency",
+        "urgency_change",
+        "previous_situation",
+        "previous_goal",
+        "new_direct_evidence",
+        "peer_information",
+        "first_receipt",
+        "later_receipt",
+        "physical_constraint",
     ]
-    return RunAnalysis(peds, later[columns], tables["exit_information"].copy())
+    return RunAnalysis(
+        peds,
+        epochs[columns],
+        tables["exit_information"].copy(),
+        shouts,
+        mismatch,
+    )
 
 
 # ---------------------------------------------------------------- pooled results
@@ -250,55 +325,6 @@ def outcome_shares(pedestrians: pd.DataFrame, by: str | None = None) -> pd.DataF
             row[f"{name}_share"] = count / len(outcome) if len(outcome) else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-@dataclass(frozen=True)
-class KnowledgeResult:
-    """Evacuation by usable-exit knowledge.
-
-    Attributes:
-        by_exits_known: Outcome shares by usable exits known (``0``, ``1``, ``2+``).
-        by_group: Outcome shares by information group.
-        table: ``[[known & evacuated, known & not], [unknown & evacuated, unknown & not]]``.
-        odds_ratio: Fisher's sample odds ratio of that table.
-        p_value: Fisher's exact two-sided p-value.
-    """
-
-    by_exits_known: pd.DataFrame
-    by_group: pd.DataFrame
-    table: list[list[int]]
-    odds_ratio: float
-    p_value: float
-
-
-def knowledge_outcomes(pedestrians: pd.DataFrame) -> KnowledgeResult:
-    """Evacuation by usable exits known and by information group, with Fisher's exact test."""
-    peds = pedestrians.assign(
-        exits_known=np.where(
-            pedestrians["usable_exits_known"] >= 2,
-            "2+",
-            pedestrians["usable_exits_known"].astype(str),
-        )
-    )
-    knew = peds["usable_exits_known"] > 0
-    evacuated = peds["outcome"] == "evacuated"
-    table = [
-        [int((knew & evacuated).sum()), int((knew & ~evacuated).sum())],
-        [int((~knew & evacuated).sum()), int((~knew & ~evacuated).sum())],
-    ]
-    fisher = fisher_exact_2x2(table)
-    by_group = outcome_shares(peds, "information_group")
-    order = {g: k for k, g in enumerate(INFORMATION_GROUPS)}
-    by_group = by_group.sort_values(
-        "information_group", key=lambda s: s.map(order)
-    ).reset_index(drop=True)
-    return KnowledgeResult(
-        outcome_shares(peds, "exits_known"),
-        by_group,
-        table,
-        fisher.odds_ratio,
-        fisher.p_value,
-    )
 
 
 def quadrant_of(
@@ -395,59 +421,6 @@ def revision_levels(decisions: pd.DataFrame) -> pd.DataFrame:
     """Counts and shares of decision revision levels (goal, plan, execution, none)."""
     counts = decisions["revision_level"].value_counts()
     return pd.DataFrame({"decisions": counts, "share": counts / counts.sum()})
-
-
-@dataclass(frozen=True)
-class PropagationResult:
-    """Exit-information propagation (paper Sec. 4.2, Fig. S1).
-
-    Attributes:
-        messages: Messages passed in all runs.
-        mean_senders_per_run: Distinct senders per run, averaged over the runs.
-        top_two_share: Share of receiving relations sent by each run's two most active senders.
-        hops: Messages by hops.
-        observed_directly: Pedestrians who saw a usable exit themselves.
-        told_only: Pedestrians whose usable-exit knowledge came only from others.
-    """
-
-    messages: int
-    mean_senders_per_run: float
-    top_two_share: float
-    hops: pd.Series
-    observed_directly: int
-    told_only: int
-
-
-def propagation(
-    information: pd.DataFrame, pedestrians: pd.DataFrame, runs: int, run_keys: list[str]
-) -> PropagationResult:
-    """Senders per run, the two most active senders' share, hops, sight vs told."""
-    senders = (
-        information.groupby(run_keys)["sender_id"].nunique()
-        if len(information)
-        else pd.Series(dtype=float)
-    )
-    top_two = 0
-    for _, run in information.groupby(run_keys) if len(information) else []:
-        relations = run.drop_duplicates(["sender_id", "receiver_id"])
-        top_two += int(relations["sender_id"].value_counts().head(2).sum())
-    relations_total = (
-        len(information.drop_duplicates([*run_keys, "sender_id", "receiver_id"]))
-        if len(information)
-        else 0
-    )
-    return PropagationResult(
-        messages=len(information),
-        mean_senders_per_run=float(senders.sum()) / runs if runs else np.nan,
-        top_two_share=top_two / relations_total if relations_total else np.nan,
-        hops=information["hops"].value_counts(dropna=False).sort_index()
-        if len(information)
-        else pd.Series(dtype=int),
-        observed_directly=int(
-            pedestrians["information_group"].isin(["own sight", "both"]).sum()
-        ),
-        told_only=int((pedestrians["information_group"] == "told").sum()),
-    )
 
 
 def block_comparisons(

@@ -13,8 +13,13 @@ import json
 import sys
 from pathlib import Path
 
-from mesa_llm_mobility.cognition.arguments import add_brain_arguments, brain_options
+from mesa_llm_mobility.cognition.arguments import (
+    add_brain_arguments,
+    brain_options,
+    positive_int,
+)
 from mesa_llm_mobility.evacuation.parameters import EvacuationParameters
+from mesa_llm_mobility.evacuation.report_cli import add_evac_report_commands
 from mesa_llm_mobility.experiment.cli import add_executor_arguments, add_run_commands
 
 
@@ -64,6 +69,7 @@ def experiment_command(args: argparse.Namespace) -> int:
         blocks=args.blocks,
         brain=args.brain,
         seed=args.seed,
+        seeds=args.seeds,
         time_limit_s=args.time_limit,
         plaza=args.plaza,
         executor=args.executor,
@@ -145,6 +151,13 @@ def _add_experiment_commands(commands: argparse._SubParsersAction) -> None:
     experiment.add_argument(
         "--seed", type=int, default=0, help="seed of every run (default 0)"
     )
+    experiment.add_argument(
+        "--seeds",
+        type=positive_int,
+        default=None,
+        help="replicate the paired design over this many seeds (--seed, --seed + 1, ...); "
+        "the report gives between-seed intervals (default: one seed)",
+    )
     experiment.add_argument("--plaza", default=None, help="plaza map file")
     experiment.add_argument(
         "--time-limit", type=float, default=240.0, help="seconds (default 240)"
@@ -164,3 +177,4 @@ def _add_experiment_commands(commands: argparse._SubParsersAction) -> None:
         "experiment", help="the experiment folder (--out of evac experiment)"
     )
     report.set_defaults(handler=report_command)
+    add_evac_report_commands(commands)

@@ -10,12 +10,18 @@ runs' tables into the analysis frames of :mod:`.analysis` and writes the report
     <out>/
         runs/<block=..._brain=..._composition=..._seed=...>/   one run directory per run
         results.csv               the sweep's table (one row per run and collected step)
-        pooled/pedestrians.parquet, decisions.parquet, information.parquet
+        pooled/pedestrians.parquet, decisions.parquet, information.parquet, shouts.parquet,
+               mismatch.parquet
         experiment.json           the design, wall and CPU seconds, executed / skipped / failed
         report.md, figures/*.png  (:func:`~mesa_llm_mobility.evacuation.report.write_report`)
 
-Every run uses the same seed, so the compositions of a block differ only in their profiles
-(common random numbers across the matched pairs).
+Within a replicate every run uses the same seed, so the compositions of a block differ only in
+their profiles (common random numbers across the matched pairs). ``seeds=N`` replicates the
+whole paired design over N seeds (``seed, seed + 1, ...``); each run's seed is in its folder
+name, the sweep table and the pooled frames (``seed`` column), so the report can give
+between-seed intervals. ``factors`` adds further model parameters to the grid (for example a
+condition the model gains, such as system-provided initial exit information): every value is
+crossed with the compositions, blocks and seeds, and its column is kept in the pooled frames.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,9 +51,10 @@ RUNS_DIR = "runs"
 POOLED_DIR = "pooled"
 RESULTS_FILE = "results.csv"
 EXPERIMENT_FILE = "experiment.json"
-POOLED_TABLES = ("pedestrians", "decisions", "information")
-RUN_KEYS = ["composition", "block"]
-"""Columns naming a run in the pooled frames (with ``agent_id``: a pedestrian)."""
+POOLED_TABLES = ("pedestrians", "decisions", "information", "shouts", "mismatch")
+RUN_KEYS = ["seed", "composition", "block"]
+"""Columns naming a run in the pooled frames without factors (with ``agent_id``: a pedestrian);
+:func:`run_keys` adds an experiment's factors."""
 
 _ANALYSED_TABLES = (
     "positions",
@@ -102,6 +109,29 @@ def block_list(blocks: int | Iterable[int]) -> list[int]:
     return values
 
 
+def seed_list(seed: int, seeds: int | Sequence[int] | None) -> list[int]:
+    """The replicates' seeds: ``[seed]``, ``seed .. seed + seeds - 1``, or the list given.
+
+    Raises:
+        ValueError: For fewer than one seed, or repeated seeds.
+    """
+    if seeds is None:
+        return [int(seed)]
+    values = (
+        list(range(int(seed), int(seed) + seeds))
+        if isinstance(seeds, int)
+        else [int(s) for s in seeds]
+    )
+    if not values or len(set(values)) != len(values):
+        raise ValueError(f"seeds: need one or more distinct seeds, got {seeds!r}")
+    return values
+
+
+def run_keys(factors: Iterable[str] = ()) -> list[str]:
+    """Columns naming a run: the seed, the experiment's factors, composition and block."""
+    return ["seed", *factors, "composition", "block"]
+
+
 @dataclass(frozen=True)
 class ExperimentResult:
     """What :func:`run_experiment` returns.
@@ -135,6 +165,8 @@ def run_experiment(
     blocks: int | Iterable[int] = 8,
     brain: str = "rules",
     seed: int = 0,
+    seeds: int | Sequence[int] | None = None,
+    factors: Mapping[str, Sequence[object]] | None = None,
     time_limit_s: float = 240.0,
     plaza: str | None = None,
     executor: ExecutorName = "serial",
@@ -151,7 +183,10 @@ def run_experiment(
         compositions: Letters (``"A-H"``, ``"A,D,H"``) or a list of them.
         blocks: Number of blocks (1..n) or the blocks themselves.
         brain: ``"rules"`` or ``"llm:<litellm model>"``.
-        seed: The seed of every run.
+        seed: The seed of every run (the first seed with ``seeds``).
+        seeds: Replicates: a number of seeds (``seed, seed + 1, ...``) or the seeds; the
+            paired design runs once per seed.
+        factors: Further model parameters to cross with the design (name -> values).
         time_limit_s: Run length limit in seconds.
         plaza: Plaza map file (default: the reference plaza).
         executor: ``"serial"``, ``"process"`` or ``"ray"``.
@@ -174,6 +209,14 @@ def run_experiment(
         else parse_compositions(",".join(compositions))
     )
     block_values = block_list(blocks)
+    seed_values = seed_list(seed, seeds)
+    extra = {str(k): list(v) for k, v in (factors or {}).items()}
+    clash = sorted(set(extra) & {"composition", "block", "brain", "seed"})
+    if clash or any(not v for v in extra.values()):
+        raise ValueError(
+            f"factors: {', '.join(clash) or 'a factor without values'} cannot be a factor "
+            "(the design's own parameters, or an empty list)"
+        )
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     parameters: dict[str, object] = {
@@ -181,6 +224,7 @@ def run_experiment(
         "block": block_values,
         "brain": brain,
         "time_limit_s": float(time_limit_s),
+        **extra,  # a factor named time_limit_s or plaza replaces the single value
     }
     if plaza is not None:
         parameters["plaza"] = str(plaza)
@@ -188,7 +232,7 @@ def run_experiment(
     results = sweep(
         EvacuationModel,
         parameters,
-        seeds=[seed],
+        seeds=seed_values,
         out=root / RUNS_DIR,
         executor=executor,
         max_workers=max_workers,
@@ -198,7 +242,7 @@ def run_experiment(
     )
     wall_s, cpu_s = time.perf_counter() - wall0, _cpu_seconds() - cpu0
     results.to_csv(root / RESULTS_FILE, index=False)
-    pooled = pool_runs(results)
+    pooled = pool_runs(results, factors=list(extra))
     pooled_dir = root / POOLED_DIR
     pooled_dir.mkdir(exist_ok=True)
     for name, frame in pooled.items():
@@ -210,7 +254,9 @@ def run_experiment(
             "compositions": letters,
             "blocks": block_values,
             "brain": brain,
-            "seed": seed,
+            "seed": seed_values[0],
+            "seeds": seed_values,
+            "factors": extra,
             "time_limit_s": float(time_limit_s),
             "plaza": plaza,
             "executor": executor,
@@ -234,14 +280,18 @@ def run_experiment(
     return ExperimentResult(root, results, pooled, wall_s, cpu_s, report_path)
 
 
-def pool_runs(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The analysis frames of every complete run of a sweep table, with ``composition, block``.
+def pool_runs(
+    results: pd.DataFrame, factors: Sequence[str] = ()
+) -> dict[str, pd.DataFrame]:
+    """The analysis frames of every complete run of a sweep table, with the run's keys.
 
     Args:
-        results: The sweep's table (``run_dir``, ``composition``, ``block``, ``error``).
+        results: The sweep's table (``run_dir``, ``seed``, ``composition``, ``block``,
+            ``error`` and the factors' columns).
+        factors: The experiment's factors (kept as columns).
 
     Returns:
-        ``pedestrians``, ``decisions`` and ``information`` over all complete runs.
+        :data:`POOLED_TABLES` over all complete runs, each with :func:`run_keys`.
     """
     frames: dict[str, list[pd.DataFrame]] = {name: [] for name in POOLED_TABLES}
     runs = results.drop_duplicates("RunId")
@@ -250,15 +300,18 @@ def pool_runs(results: pd.DataFrame) -> dict[str, pd.DataFrame]:
             continue
         run = RunDirectory.open(row.run_dir)
         tables = {name: run.read_table(name) for name in _ANALYSED_TABLES}
-        cell_size = load_plaza(run.config.get("plaza")).cell_size_m
-        analysis = run_tables_for_analysis(tables, cell_size_m=cell_size)
-        keys = {"composition": row.composition, "block": int(row.block)}
-        for name, frame in zip(
-            POOLED_TABLES,
-            (analysis.pedestrians, analysis.decisions, analysis.information),
-            strict=True,
-        ):
-            frames[name].append(frame.assign(**keys))
+        plaza = load_plaza(run.config.get("plaza"))
+        analysis = run_tables_for_analysis(
+            tables, cell_size_m=plaza.cell_size_m, plaza=plaza
+        )
+        keys = {
+            "seed": int(row.seed),
+            **{f: getattr(row, f) for f in factors},
+            "composition": row.composition,
+            "block": int(row.block),
+        }
+        for name in POOLED_TABLES:
+            frames[name].append(getattr(analysis, name).assign(**keys))
     return {
         name: pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         for name, parts in frames.items()
@@ -275,6 +328,7 @@ def read_pooled(out: str | Path) -> dict[str, pd.DataFrame]:
     missing = [n for n in POOLED_TABLES if not (folder / f"{n}.parquet").is_file()]
     if missing:
         raise FileNotFoundError(
-            f"{folder}: no pooled table {', '.join(missing)}; run `mlm evac experiment --out {out}` first"
+            f"{folder}: no pooled table {', '.join(missing)}; run `mlm evac experiment --out "
+            f"{out}` (again: finished runs are reused and pooled anew)"
         )
     return {n: pd.read_parquet(folder / f"{n}.parquet") for n in POOLED_TABLES}

@@ -1,16 +1,17 @@
-"""The experiment's report: Markdown, figures and the headline numbers as JSON.
+"""The experiment's report: every statistic of the paper beside ours, tables, figures, JSON.
 
 :func:`write_report` reads an experiment folder's pooled frames (:mod:`.experiment`) and writes::
 
-    <out>/report.md        every result of the paper's Sec. 4 that the tables support
-    <out>/report.json      the headline numbers (for comparisons and tests)
-    <out>/figures/outcomes.png, exit_knowledge.png, urgency_directness.png, danger_appraisal.png
+    <out>/report.md        every result, each beside the paper's value
+    <out>/report.json      the numbers: ours (all seeds pooled), per-seed means with 95 %
+                           intervals, the paper's, and the composition differences
+    <out>/tables/*.csv     the detail tables (read by :mod:`.experiment_doc`)
+    <out>/figures/*.png    outcomes, exit knowledge (Fig. 9), urgency x directness (Fig. 7),
+                           danger appraisal, revisions (Fig. 6), networks (Fig. S1)
 
-The sections: outcome shares (overall and by composition); evacuation by usable exits known and
-by information group with Fisher's exact odds ratio; urgency x directness quadrants with the AUC
-of killed vs evacuated; danger-appraisal rate by composition under no / remembered / direct threat
-evidence; paired sign-flip tests across blocks with Holm adjustment; decision revision levels;
-exit-information propagation (senders, hops). The paper's own numbers are printed beside ours.
+The numbers are computed by :func:`~.report_numbers.analyse` on all seeds pooled and, with
+several seeds, on every seed alone (:mod:`.replicates`); the registry of statistics with the
+paper's values is :data:`~.paper_values.STATISTICS`.
 """
 
 from __future__ import annotations
@@ -23,48 +24,46 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mesa_llm_mobility.evacuation.analysis import (
-    EVIDENCE_LEVELS,
-    HIGH_URGENCY_LOW_DIRECTNESS,
-    OUTCOMES,
-    QUADRANTS,
-    KnowledgeResult,
-    QuadrantResult,
-    block_comparisons,
-    danger_appraisal,
-    knowledge_outcomes,
-    outcome_shares,
-    propagation,
-    revision_levels,
-    urgency_directness,
-)
+from mesa_llm_mobility.evacuation.analysis import HOMOGENEOUS, QUADRANTS, outcome_shares
 from mesa_llm_mobility.evacuation.experiment import (
     EXPERIMENT_FILE,
-    RUN_KEYS,
     read_pooled,
+    run_keys,
 )
+from mesa_llm_mobility.evacuation.knowledge_outcomes import KNOWLEDGE_MEASURES
+from mesa_llm_mobility.evacuation.paper_values import STATISTICS
+from mesa_llm_mobility.evacuation.replicates import (
+    composition_differences,
+    composition_means,
+    seed_intervals,
+    seed_numbers,
+)
+from mesa_llm_mobility.evacuation.report_figures import (
+    appraisal_figure,
+    knowledge_figure,
+    networks_figure,
+    outcomes_figure,
+    quadrants_figure,
+    revisions_figure,
+)
+from mesa_llm_mobility.evacuation.report_numbers import ReportData, analyse
+from mesa_llm_mobility.evacuation.statistics import block_bootstrap_ci
 from mesa_llm_mobility.experiment.markdown import markdown_table
 from mesa_llm_mobility.experiment.storage import write_json
 
 REPORT_FILE = "report.md"
 NUMBERS_FILE = "report.json"
 FIGURES_DIR = "figures"
+TABLES_DIR = "tables"
 
-PAPER = {
-    "evacuated_share": 0.656,
-    "killed_share": 0.287,
-    "unresolved_share": 0.057,
-    "evacuated_if_usable_exit_known": 0.895,
-    "evacuated_if_no_usable_exit_known": 0.0105,
-    "odds_ratio": 800.7,
-    "fisher_p": 6.1e-118,
-    "evacuated_by_exits_known": {"0": 0.0105, "1": 0.643, "2+": 0.957},
-    "median_first_usable_s": {"evacuated": 5.17, "killed": 32.33},
-    "auc_high_urgency_low_directness": 0.839,
-    "mean_senders_per_run": 2.1,
-    "top_two_share": 0.901,
+LEGACY_KEYS = {
+    "evacuated_if_usable_exit_known": "evacuated_if_usable_known",
+    "evacuated_if_no_usable_exit_known": "evacuated_if_none_known",
 }
-"""The paper's numbers (GLM LLM agents; Secs. 4.1-4.2) printed beside ours."""
+"""Names the command line's summary reads, kept beside the registry's."""
+
+PAPER = {key: stat.paper for key, stat in STATISTICS.items() if stat.paper is not None}
+"""The paper's numbers by key (GLM LLM agents; Sec. 4)."""
 
 
 def _json_ready(value: Any) -> Any:
@@ -80,219 +79,194 @@ def _json_ready(value: Any) -> Any:
     return value
 
 
-def _pct(value: float) -> str:
-    return (
-        "n/a"
-        if value is None or (isinstance(value, float) and math.isnan(value))
-        else f"{100 * value:.1f} %"
-    )
-
-
-def _figure_outcomes(shares: pd.DataFrame, path: Path) -> None:
-    from matplotlib.figure import Figure  # noqa: PLC0415
-
-    fig = Figure(figsize=(7, 3.5))
-    ax = fig.subplots()
-    bottom = np.zeros(len(shares))
-    colors = {"evacuated": "tab:blue", "killed": "tab:red", "unresolved": "tab:orange"}
-    for name in OUTCOMES:
-        values = shares[f"{name}_share"].to_numpy(float)
-        ax.bar(
-            shares["composition"], values, bottom=bottom, label=name, color=colors[name]
-        )
-        bottom += values
-    ax.set_ylabel("share of pedestrians")
-    ax.set_xlabel("composition")
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=7, loc="lower right")
-    ax.set_title("Outcomes by composition")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-
-
-def _figure_knowledge(knowledge: KnowledgeResult, path: Path) -> None:
-    from matplotlib.figure import Figure  # noqa: PLC0415
-
-    fig = Figure(figsize=(9, 3.5))
-    axes = fig.subplots(1, 2)
-    for ax, frame, key, title in (
-        (axes[0], knowledge.by_exits_known, "exits_known", "(a) usable exits known"),
-        (axes[1], knowledge.by_group, "information_group", "(b) information group"),
-    ):
-        bottom = np.zeros(len(frame))
-        for name, color in zip(
-            OUTCOMES, ("tab:blue", "tab:red", "tab:orange"), strict=True
-        ):
-            values = frame[f"{name}_share"].to_numpy(float)
-            ax.bar(
-                frame[key].astype(str), values, bottom=bottom, color=color, label=name
-            )
-            bottom += values
-        for k, n in enumerate(frame["n"]):
-            ax.annotate(f"n={n}", (k, 1.01), ha="center", fontsize=7)
-        ax.set_ylim(0, 1.1)
-        ax.set_title(title, fontsize=9)
-        ax.tick_params(axis="x", labelsize=7)
-    axes[0].legend(fontsize=7)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-
-
-def _figure_quadrants(
-    decisions: pd.DataFrame, quadrants: QuadrantResult, path: Path
-) -> None:
-    from matplotlib.figure import Figure  # noqa: PLC0415
-
-    fig = Figure(figsize=(5, 4.5))
-    ax = fig.subplots()
-    evaluated = decisions.dropna(subset=["urgency", "directness"])
-    ax.hist2d(
-        evaluated["urgency"],
-        evaluated["directness"],
-        bins=20,
-        range=[[0, 1], [0, 1]],
-        cmap="Greys",
-    )
-    ax.axvline(quadrants.urgency_median, ls="--", color="k", lw=0.8)
-    ax.axhline(quadrants.directness_median, ls="--", color="k", lw=0.8)
-    colors = {"evacuated": "tab:blue", "killed": "tab:red", "unresolved": "tab:orange"}
-    for outcome, row in quadrants.centroids.iterrows():
-        ax.scatter(
-            row["urgency"],
-            row["directness"],
-            color=colors.get(str(outcome), "k"),
-            s=60,
-            label=str(outcome),
-            edgecolor="white",
-        )
-    ax.set_xlabel("reported urgency")
-    ax.set_ylabel("movement directness (10 s after the decision)")
-    ax.legend(fontsize=7)
-    ax.set_title("Urgency x directness (dashed: pooled medians)", fontsize=9)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-
-
-def _figure_appraisal(appraisal: pd.DataFrame, path: Path) -> None:
-    from matplotlib.figure import Figure  # noqa: PLC0415
-
-    fig = Figure(figsize=(7, 3.5))
-    ax = fig.subplots()
-    width = 0.27
-    x = np.arange(len(appraisal))
-    for k, level in enumerate(EVIDENCE_LEVELS):
-        ax.bar(
-            x + (k - 1) * width,
-            appraisal[level].fillna(0).to_numpy(float),
-            width,
-            label=f"{level} evidence",
-        )
-    ax.set_xticks(x, appraisal.index.astype(str))
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("share of decisions appraised 'danger'")
-    ax.set_xlabel("composition")
-    ax.legend(fontsize=7)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-
-
-def run_level_measures(
-    pedestrians: pd.DataFrame, quadrants: QuadrantResult
+def statistics_table(
+    numbers: dict[str, float], intervals: pd.DataFrame | None
 ) -> pd.DataFrame:
-    """One row per run: evacuated share and the mean per-pedestrian high-urgency, low-directness share."""
-    evacuated = pedestrians.groupby(RUN_KEYS)["outcome"].apply(
-        lambda s: float((s == "evacuated").mean())
+    """Every registered statistic: ours, the between-seed mean and interval, the paper's.
+
+    ``agrees`` applies :meth:`~.paper_values.Statistic.agrees`: the paper's value inside our
+    95 % between-seed interval (with one seed: within 10 %; p-values: the same side of 0.05);
+    ``-`` without a comparable paper value.
+    """
+    rows = []
+    for key, stat in STATISTICS.items():
+        ours = numbers.get(key)
+        row = {
+            "key": key,
+            "statistic": stat.label,
+            "section": stat.section,
+            "ours": stat.format(ours),
+            "seed mean [95 % interval]": "-",
+            "paper": stat.paper_string(),
+            "agrees": "-",
+        }
+        low = high = math.nan
+        if intervals is not None and key in intervals.index:
+            iv = intervals.loc[key]
+            if iv["seeds"] > 1 and not math.isnan(iv["low"]):
+                low, high = float(iv["low"]), float(iv["high"])
+                row["seed mean [95 % interval]"] = (
+                    f"{stat.format(iv['mean'])} [{stat.format(low)}, "
+                    f"{stat.format(high)}]"
+                )
+        value = math.nan if ours is None else float(ours)
+        agrees = stat.agrees(value, low, high)
+        if agrees is not None:
+            row["agrees"] = "yes" if agrees else "no"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def mismatch_tables(mismatch: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Mismatch rate by composition (paired-block bootstrap interval) and by evidence age."""
+    if not len(mismatch):
+        empty = pd.DataFrame(columns=["steps", "mismatch_rate", "ci_low", "ci_high"])
+        return empty, empty
+    rows = []
+    for composition, steps in mismatch.groupby("composition"):
+        by_block = steps.groupby(["seed", "block"])["mismatch"].mean()
+        low, high = block_bootstrap_ci(by_block)
+        rows.append(
+            {
+                "composition": composition,
+                "steps": len(steps),
+                "mismatch_rate": float(steps["mismatch"].mean()),
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
+    bins = pd.cut(
+        mismatch["evidence_age_s"],
+        [0, 5, 10, 20, 40, np.inf],
+        right=False,
+        labels=["0-5 s", "5-10 s", "10-20 s", "20-40 s", "40+ s"],
     )
-    hu_ld = quadrants.per_pedestrian.groupby(RUN_KEYS)[
-        HIGH_URGENCY_LOW_DIRECTNESS
-    ].mean()
-    frame = pd.DataFrame(
-        {"evacuated_share": evacuated, "high_urgency_low_directness_share": hu_ld}
+    by_age = (
+        mismatch.groupby(bins, observed=True)["mismatch"]
+        .agg(steps="size", mismatch_rate="mean")
+        .rename_axis("evidence age")
+        .reset_index()
     )
-    return frame.reset_index()
+    return pd.DataFrame(rows), by_age
+
+
+def knowledge_measure_table(data: ReportData) -> pd.DataFrame:
+    """The three knowledge measures side by side: shares, table, odds ratio, p."""
+    rows = []
+    for measure, meaning in KNOWLEDGE_MEASURES.items():
+        result = data.knowledge[measure]
+        rows.append(
+            {
+                "measure": meaning,
+                "evacuated if known": result.evacuated_share(True),
+                "evacuated if none": result.evacuated_share(False),
+                "table [[known ev, not], [none ev, not]]": str(result.table),
+                "odds ratio": result.odds_ratio,
+                "Fisher p": result.p_value,
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def compute_report(out: str | Path) -> dict[str, Any]:
     """Every result of the report, as frames and numbers (what :func:`write_report` renders)."""
     pooled = read_pooled(out)
-    peds, decisions, information = (
-        pooled["pedestrians"],
-        pooled["decisions"],
-        pooled["information"],
-    )
     experiment_file = Path(out) / EXPERIMENT_FILE
     experiment = (
         json.loads(experiment_file.read_text()) if experiment_file.is_file() else {}
     )
-    overall = outcome_shares(peds).iloc[0]
-    by_composition = outcome_shares(peds, "composition")
-    knowledge = knowledge_outcomes(peds)
-    quadrants = urgency_directness(decisions, [*RUN_KEYS, "agent_id"])
-    appraisal = danger_appraisal(decisions)
-    per_run = run_level_measures(peds, quadrants)
-    comparisons = block_comparisons(
-        per_run, ["evacuated_share", "high_urgency_low_directness_share"]
+    factors = list(experiment.get("factors") or {})
+    keys = run_keys(factors)
+    data = analyse(pooled, keys)
+    numbers = dict(data.numbers)
+    for legacy, key in LEGACY_KEYS.items():
+        numbers[legacy] = numbers[key]
+    seeds = sorted(pooled["pedestrians"]["seed"].unique().tolist())
+    per_seed = seed_numbers(pooled, keys) if len(seeds) > 1 else None
+    intervals = seed_intervals(per_seed) if per_seed is not None else None
+    differences = pd.concat(
+        [
+            composition_differences(data.per_run, "evacuated_share"),
+            composition_differences(
+                data.per_run, "high_urgency_low_directness_share", HOMOGENEOUS
+            ),
+        ],
+        ignore_index=True,
     )
-    revisions = revision_levels(decisions)
-    runs = int(peds.groupby(RUN_KEYS).ngroups)
-    spread = propagation(information, peds, runs, RUN_KEYS)
-    (known_evac, known_not), (unknown_evac, unknown_not) = knowledge.table
-    numbers = {
-        "runs": runs,
-        "pedestrians": len(peds),
-        "decisions_evaluated": int(
-            decisions.dropna(subset=["urgency", "directness"]).shape[0]
-        ),
-        "evacuated_share": float(overall["evacuated_share"]),
-        "killed_share": float(overall["killed_share"]),
-        "unresolved_share": float(overall["unresolved_share"]),
-        "evacuated_if_usable_exit_known": known_evac / (known_evac + known_not)
-        if known_evac + known_not
-        else math.nan,
-        "evacuated_if_no_usable_exit_known": unknown_evac / (unknown_evac + unknown_not)
-        if unknown_evac + unknown_not
-        else math.nan,
-        "knowledge_table": knowledge.table,
-        "odds_ratio": knowledge.odds_ratio,
-        "fisher_p": knowledge.p_value,
-        "evacuated_by_exits_known": dict(
-            zip(
-                knowledge.by_exits_known["exits_known"].astype(str),
-                knowledge.by_exits_known["evacuated_share"].astype(float),
-                strict=True,
-            )
-        ),
-        "median_first_usable_s": {
-            str(k): float(v)
-            for k, v in peds.groupby("outcome")["first_usable_s"].median().items()
-        },
-        "urgency_median": quadrants.urgency_median,
-        "directness_median": quadrants.directness_median,
-        "auc_high_urgency_low_directness": float(
-            quadrants.auc_killed_vs_evacuated[HIGH_URGENCY_LOW_DIRECTNESS]
-        ),
-        "mean_senders_per_run": spread.mean_senders_per_run,
-        "top_two_share": spread.top_two_share,
-        "messages": spread.messages,
-        "max_hops": int(information["hops"].max())
-        if len(information) and information["hops"].notna().any()
-        else None,
-        "wall_s": experiment.get("wall_s"),
-        "cpu_s": experiment.get("cpu_s"),
-        "brain": experiment.get("brain"),
+    means = composition_means(data.per_run, "evacuated_share")
+    by_factor = {
+        f: outcome_shares(pooled["pedestrians"].astype({f: str}), f) for f in factors
     }
+    mismatch_by_composition, mismatch_by_age = mismatch_tables(data.mismatch)
     return {
         "numbers": numbers,
-        "by_composition": by_composition,
-        "knowledge": knowledge,
-        "quadrants": quadrants,
-        "appraisal": appraisal,
-        "comparisons": comparisons,
-        "revisions": revisions,
-        "propagation": spread,
-        "decisions": decisions,
+        "data": data,
+        "pooled": pooled,
         "experiment": experiment,
+        "run_keys": keys,
+        "seeds": seeds,
+        "per_seed": per_seed,
+        "intervals": intervals,
+        "statistics": statistics_table(numbers, intervals),
+        "differences": differences,
+        "composition_means": means,
+        "by_factor": by_factor,
+        "knowledge_measures": knowledge_measure_table(data),
+        "mismatch_by_composition": mismatch_by_composition,
+        "mismatch_by_age": mismatch_by_age,
     }
+
+
+def _tables(r: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    data: ReportData = r["data"]
+    tables = {
+        "statistics": r["statistics"],
+        "by_composition": data.by_composition,
+        "composition_means": r["composition_means"],
+        "composition_differences": r["differences"],
+        "knowledge_measures": r["knowledge_measures"],
+        "knowledge_graded": data.knowledge["usable_exits_known"].by_exits_known,
+        "knowledge_by_source": data.by_source,
+        "time_to_knowledge": data.time_to_knowledge,
+        "revision_levels": data.revisions.rename_axis("revision_level").reset_index(),
+        "urgency_revisions": data.urgency_revisions,
+        "stimuli": data.stimuli,
+        "retention": data.retention,
+        "appraisal": data.appraisal.rename_axis("composition").reset_index(),
+        "composition_intervals": data.composition_intervals,
+        "comparisons": data.comparisons,
+        "factor_models": data.factor_models,
+        "mismatch_by_composition": r["mismatch_by_composition"],
+        "mismatch_by_age": r["mismatch_by_age"],
+    }
+    for factor, frame in r["by_factor"].items():
+        tables[f"by_{factor}"] = frame
+    if r["per_seed"] is not None:
+        tables["per_seed"] = r["per_seed"].reset_index()
+    return tables
+
+
+def _first_run(r: dict[str, Any]) -> tuple[str, dict[str, pd.DataFrame]]:
+    """The run drawn in Fig. S1: the first of the rule-following composition D, block 5."""
+    pooled = r["pooled"]
+    peds = pooled["pedestrians"]
+    keys = r["run_keys"]
+    runs = peds[keys].drop_duplicates()
+    chosen = runs[(runs["composition"] == "D") & (runs["block"] == 5)]
+    run = (chosen if len(chosen) else runs).iloc[0]
+    title = ", ".join(f"{k} {run[k]}" for k in keys)
+    mine = {}
+    for name in ("pedestrians", "shouts", "information"):
+        frame = pooled[name]
+        mask = np.ones(len(frame), dtype=bool)
+        for k in keys:
+            mask &= (frame[k] == run[k]).to_numpy()
+        mine[name] = frame[mask]
+    return title, mine
 
 
 def write_report(out: str | Path) -> Path:
-    """Write ``report.md``, ``report.json`` and the figures of an experiment folder.
+    """Write ``report.md``, ``report.json``, the tables and the figures of an experiment folder.
 
     Args:
         out: The experiment folder (with its pooled tables).
@@ -305,141 +279,149 @@ def write_report(out: str | Path) -> Path:
     """
     root = Path(out)
     r = compute_report(root)
+    data: ReportData = r["data"]
     n = r["numbers"]
+    pooled = r["pooled"]
     figures = root / FIGURES_DIR
     figures.mkdir(exist_ok=True)
-    _figure_outcomes(r["by_composition"], figures / "outcomes.png")
-    _figure_knowledge(r["knowledge"], figures / "exit_knowledge.png")
-    _figure_quadrants(
-        r["decisions"], r["quadrants"], figures / "urgency_directness.png"
+    outcomes_figure(data, r["composition_means"], figures / "outcomes.png")
+    knowledge_figure(data, pooled["pedestrians"], figures / "exit_knowledge.png")
+    quadrants_figure(data, pooled["decisions"], figures / "urgency_directness.png")
+    appraisal_figure(data.appraisal, figures / "danger_appraisal.png")
+    revisions_figure(data, figures / "revisions.png")
+    title, run = _first_run(r)
+    networks_figure(
+        run["pedestrians"],
+        run["shouts"],
+        run["information"],
+        title,
+        figures / "networks.png",
     )
-    _figure_appraisal(r["appraisal"], figures / "danger_appraisal.png")
-    q: QuadrantResult = r["quadrants"]
-    k: KnowledgeResult = r["knowledge"]
-    spread = r["propagation"]
+    tables_dir = root / TABLES_DIR
+    tables_dir.mkdir(exist_ok=True)
+    tables = _tables(r)
+    for name, frame in tables.items():
+        frame.to_csv(tables_dir / f"{name}.csv", index=False)
     e = r["experiment"]
-    comparison = pd.DataFrame(
-        {
-            "this run": [
-                _pct(n["evacuated_share"]),
-                _pct(n["killed_share"]),
-                _pct(n["unresolved_share"]),
-                _pct(n["evacuated_if_usable_exit_known"]),
-                _pct(n["evacuated_if_no_usable_exit_known"]),
-                f"{n['odds_ratio']:.1f}",
-                f"{n['fisher_p']:.2g}",
-                f"{n['auc_high_urgency_low_directness']:.3f}",
-                f"{n['mean_senders_per_run']:.2f}",
-                _pct(n["top_two_share"]),
-            ],
-            "paper (LLM agents)": [
-                "65.6 %",
-                "28.7 %",
-                "5.7 %",
-                "89.5 %",
-                "1.05 %",
-                "800.7",
-                "6.1e-118",
-                "0.839",
-                "2.1",
-                "90.1 %",
-            ],
-        },
-        index=pd.Index(
-            [
-                "evacuated",
-                "killed",
-                "unresolved",
-                "evacuated, knew a usable exit",
-                "evacuated, knew none",
-                "odds ratio (Fisher)",
-                "Fisher p",
-                "AUC, high urgency & low directness share, killed vs evacuated",
-                "exit-information senders per run",
-                "two most active senders' share",
-            ],
-            name="measure",
-        ),
-    )
+    seeds = r["seeds"]
+    intervals = r["intervals"]
     sections = [
         "# Evacuation experiment report",
         (
-            f"{n['runs']} runs, {n['pedestrians']} pedestrians, brain `{n['brain']}`; compositions "
-            f"{', '.join(e.get('compositions', []))}, blocks {e.get('blocks')}, seed {e.get('seed')}. "
-            f"Sweep: {e.get('wall_s')} s wall, {e.get('cpu_s')} s CPU, executor {e.get('executor')} "
-            f"({e.get('executed')} executed, {e.get('skipped')} already complete, {e.get('failed')} failed)."
+            f"{n['runs']} runs, {n['pedestrians']} pedestrians, brain `{e.get('brain')}`; "
+            f"compositions {', '.join(e.get('compositions', []))}, blocks {e.get('blocks')}, "
+            f"seeds {seeds}"
+            + (f", factors {e.get('factors')}" if e.get("factors") else "")
+            + f". Sweep: {e.get('wall_s')} s wall, {e.get('cpu_s')} s CPU, executor "
+            f"{e.get('executor')} ({e.get('executed')} executed, {e.get('skipped')} already "
+            f"complete, {e.get('failed')} failed)."
         ),
-        "## Headline numbers beside the paper's",
-        markdown_table(comparison),
-        "## Outcome shares by composition",
+        "## Every statistic beside the paper's",
+        (
+            "`ours`: all seeds pooled. `seed mean [95 % interval]`: the statistic computed on "
+            "each seed's complete design alone, its mean over the seeds and the t-interval of "
+            "that mean. `agrees`: the paper's value (GLM LLM agents) lies inside our interval "
+            "(with one seed: within 10 % of ours; p-values: on the same side of 0.05)."
+        ),
+        markdown_table(r["statistics"].drop(columns="key").set_index("statistic")),
+        "## Outcomes by composition",
         "![outcomes](figures/outcomes.png)",
-        markdown_table(r["by_composition"]),
-        "## Evacuation by usable-exit knowledge",
+        markdown_table(data.by_composition),
+        "### Which composition differences exceed seed noise",
         (
-            "A pedestrian knew a usable exit when it saw or was told of an opening in a passable state "
-            "before it resolved (gates only if it resolved before they closed)."
+            "Per seed, each composition's mean run-level value over the blocks; the difference "
+            "of two compositions in every seed, its mean over the seeds with a 95 % t-interval "
+            "(*exceeds seed noise* when the interval excludes 0), a sign-flip test over the "
+            "seeds and Holm's adjustment over the pairs of a measure."
+            if len(seeds) > 1
+            else "One seed: between-seed noise cannot be estimated (run with `seeds`)."
         ),
+        markdown_table(r["composition_means"]),
+        markdown_table(r["differences"]) if len(r["differences"]) else "",
+        "## Exit knowledge (Fig. 9)",
         (
-            f"Knew at least one: {_pct(n['evacuated_if_usable_exit_known'])} evacuated; knew none: "
-            f"{_pct(n['evacuated_if_no_usable_exit_known'])}. Table [[knew & evacuated, knew & not], "
-            f"[none & evacuated, none & not]] = {k.table}; Fisher's exact odds ratio "
-            f"{k.odds_ratio:.1f}, p = {k.p_value:.2g}."
-        ),
-        (
-            "Median time to the first usable-exit knowledge by outcome (paper: 5.17 s "
-            "evacuated, 32.33 s killed): "
-            + ", ".join(f"{k} {v:.2f} s" for k, v in n["median_first_usable_s"].items())
-            + "."
+            "A pedestrian knows an opening when it saw it from outside the opening's Moore "
+            "neighbourhood, or was told of it (by a peer or the system), at or before its "
+            "resolving step; a gate is usable only if the pedestrian resolved before the gates "
+            "closed. The exits-only variant counts the three exits that never close; the last "
+            "row counts every sight, the measure that is true by construction."
         ),
         "![exit knowledge](figures/exit_knowledge.png)",
-        markdown_table(k.by_exits_known),
-        markdown_table(k.by_group),
-        "## Urgency x directness",
+        markdown_table(r["knowledge_measures"]),
+        markdown_table(data.knowledge["usable_exits_known"].by_exits_known),
+        markdown_table(data.by_source),
+        markdown_table(data.time_to_knowledge),
+        "## Shouts and exit information (Fig. S1)",
+        "![networks](figures/networks.png)",
         (
-            f"Pooled medians: urgency {q.urgency_median:.3f}, directness {q.directness_median:.3f} "
-            f"({n['decisions_evaluated']} evaluated decisions after the initial ones). Share of all "
-            "evaluated decisions per quadrant, mean per-pedestrian share by outcome, and the AUC of "
-            "each per-pedestrian share for killed vs evacuated:"
+            f"{data.propagation.messages} exit-information messages, "
+            f"{n['mean_senders_per_run']:.2f} senders per run, the two most active senders "
+            f"{100 * n['top_two_share']:.1f} % of the receiving relations; "
+            f"{n['shouts_heard_per_run']:.1f} distinct shout pairs heard per run."
         ),
+        "## Decision revisions (Fig. 6)",
+        "![revisions](figures/revisions.png)",
+        markdown_table(data.revisions.rename_axis("revision level")),
+        markdown_table(data.urgency_revisions),
+        markdown_table(data.stimuli),
+        markdown_table(data.retention),
+        "## Danger appraisal by composition and threat evidence",
+        "![appraisal](figures/danger_appraisal.png)",
+        markdown_table(data.appraisal.rename_axis("composition")),
+        "## Urgency x directness (Fig. 7)",
         "![quadrants](figures/urgency_directness.png)",
         markdown_table(
             pd.DataFrame(
                 {
-                    "share of decisions": q.shares,
-                    "AUC killed vs evacuated": q.auc_killed_vs_evacuated,
+                    "share of decisions": data.quadrants.shares,
+                    "AUC killed vs evacuated": data.quadrants.auc_killed_vs_evacuated,
                 }
             ).rename_axis("quadrant")
         ),
         markdown_table(
-            q.by_outcome.reindex(columns=list(QUADRANTS)).rename_axis("outcome")
+            data.quadrants.by_outcome.reindex(columns=list(QUADRANTS)).rename_axis(
+                "outcome"
+            )
         ),
-        markdown_table(q.centroids.rename_axis("outcome (centroid)")),
-        "## Danger appraisal by composition and threat evidence",
-        "![appraisal](figures/danger_appraisal.png)",
-        markdown_table(r["appraisal"].rename_axis("composition")),
-        "## Paired sign-flip tests across blocks (Holm-adjusted per measure)",
+        markdown_table(data.quadrants.centroids.rename_axis("outcome (centroid)")),
+        markdown_table(data.composition_intervals),
+        "### Paired sign-flip tests across blocks (Holm-adjusted per measure)",
+        markdown_table(data.comparisons) if len(data.comparisons) else "(none)",
+        "## Directional mismatch under remembered evidence",
         (
-            "Run-level measures of the homogeneous compositions compared pairwise within blocks; "
-            "two-sided exact sign-flip test over all 2^blocks sign assignments, Holm adjustment "
-            "across the pairs of each measure."
+            f"{n['mismatch_steps']} first executed steps of threat-avoidance decisions on "
+            "remembered evidence; the rate is among the steps that moved away from the last "
+            "sighting (intervals: paired blocks resampled)."
         ),
-        markdown_table(r["comparisons"])
-        if len(r["comparisons"])
-        else "(fewer than two homogeneous compositions)",
-        "## Decision revision levels",
-        markdown_table(r["revisions"].rename_axis("revision level")),
-        "## Exit-information propagation",
-        (
-            f"{spread.messages} messages; {spread.mean_senders_per_run:.2f} distinct senders per run; "
-            f"the two most active senders of each run sent {_pct(spread.top_two_share)} of the "
-            f"sender-receiver relations; {spread.observed_directly} pedestrians saw a usable exit "
-            f"themselves, {spread.told_only} knew one only from others."
-        ),
-        markdown_table(spread.hops.rename("messages").rename_axis("hops").to_frame())
-        if len(spread.hops)
-        else "(no messages)",
+        markdown_table(r["mismatch_by_composition"]),
+        markdown_table(r["mismatch_by_age"]),
+        "## Factor models (McFadden pseudo-R2 of evacuated vs killed; R2 of log time)",
+        markdown_table(data.factor_models),
     ]
+    for factor, frame in r["by_factor"].items():
+        sections += [f"## Outcomes by {factor}", markdown_table(frame)]
     path = root / REPORT_FILE
-    path.write_text("\n\n".join(sections) + "\n", encoding="utf-8")
-    write_json(root / NUMBERS_FILE, _json_ready({"ours": n, "paper": PAPER}))
+    path.write_text("\n\n".join(s for s in sections if s) + "\n", encoding="utf-8")
+    seeds_json = (
+        {
+            key: {
+                c: intervals.loc[key, c] for c in ("mean", "low", "high", "sd", "seeds")
+            }
+            for key in intervals.index
+        }
+        if intervals is not None
+        else {}
+    )
+    write_json(
+        root / NUMBERS_FILE,
+        _json_ready(
+            {
+                "ours": n,
+                "seeds": seeds_json,
+                "paper": PAPER,
+                "experiment": e,
+                "composition_differences": r["differences"].to_dict("records"),
+            }
+        ),
+    )
     return path

@@ -2,85 +2,21 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from mesa_llm_mobility.evacuation.analysis import (
     HIGH_URGENCY_LOW_DIRECTNESS,
+    communication_degrees,
     danger_appraisal,
-    exit_knowledge,
     gate_closed_step,
-    knowledge_outcomes,
     outcome_shares,
-    propagation,
+    run_tables_for_analysis,
     threat_evidence,
     urgency_directness,
 )
-from mesa_llm_mobility.evacuation.statistics import auc, fisher_exact_2x2
-
-OBS = ["step", "agent_id", "opening_id", "kind", "usable"]
-INFO = ["step", "sender_id", "receiver_id", "opening_id", "kind", "usable", "hops"]
-
-
-def _knowledge():
-    pedestrians = pd.DataFrame(
-        {
-            "agent_id": [1, 2, 3, 4, 5, 6, 7],
-            "resolved_step": [40, 50, 60, 20, None, 90, 80],
-        }
-    )
-    observations = pd.DataFrame(
-        [
-            [3, 1, "exit1", "exit", True],  # 1: saw an exit
-            [0, 3, "gate1", "gate", True],  # 3: saw a gate open, killed after it closed
-            [
-                0,
-                4,
-                "gate1",
-                "gate",
-                True,
-            ],  # 4: saw the gate, left through it before closure
-            [5, 6, "exit1", "exit", True],  # 6: saw exit1 ...
-            [40, 6, "gate2", "gate", False],  # ... and a closed gate
-        ],
-        columns=OBS,
-    )
-    information = pd.DataFrame(
-        [
-            [10, 1, 2, "exit1", "exit", True, 1],  # 2: told
-            [12, 9, 6, "exit2", "exit", True, 1],  # 6: ... and told of exit2
-            [100, 1, 7, "exit2", "exit", True, 1],  # 7: told after it was killed
-        ],
-        columns=INFO,
-    )
-    return exit_knowledge(
-        pedestrians, observations, information, gate_closed_at_step=35, end_step=720
-    ).set_index("agent_id")
-
-
-def test_usable_exits_known_and_information_groups_by_hand():
-    k = _knowledge()
-    assert k["usable_exits_known"].to_dict() == {
-        1: 1,
-        2: 1,
-        3: 0,
-        4: 1,
-        5: 0,
-        6: 2,
-        7: 0,
-    }
-    assert k["information_group"].to_dict() == {
-        1: "own sight",
-        2: "told",
-        3: "only unusable",
-        4: "own sight",
-        5: "none",
-        6: "both",
-        7: "none",
-    }
-    assert k.loc[1, "first_usable_s"] == pytest.approx(1.0)  # step 3 = 1 s
-    assert k.loc[6, "first_usable_s"] == pytest.approx(5 / 3)
-    assert pd.isna(k.loc[5, "first_usable_s"])
+from mesa_llm_mobility.evacuation.statistics import auc
 
 
 def test_gate_closed_step_from_the_events():
@@ -93,32 +29,6 @@ def test_gate_closed_step_from_the_events():
     )
     assert gate_closed_step(events) == 35
     assert gate_closed_step(events.iloc[:3]) == float("inf")
-
-
-def test_knowledge_outcomes_table_and_fisher():
-    k = _knowledge().reset_index()
-    k["outcome"] = [
-        "evacuated",
-        "evacuated",
-        "killed",
-        "evacuated",
-        "unresolved",
-        "evacuated",
-        "killed",
-    ]
-    result = knowledge_outcomes(k)
-    # knew: 1, 2, 4, 6 all evacuated; none: 3, 5, 7, none evacuated
-    assert result.table == [[4, 0], [0, 3]]
-    assert result.p_value == pytest.approx(fisher_exact_2x2([[4, 0], [0, 3]]).p_value)
-    by_known = result.by_exits_known.set_index("exits_known")
-    assert (
-        by_known.loc["0", "n"] == 3
-        and by_known.loc["1", "n"] == 3
-        and by_known.loc["2+", "n"] == 1
-    )
-    assert by_known.loc["1", "evacuated_share"] == 1.0
-    groups = result.by_group.set_index("information_group")
-    assert groups.loc["only unusable", "killed"] == 1
 
 
 def test_outcome_shares():
@@ -188,25 +98,183 @@ def test_threat_evidence_and_danger_appraisal():
     assert table.loc["A", "direct"] == 1.0 and table.loc["H", "n_remembered"] == 2
 
 
-def test_propagation_senders_and_top_two():
-    information = pd.DataFrame(
+# ------------------------------------------------------------ one hand-made run
+EXIT1_CELL = (154, 133)  # a cell of the reference plaza's exit1
+
+
+def _run_tables(
+    observations: list[list], *, steps: int = 12
+) -> dict[str, pd.DataFrame]:
+    """One pedestrian walking east onto exit1 at step ``steps`` (and the adversary far away)."""
+    x0 = EXIT1_CELL[0] - steps
+    rows = []
+    for step in range(steps + 1):
+        rows.append(
+            [
+                step,
+                step / 3,
+                1,
+                "pedestrian",
+                x0 + step,
+                EXIT1_CELL[1],
+                0.0,
+                0.0,
+                "normal",
+            ]
+        )
+        rows.append([step, step / 3, 2, "adversary", 20, 20, 0.0, np.nan, "patrol"])
+    positions = pd.DataFrame(
+        rows,
+        columns=[
+            "step",
+            "time_s",
+            "agent_id",
+            "kind",
+            "x",
+            "y",
+            "heading",
+            "fear",
+            "situation",
+        ],
+    )
+    decisions = pd.DataFrame(
         {
-            "composition": ["A"] * 5 + ["B"],
-            "block": [1] * 6,
-            "sender_id": [1, 1, 1, 2, 3, 4],
-            "receiver_id": [5, 6, 6, 7, 8, 9],
-            "hops": pd.array([1, 1, 1, 1, 2, 1], dtype="Int64"),
+            "request_step": [0],
+            "applied_step": [0],
+            "time_s": [0.0],
+            "agent_id": [1],
+            "outcome": ["ok"],
+            "trigger": ["initial"],
+            "fear": [0.0],
+            "sees_threat": [False],
+            "remembered_threat": [False],
+            "heard_shouts": [0],
+            "action": ["move"],
+            "situation": ["normal"],
+            "intent": ["tour"],
+            "urgency": [0.1],
+            "accepted": [True],
+            "revision_level": ["none"],
+        }
+    )
+    events = pd.DataFrame(
+        {
+            "step": [steps],
+            "time_s": [steps / 3],
+            "event": ["evacuated"],
+            "agent_id": [1.0],
+            "other_id": [np.nan],
+            "detail": ["exit1"],
         }
     )
     pedestrians = pd.DataFrame(
-        {"information_group": ["own sight", "both", "told", "none"]}
+        {
+            "agent_id": [1],
+            "archetype": ["average"],
+            "start_x": [x0],
+            "start_y": [EXIT1_CELL[1]],
+            "shortest_exit_m": [steps * 0.4],
+            "outcome": ["evacuated"],
+            "resolved_step": [steps],
+            "exit_used": ["exit1"],
+        }
     )
-    result = propagation(
-        information, pedestrians, runs=2, run_keys=["composition", "block"]
+    seen = pd.DataFrame(
+        observations,
+        columns=[
+            "step",
+            "agent_id",
+            "opening_id",
+            "kind",
+            "state",
+            "usable",
+            "adjacent",
+        ],
+    ).assign(time_s=lambda f: f["step"] / 3)
+    information = pd.DataFrame(
+        columns=[
+            "step",
+            "time_s",
+            "sender_id",
+            "receiver_id",
+            "opening_id",
+            "kind",
+            "state",
+            "usable",
+            "hops",
+        ]
     )
-    # run A: relations 1-5, 1-6, 2-7, 3-8 (1-6 twice): top two senders 1 (2) + 2 or 3 (1) = 3 of 4
-    # run B: 4-9: 1 of 1 -> (3 + 1) / 5
-    assert result.mean_senders_per_run == pytest.approx((3 + 1) / 2)
-    assert result.top_two_share == pytest.approx(4 / 5)
-    assert result.messages == 6 and result.hops.to_dict() == {1: 5, 2: 1}
-    assert result.observed_directly == 2 and result.told_only == 1
+    return {
+        "positions": positions,
+        "decisions": decisions,
+        "events": events,
+        "pedestrians": pedestrians,
+        "opening_observations": seen,
+        "exit_information": information,
+    }
+
+
+def test_a_pedestrian_who_first_sees_its_exit_when_adjacent_did_not_know_it():
+    # the first sight of exit1 is from the cell next to it, one step before stepping out:
+    # every perception map holds the Moore neighbourhood, so this is no knowledge
+    tables = _run_tables([[11, 1, "exit1", "exit", "open", True, True]])
+    peds = run_tables_for_analysis(tables).pedestrians.set_index("agent_id")
+    assert peds.loc[1, "outcome"] == "evacuated"
+    assert peds.loc[1, "usable_exits_known"] == 0
+
+
+def test_a_pedestrian_who_saw_its_exit_from_afar_knew_it():
+    tables = _run_tables([[2, 1, "exit1", "exit", "open", True, False]])
+    peds = run_tables_for_analysis(tables).pedestrians.set_index("agent_id")
+    assert peds.loc[1, "usable_exits_known"] == 1
+    assert peds.loc[1, "first_usable_s"] == pytest.approx(2 / 3)
+    assert peds.loc[1, "evacuation_time_s"] == pytest.approx(4.0)
+
+
+def test_runs_recorded_without_the_adjacent_column_get_it_from_the_positions():
+    tables = _run_tables([[11, 1, "exit1", "exit", "open", True, True]])
+    tables["opening_observations"] = tables["opening_observations"].drop(
+        columns="adjacent"
+    )
+    peds = run_tables_for_analysis(tables).pedestrians.set_index("agent_id")
+    assert peds.loc[1, "usable_exits_known"] == 0
+    assert peds.loc[1, "usable_exits_known_any_sight"] == 1
+
+
+def test_communication_degrees_count_distinct_partners():
+    shouts = pd.DataFrame(
+        {"step": [3, 3, 6, 9], "listener_id": [2, 3, 2, 1], "shouter_id": [1, 1, 4, 2]}
+    )
+    information = pd.DataFrame(
+        {
+            "sender_id": pd.array([1, 1, pd.NA], dtype="Int64"),
+            "receiver_id": [2, 2, 3],
+        }
+    )
+    degrees = communication_degrees(shouts, information, pd.Series([1, 2, 3, 4]))
+    assert degrees.set_index("agent_id").to_dict("index") == {
+        1: {
+            "shouters_heard": 1,
+            "shouts_reached": 2,
+            "exit_info_senders": 0,
+            "exit_info_receivers": 1,
+        },
+        2: {
+            "shouters_heard": 2,
+            "shouts_reached": 1,
+            "exit_info_senders": 1,
+            "exit_info_receivers": 0,
+        },
+        3: {
+            "shouters_heard": 1,
+            "shouts_reached": 0,
+            "exit_info_senders": 0,
+            "exit_info_receivers": 0,
+        },
+        4: {
+            "shouters_heard": 0,
+            "shouts_reached": 1,
+            "exit_info_senders": 0,
+            "exit_info_receivers": 0,
+        },
+    }

@@ -38,6 +38,52 @@ def small(tmp_path_factory):
     )
 
 
+@pytest.mark.slow
+def test_seeds_replicate_the_paired_design(tmp_path):
+    result = run_experiment(
+        tmp_path / "seeds",
+        compositions="A,H",
+        blocks=[1],
+        seed=4,
+        seeds=2,
+        factors={"time_limit_s": [8.0, 10.0]},
+        time_limit_s=10,
+        progress=False,
+    )
+    peds = result.pooled["pedestrians"]
+    assert sorted(peds["seed"].unique()) == [4, 5]
+    assert set(peds["time_limit_s"]) == {8.0, 10.0}
+    assert len(peds) == 2 * 2 * 2 * 11  # seeds x factor values x compositions
+    assert result.results["RunId"].nunique() == 8
+    # each run's seed is in its folder name and is the model's seed
+    for row in result.results.drop_duplicates("RunId").itertuples():
+        assert f"seed={row.seed}" in row.run_dir
+    alone = EvacuationModel(composition="H", block=1, rng=5, time_limit_s=10).run()
+    mine = peds[(peds["seed"] == 5) & (peds["composition"] == "H")]
+    assert (
+        mine[mine["time_limit_s"] == 10.0]["resolved_step"].fillna(-1).tolist()
+        == alone.pedestrians_frame()["resolved_step"].fillna(-1).tolist()
+    )
+    experiment = json.loads((result.out / EXPERIMENT_FILE).read_text())
+    assert experiment["seeds"] == [4, 5] and experiment["factors"] == {
+        "time_limit_s": [8.0, 10.0]
+    }
+    numbers = json.loads((result.out / NUMBERS_FILE).read_text())
+    assert numbers["seeds"]["evacuated_share"]["seeds"] == 2
+    differences = numbers["composition_differences"]
+    assert any(d["first"] == "A" and d["second"] == "H" for d in differences)
+    assert "Outcomes by time_limit_s" in (result.out / REPORT_FILE).read_text()
+
+
+def test_bad_seeds_and_factors_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="seeds"):
+        run_experiment(tmp_path / "x", seeds=0, progress=False)
+    with pytest.raises(ValueError, match="seeds"):
+        run_experiment(tmp_path / "x", seeds=[1, 1], progress=False)
+    with pytest.raises(ValueError, match="composition cannot be a factor"):
+        run_experiment(tmp_path / "x", factors={"composition": ["A"]}, progress=False)
+
+
 def test_parse_compositions_and_blocks():
     assert parse_compositions("A-H") == list("ABCDEFGH")
     assert parse_compositions("a, d,H") == ["A", "D", "H"]
@@ -84,18 +130,26 @@ def test_report_numbers_agree_with_the_pooled_tables(small):
         (peds["outcome"] == "evacuated").mean()
     )
     knew = peds["usable_exits_known"] > 0
-    assert numbers["knowledge_table"][0][0] == int(
-        (knew & (peds["outcome"] == "evacuated")).sum()
+    assert numbers["evacuated_if_usable_known"] == pytest.approx(
+        (peds.loc[knew, "outcome"] == "evacuated").mean()
+    )
+    assert (
+        numbers["evacuated_if_usable_exit_known"]
+        == numbers["evacuated_if_usable_known"]
     )
     report = (small.out / REPORT_FILE).read_text()
     for heading in (
-        "Outcome shares",
-        "usable-exit knowledge",
-        "Urgency x directness",
+        "Every statistic beside the paper's",
+        "Outcomes by composition",
+        "exceed seed noise",
+        "Exit knowledge (Fig. 9)",
+        "Shouts and exit information",
+        "Decision revisions (Fig. 6)",
         "Danger appraisal",
+        "Urgency x directness (Fig. 7)",
         "sign-flip",
-        "revision levels",
-        "propagation",
+        "Directional mismatch",
+        "Factor models",
     ):
         assert heading in report
     for figure in (
@@ -103,8 +157,14 @@ def test_report_numbers_agree_with_the_pooled_tables(small):
         "exit_knowledge",
         "urgency_directness",
         "danger_appraisal",
+        "revisions",
+        "networks",
     ):
         assert (small.out / "figures" / f"{figure}.png").stat().st_size > 0
+    statistics = pd.read_csv(small.out / "tables" / "statistics.csv")
+    assert {"logit_r2_combined", "auc_shouts_reached", "spearman_rho"} <= set(
+        statistics["key"]
+    )
     experiment = json.loads((small.out / EXPERIMENT_FILE).read_text())
     assert experiment["runs"] == 4 and experiment["failed"] == 0
     assert experiment["wall_s"] > 0 and experiment["cpu_s"] > 0
@@ -170,7 +230,7 @@ def test_process_executor_gives_the_serial_tables(small, tmp_path):
         progress=False,
         report=False,
     )
-    for name in ("pedestrians", "decisions", "information"):
+    for name in ("pedestrians", "decisions", "information", "shouts"):
         serial = small.pooled[name]
         pd.testing.assert_frame_equal(
             parallel.pooled[name],
@@ -201,8 +261,16 @@ def test_cli_experiment_and_report(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "1 runs (1 executed" in printed and "paper: 65.6 / 28.7 / 5.7 %" in printed
     (out / REPORT_FILE).unlink()
-    assert main(["evac", "report", str(out)]) == 0
+    doc = tmp_path / "docs" / "evacuation.md"
+    assert main(["evac", "report", str(out), "--doc", str(doc)]) == 0
     assert (out / REPORT_FILE).is_file()
+    printed = capsys.readouterr().out
+    # every statistic printed beside the paper's
+    assert "McFadden R2, combined" in printed and "(paper 0.702)" in printed
+    assert "Spearman rho, knowers vs rescued per run" in printed
+    page = doc.read_text()
+    assert "What does not, and why" in page
+    assert (doc.parent / "img" / "evacuation_exit_knowledge.png").is_file()
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):

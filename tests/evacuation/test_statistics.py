@@ -15,8 +15,11 @@ from mesa_llm_mobility.evacuation.statistics import (
     block_bootstrap_ci,
     fisher_exact_2x2,
     holm,
+    mann_whitney,
     paired_comparisons,
+    seed_interval,
     sign_flip_test,
+    spearman,
 )
 
 
@@ -137,3 +140,47 @@ def test_block_bootstrap_interval_brackets_the_mean():
     low, high = block_bootstrap_ci(values)
     assert low < values.mean() < high
     assert block_bootstrap_ci(pd.Series([0.5] * 8)) == (0.5, 0.5)
+
+
+def test_mann_whitney_auc_and_p_by_hand():
+    # positives 3, 4 and negatives 1, 2, 3: pairs greater 5 of 6, one tie -> (5 + 0.5) / 6
+    result = mann_whitney([3, 4], [1, 2, 3])
+    assert result.statistic == pytest.approx(5.5 / 6) and result.n == 5
+    expected = stats.mannwhitneyu(
+        [3, 4], [1, 2, 3], alternative="two-sided", method="asymptotic"
+    ).pvalue
+    assert result.p_value == pytest.approx(expected)
+    assert mann_whitney([1, 1], [1]).statistic == 0.5
+    assert math.isnan(mann_whitney([], [1]).statistic)
+
+
+def test_spearman_by_hand_and_the_papers_p():
+    result = spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5])
+    # d = (1, 1, 1, 1, 0): rho = 1 - 6 * 4 / (5 * 24)
+    assert result.statistic == pytest.approx(0.8)
+    # the paper's rho = 0.607 over 64 runs and p = 1.0e-7 agree under scipy's t
+    # approximation (1.05e-7 from the rounded rho)
+    t = 0.607 * math.sqrt(62 / (1 - 0.607**2))
+    assert 0.95e-7 < 2 * stats.t.sf(t, 62) < 1.1e-7
+    assert math.isnan(spearman([1, 1, 1], [1, 2, 3]).statistic)
+
+
+def test_seed_interval_by_hand():
+    interval = seed_interval([1.0, 2.0, 3.0, float("nan")])
+    # mean 2, sd 1, t(0.975, 2) = 4.303: half-width 4.303 / sqrt(3)
+    assert interval.mean == 2.0 and interval.seeds == 3 and interval.sd == 1.0
+    assert interval.high - 2.0 == pytest.approx(4.302653 / math.sqrt(3), rel=1e-6)
+    assert interval.excludes(-1.0) and not interval.excludes(0.0)
+    single = seed_interval([4.0])
+    assert single.mean == 4.0 and math.isnan(single.low) and not single.excludes(0.0)
+
+
+def test_sign_flip_beyond_sixteen_blocks_estimates_the_exact_share():
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.3, 1.0, size=18)
+    signs = np.array(list(itertools.product((1.0, -1.0), repeat=18)))
+    exact = float(np.mean(np.abs(signs @ d) / 18 >= abs(d.mean()) - 1e-12))
+    assert sign_flip_test(d) == pytest.approx(exact, abs=0.005)
+    assert sign_flip_test(d) == sign_flip_test(d)  # seeded
+    # all 80 of one sign: never exactly 0, at most 1 / (draws + 1)
+    assert 0 < sign_flip_test(np.ones(80)) <= 1 / 100_000
