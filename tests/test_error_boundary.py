@@ -54,7 +54,9 @@ def test_a_bad_urban_input_file_is_one_line_naming_it(tmp_path, capsys, name):
 
 @pytest.mark.parametrize("block", ["0", "9"])
 def test_blocks_outside_the_design_are_refused(tmp_path, capsys, block):
-    with pytest.raises(SystemExit) as exited:  # argparse's own exit: usage, then one line
+    with pytest.raises(
+        SystemExit
+    ) as exited:  # argparse's own exit: usage, then one line
         main(["evac", "run", f"--block={block}", f"--out={tmp_path / 'out'}"])
     assert exited.value.code == 2
     assert not (tmp_path / "out").exists()

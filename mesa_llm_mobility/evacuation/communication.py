@@ -171,17 +171,20 @@ def communicate(
 
 
 def provide_exit_information(
-    crowd: Crowd, scene: Scene, clock: Clock, events: EventLog
+    crowd: Crowd, scene: Scene, knowledge: Knowledge, clock: Clock, events: EventLog
 ) -> None:
     """System-provided exit information at initialisation (the condition of paper Fig. 9b).
 
     Every pedestrian is told the direction and rough distance of each evacuation exit (the
     openings of kind ``exit``, which never close) from its cell, as exit information without
     a sender; it enters the decision context as messages do and is recorded as an
-    ``exit_info_system`` event (detail: the opening id). Gates are not announced.
+    ``exit_info_system`` event (detail: the opening id) and as an ``exit_information`` row with
+    ``source`` ``"system"``. Gates are not announced.
 
-    Reads the crowd's positions and the scene; writes the pedestrians' exit hints and the events.
+    Reads the crowd's positions and the scene; writes the pedestrians' exit hints, the knowledge
+    record and the events.
     """
+    number = {o.opening_id: k for k, o in enumerate(scene.plaza.openings)}
     exits = [o for o in scene.plaza.openings if o.kind == "exit"]
     for i in crowd.active_indices().tolist():
         x, y = (int(v) for v in crowd.pos[i])
@@ -202,3 +205,4 @@ def provide_exit_information(
             )
             memory.hint_steps[opening.opening_id] = clock.tick
             events.record(clock.tick, "exit_info_system", i, None, opening.opening_id)
+            knowledge.provide(i, number[opening.opening_id])

@@ -203,7 +203,7 @@ class ExitKnowledgeRecorder:
             hops = None
         self._information_row(model, model.uid(sender), receiver, opening, hops, PEER)
 
-    def provide(self, model: EvacuationModel, receiver: int, opening: int) -> None:
+    def provide(self, model: Knowledge, receiver: int, opening: int) -> None:
         """Note exit information the system gives pedestrian row ``receiver`` (no sender).
 
         For the condition with system-provided initial exit information (paper Fig. 9b): the
@@ -218,7 +218,7 @@ class ExitKnowledgeRecorder:
 
     def _information_row(
         self,
-        model: EvacuationModel,
+        model: Knowledge,
         sender_id: int | None,
         receiver: int,
         opening: int,

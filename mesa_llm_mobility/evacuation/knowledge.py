@@ -3,18 +3,22 @@
 :class:`Knowledge` is the state the exit-information channel reads and writes: the messages
 already passed (sender, receiver, opening: each once) and the run's record of openings seen and
 information passed (:class:`~.exit_knowledge.ExitKnowledgeRecorder`, whose tables the analysis
-reads). The recorder reads three things of the world, through this object: the effective
-layer (an opening's true state), the row -> agent id map and the clock.
+reads). The recorder reads four things of the world, through this object: the effective
+layer (an opening's true state), the row -> agent id map, the positions (whether a sight was
+from the opening's Moore neighbourhood) and the clock.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from mesa_llm_mobility.evacuation.layers import EffectiveLayer
 from mesa_llm_mobility.evacuation.timing import Clock
+
+if TYPE_CHECKING:
+    from mesa_llm_mobility.evacuation.crowd import Crowd
 
 
 class OpeningRecorder(Protocol):
@@ -33,6 +37,9 @@ class OpeningRecorder(Protocol):
     ) -> None:
         """Note one message of exit information."""
 
+    def provide(self, model: Knowledge, receiver: int, opening: int) -> None:
+        """Note exit information the system gives a pedestrian (no sender)."""
+
 
 class Knowledge:
     """Exit information passed and the record of exit knowledge.
@@ -40,7 +47,7 @@ class Knowledge:
     Args:
         recorder: The record of openings seen and information passed.
         effective: The effective layer (the openings' true states).
-        ids: Agent id of every crowd row.
+        crowd: The crowd (its rows' agent ids and positions, read by the recorder).
         clock: The run's clock.
 
     Attributes:
@@ -53,13 +60,13 @@ class Knowledge:
         self,
         recorder: OpeningRecorder,
         effective: EffectiveLayer,
-        ids: np.ndarray,
+        crowd: Crowd,
         clock: Clock,
     ) -> None:
         self.info_sent: set[tuple[int, int, int]] = set()
         self.recorder = recorder
         self.effective = effective
-        self._ids = ids
+        self._crowd = crowd
         self._clock = clock
 
     @property
@@ -69,7 +76,12 @@ class Knowledge:
 
     def uid(self, row: int) -> int:
         """The agent id of a crowd row (read by the recorder)."""
-        return int(self._ids[row])
+        return int(self._crowd.ids[row])
+
+    @property
+    def pos(self) -> np.ndarray:
+        """The crowd's cells, one row per pedestrian (read by the recorder)."""
+        return self._crowd.pos
 
     def observe(self, viewers: np.ndarray, cells: np.ndarray, step: int) -> None:
         """Record what ``viewers[k]`` saw of openings in ``cells[k]`` at ``step`` (crowd rows)."""
@@ -78,3 +90,7 @@ class Knowledge:
     def inform(self, sender: int, receiver: int, opening: int) -> None:
         """Record one message of exit information (crowd rows, opening number)."""
         self.recorder.inform(self, sender, receiver, opening)
+
+    def provide(self, receiver: int, opening: int) -> None:
+        """Record exit information the system gives crowd row ``receiver`` at initialisation."""
+        self.recorder.provide(self, receiver, opening)

@@ -275,7 +275,7 @@ class EvacuationModel(MobilityModel):
         )
         self.senses = Senses(plaza, n, scene.view)
         self.knowledge = Knowledge(
-            ExitKnowledgeRecorder(plaza), scene.effective, crowd.ids, self.clock
+            ExitKnowledgeRecorder(plaza), scene.effective, crowd, self.clock
         )
         self.timer = PhaseTimer()
         """Wall seconds per phase of the steps (:data:`~.stopwatch.STEP_PHASES`)."""
@@ -309,7 +309,9 @@ class EvacuationModel(MobilityModel):
             )
         observe_initial(crowd, self.senses, self.knowledge, scene)
         if self.initial_exit_information:
-            provide_exit_information(crowd, scene, self.clock, self.events)
+            provide_exit_information(
+                crowd, scene, self.knowledge, self.clock, self.events
+            )
         observe(crowd, self.senses, self.knowledge, scene, self.clock, self.events)
         self._started = False
 

@@ -123,27 +123,28 @@ def capture_snapshots(
         The snapshots.
     """
     rng = np.random.default_rng(seed)
+    crowd, scene = model.crowd, model.scene
     height = model.plaza.height
     n = model.n_pedestrians
     snapshots = []
     for step in steps:
         while model.tick < step and model.running:
             model.step()
-        active = model.active_indices()
+        active = crowd.active_indices()
         if not len(active):
             break
         chosen = np.sort(
             rng.choice(active, size=min(per_step, len(active)), replace=False)
         )
         perception = perceive(
-            model.view,
-            model.effective.opaque,
-            model.pos[chosen, 0],
-            model.pos[chosen, 1],
-            model.heading[chosen],
+            scene.view,
+            scene.effective.opaque,
+            crowd.pos[chosen, 0],
+            crowd.pos[chosen, 1],
+            crowd.heading[chosen],
         )
-        codes = model.effective.codes.ravel()
-        occupancy = model.occupancy.ravel()
+        codes = scene.effective.codes.ravel()
+        occupancy = crowd.occupancy.ravel()
         for k, i in enumerate(chosen.tolist()):
             cells = perception.cells_of(k)
             entities = {}
@@ -151,19 +152,19 @@ def capture_snapshots(
                 who = int(occupancy[flat])
                 if who == n:
                     entities[flat] = "A"
-                elif 0 <= who != i and model.status[who] in (ACTIVE, REACHED):
-                    entities[flat] = "p" if model.status[who] == ACTIVE else "D"
+                elif 0 <= who != i and crowd.status[who] in (ACTIVE, REACHED):
+                    entities[flat] = "p" if crowd.status[who] == ACTIVE else "D"
             text, _ = render_view(
                 cells,
                 height,
                 codes,
-                (int(model.pos[i, 0]), int(model.pos[i, 1])),
+                (int(crowd.pos[i, 0]), int(crowd.pos[i, 1])),
                 entities,
             )
             snapshots.append(
                 Snapshot(
                     tuple(text.split("\n")),
-                    f"step {model.tick}, pedestrian {model.uid(i)}",
+                    f"step {model.tick}, pedestrian {crowd.uid(i)}",
                 )
             )
     return snapshots

@@ -10,7 +10,8 @@ each epoch what the paper relates its revisions to, from one run's tables:
   ``first_receipt`` marks the first such epoch of a pedestrian, ``later_receipt`` the rest;
 - ``physical_constraint``: since its previous decision the pedestrian saw a gate closing or
   closed, its previous answer was rejected, or the decision was triggered by a blocked route;
-- ``goal`` / ``previous_goal``: the goal category of the free-text intent
+- ``goal`` / ``previous_goal``: the paper's goal category of the answer's ``goal`` field
+  (:data:`CATEGORY_OF_GOAL`); for a table without that column, of the free-text intent
   (:func:`goal_category`), so that any wording of the same goal is the same goal.
 
 The pooled functions compute the paper's numbers: goal revisions against urgency change with
@@ -35,6 +36,16 @@ EXIT_SEEKING = "exit seeking"
 FOLLOWING = "following others"
 OTHER = "other"
 GOAL_CATEGORIES = (ORDINARY, THREAT_AVOIDANCE, EXIT_SEEKING, FOLLOWING, OTHER)
+
+CATEGORY_OF_GOAL: dict[str, str] = {
+    "tour": ORDINARY,
+    "observe": ORDINARY,
+    "explore": ORDINARY,
+    "seek_exit": EXIT_SEEKING,
+    "follow_others": FOLLOWING,
+    "escape": THREAT_AVOIDANCE,
+}
+"""The paper's goal category of each value of the answer's ``goal`` field."""
 
 _GOAL_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -110,7 +121,10 @@ def decision_epochs(
     ordered = decisions.sort_values(
         ["agent_id", "request_step", "applied_step"], kind="stable"
     ).copy()
-    ordered["goal"] = ordered["intent"].map(goal_category)
+    if "goal" in ordered.columns:
+        ordered["goal"] = ordered["goal"].map(CATEGORY_OF_GOAL).fillna(OTHER)
+    else:  # a run recorded before answers named their goal's category
+        ordered["goal"] = ordered["intent"].map(goal_category)
     by_agent = ordered.groupby("agent_id", sort=False)
     ordered["previous_urgency"] = by_agent["urgency"].shift()
     ordered["previous_situation"] = by_agent["situation"].shift()

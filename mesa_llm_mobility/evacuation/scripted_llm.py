@@ -172,6 +172,20 @@ PARAPHRASES: dict[str, tuple[str, ...]] = {
 }
 """How a real model words each goal: reworded, recased, punctuated (first: the token)."""
 
+GOAL_SPELLINGS = ("{}", "{}", "{upper}", "{title}", "{spaced}", "{spaced}.")
+"""How a real model spells the goal category it picks: the token, upper case, capitalised,
+with a space for the underscore, with a full stop (the schema's enum, read whatever its case
+and punctuation)."""
+
+
+def _spelled(token: str, variant: int) -> str:
+    spaced = token.replace("_", " ")
+    form = GOAL_SPELLINGS[(variant // 7) % len(GOAL_SPELLINGS)]
+    return form.format(
+        token, upper=token.upper(), title=spaced.capitalize(), spaced=spaced
+    )
+
+
 _EXTRA_FIELDS = (
     {"reasoning": "I saw what is around me and chose the safest option."},
     {"confidence": 0.8},
@@ -257,13 +271,13 @@ def scripted_decision(prompt: str) -> ScriptedDecision:
 
 
 def exact_answer(decision: ScriptedDecision) -> dict[str, Any]:
-    """The decision in the engine's own tokens, every field given (a shout when escaping)."""
+    """The decision in the engine's own tokens, every field given."""
     answer: dict[str, Any] = {
         "action": decision.action,
         "situation": decision.situation,
+        "goal": GOAL_TOKENS[decision.goal],
         "intent": GOAL_TOKENS[decision.goal],
         "urgency": decision.urgency,
-        "shout": decision.situation == "danger" and decision.action == "move",
         "context_capsule": f"{GOAL_TOKENS[decision.goal]}; took {decision.route_id}",
     }
     if decision.route_id is not None:
@@ -274,10 +288,11 @@ def exact_answer(decision: ScriptedDecision) -> dict[str, Any]:
 def realistic_answer(decision: ScriptedDecision, variant: int) -> dict[str, Any]:
     """The decision as a real model might word it (``variant`` picks the wording).
 
-    The intent is paraphrased, recased and punctuated; about one answer in four is the
-    paper's minimal output (action, situation, intent, urgency and the route); the others omit
-    ``shout`` two times in three and the capsule one time in four, and one in three adds fields
-    the schema does not have.
+    The goal category is spelled in varied case and punctuation and the intent is paraphrased,
+    recased and punctuated; about one answer in four is minimal (action, situation, goal,
+    urgency and the route: no intent, no capsule); of the others, one in three also sends a
+    ``shout`` field (which the engine ignores), one in four omits the capsule, and one in three
+    adds fields the schema does not have.
 
     Args:
         decision: What the pedestrian decided.
@@ -290,13 +305,14 @@ def realistic_answer(decision: ScriptedDecision, variant: int) -> dict[str, Any]
     answer: dict[str, Any] = {
         "action": decision.action,
         "situation": decision.situation,
-        "intent": words[variant % len(words)],
+        "goal": _spelled(GOAL_TOKENS[decision.goal], variant),
         "urgency": decision.urgency,
     }
     if decision.route_id is not None:
         answer["route_id"] = decision.route_id
-    if variant % 4 == 0:  # the paper's minimal output
+    if variant % 4 == 0:  # minimal: the required fields and the route
         return answer
+    answer["intent"] = words[variant % len(words)]
     if variant % 3 == 0 and decision.situation == "danger":
         answer["shout"] = True
     if variant % 4 != 1:

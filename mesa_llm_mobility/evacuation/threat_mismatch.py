@@ -21,11 +21,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mesa_llm_mobility.evacuation.model import CONE_DEG, SIGHT_RADIUS_M
 from mesa_llm_mobility.evacuation.perception import ViewGeometry, perceive
 from mesa_llm_mobility.evacuation.plaza import MOORE_STEPS, OPAQUE_CODES, Plaza
 from mesa_llm_mobility.evacuation.revisions import THREAT_AVOIDANCE
 from mesa_llm_mobility.evacuation.routing import bearing_deg
+from mesa_llm_mobility.evacuation.scene import CONE_DEG, SIGHT_RADIUS_M
 from mesa_llm_mobility.evacuation.timing import STEPS_PER_SECOND
 
 _HEADING_OF_BEARING = {

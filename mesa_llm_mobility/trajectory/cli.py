@@ -166,7 +166,9 @@ def benchmark_command(args: argparse.Namespace) -> int:
         timezone=args.timezone,
         neural_epochs=args.neural_epochs,
     )
-    options = brain_options(args)  # --max-tokens among them (left out: the paper's 1024)
+    options = brain_options(
+        args
+    )  # --max-tokens among them (left out: the paper's 1024)
     if args.top_p is not None:
         options["extra_params"] = {"top_p": args.top_p}
     began = time.perf_counter()
