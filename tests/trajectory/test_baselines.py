@@ -97,7 +97,10 @@ def test_the_historical_baseline_copies_an_evidence_chain(small_split):
     history = small_split.history
     dates = _dates(small_split.held_out)
     run = run_baseline("historical", history, dates, seed=4)
-    assert set(run.decisions["kind"]) == {"HistoricalChain", "DayDurations"}
+    assert set(run.decisions["kind"]) == {
+        "HistoricalChain",
+        "VisitDuration",
+    }  # per visit: the paper's
     book = build_evidence(history)
     generated = run.stays.groupby(["agent_id", local_dates(run.stays)])["activity"].agg(
         tuple
@@ -112,7 +115,7 @@ def test_the_historical_baseline_copies_an_evidence_chain(small_split):
         assert any(candidate[: len(chain)] == chain for candidate in candidates)
     # the rules baseline plans with its Markov model instead: not always a historical chain
     rules = run_baseline("rules", history, dates, seed=4)
-    assert set(rules.decisions["kind"]) == {"ActivityChain", "DayDurations"}
+    assert set(rules.decisions["kind"]) == {"ActivityChain", "VisitDuration"}
 
 
 def test_the_same_seed_gives_the_same_days(small_split):
@@ -156,7 +159,11 @@ def test_llm_baseline_through_faults_and_slow_answers(tmp_path, ten):
     assert (
         summary["http_calls"] == received == run.ledger_summary.loc["all", "http_calls"]
     )
-    assert summary["decisions"] == len(run.decisions) == 2 * 10 * 2
+    assert summary["decisions"] == len(run.decisions)
+    kinds = run.decisions["kind"].value_counts()
+    assert kinds["ActivityChain"] == 2 * 10  # one chain per person-day
+    # then one duration per visit of every chain (the paper's per-visit worker)
+    assert kinds["VisitDuration"] == len(run.decisions) - 2 * 10 > 2 * 10
     fallbacks = run.decisions[run.decisions["outcome"] == "fallback"]
     assert len(fallbacks) > 0 and fallbacks["reason"].notna().all()  # the 401s
     assert summary["repairs"] > 0
@@ -215,4 +222,7 @@ def test_historical_model_is_a_trajectory_model(small_split):
     with model:
         model.run()
     assert len(model.individuals) == small_split.history["agent_id"].nunique()
-    assert set(model.decisions_frame()["kind"]) == {"HistoricalChain", "DayDurations"}
+    assert set(model.decisions_frame()["kind"]) == {
+        "HistoricalChain",
+        "VisitDuration",  # per visit: the paper's default
+    }

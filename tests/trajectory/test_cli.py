@@ -198,9 +198,12 @@ def test_generate_through_the_llm_brain_writes_the_ledger(
     assert "LLM decisions" in printed and "HTTP calls" in printed
     run = RunDirectory.open(tmp_path / "llm.run")
     summary = run.read_table("llm_summary").set_index("kind")
+    assert summary.loc["all", "http_calls"] == received
+    # one chain per person-day (25 people, 1 day), then a duration per visit of each chain
+    assert summary.loc["ActivityChain", "decisions"] == 25
     assert (
-        summary.loc["all", "decisions"] == 50
-        and summary.loc["all", "http_calls"] == received
+        summary.loc["all", "decisions"]
+        == 25 + summary.loc["VisitDuration", "decisions"]
     )
     assert summary.loc["all", "ok"] > 0 and summary.loc["all", "repairs"] > 0
     assert run.metadata["extra"]["workflow_success_rate"] == 1.0

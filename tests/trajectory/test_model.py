@@ -27,7 +27,7 @@ def _held_out_dates(split):
 
 def test_model_shape_and_one_day_per_step(small_split):
     model = TrajectoryModel(
-        small_split.history, dates=_held_out_dates(small_split), rng=2
+        small_split.history, dates=_held_out_dates(small_split), rng=2, durations="day"
     )
     assert isinstance(model, MobilityModel) and not model.uses_llm
     assert len(model.agents_by_type[IndividualAgent]) == 30
@@ -88,7 +88,7 @@ def test_rule_days_end_at_home_at_midnight_with_the_history_visit_counts(
         small_split.history,
         dates=_held_out_dates(small_split),
         rng=4,
-        durations=durations,
+        settings=WorkflowSettings(durations=durations),
     )
     assert_days_like_history(generated, small_split.history, mean_tolerance=0.6)
 

@@ -145,7 +145,9 @@ def test_rule_brain_never_asks_trip_importance():
     ) as model:
         model.run()
     assert "TripImportance" not in set(model.decisions_frame()["kind"])
-    with pytest.raises(ValueError, match="trip_importance must be one of creation"):
+    with pytest.raises(
+        ValueError, match="trip_importance: expected one of creation, reflection"
+    ):
         UrbanMobilityModel(trip_importance="daily")
 
 

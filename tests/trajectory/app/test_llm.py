@@ -69,15 +69,16 @@ def llm_settings(monkeypatch):
         yield settings, server
 
 
-def _check(session, decisions_expected: int) -> None:
+def _check(session, person_days: int) -> None:
+    """One chain per person-day, then (the paper's default) one duration per visit."""
     decisions = session.decisions
     assert set(decisions["outcome"]) <= RESOLVED
     assert decisions.loc[decisions["outcome"] == "fallback", "reason"].notna().all()
-    assert len(decisions) == decisions_expected
+    assert set(decisions["kind"]) == {"ActivityChain", "VisitDuration"}
     validate_staypoints(session.generated)
     counts = decision_counts(decisions).set_index("kind")
     assert counts.to_numpy().sum() == len(decisions)
-    assert counts.loc["ActivityChain"].sum() == decisions_expected // 2
+    assert counts.loc["ActivityChain"].sum() == person_days
     table = metrics_table(session).set_index("metric")["all individuals"]
     assert table.to_dict() == evaluate(session.held_out, session.generated)
 
@@ -87,7 +88,7 @@ def test_llm_sessions_resolve_every_decision_through_faults_and_idle_gaps(
 ):
     settings, server = llm_settings
     session = synthetic_session(settings)
-    _check(session, 2 * 10 * 2)  # chain and day durations per generated day
+    _check(session, 10 * 2)  # 10 people, 2 held-out days
     summary = session.llm_summary.loc["all"]
     assert summary["decisions"] == len(session.decisions)
     assert summary["http_calls"] == server.request_count
@@ -121,7 +122,7 @@ def test_llm_sessions_resolve_every_decision_through_faults_and_idle_gaps(
         page.find(v.Select, label="Brain").widget.v_model = settings.brain
         page.find(v.Btn, children=["Open / generate"]).widget.click()
         assert made[-1].brain == "openai/fake-model"
-        _check(made[-1], 2 * 10 * 2)
+        _check(made[-1], 10 * 2)
         ledger = made[-1].llm_summary.loc["all"]
         assert ledger["http_calls"] == server.request_count - calls > 0
         shown = [w.unsafe_innerHTML for w in page.find(solara.widgets.HTML).widgets]

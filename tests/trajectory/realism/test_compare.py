@@ -58,10 +58,17 @@ def test_two_halves_of_real_data_are_not_separated(halves_table):
         assert row.auroc_ci_low <= row.auroc <= row.auroc_ci_high
 
 
+LEARNED_BAR = 0.8
+"""The learned visit model (``visit_learned``) on a few hundred training days learns places but
+hardly times (docs/trajectory_realism.md: AUROC 0.85 on moved places): a lower bar, still far
+above the chance band of the halves test."""
+
+
 def test_every_detector_separates_shuffled_data(shuffled_table):
     for row in shuffled_table.itertuples():
-        assert row.auroc > 0.9, (row.detector, row.auroc)
-        assert row.ap > 0.85, (row.detector, row.ap)
+        bar = LEARNED_BAR if row.detector == "visit_learned" else 0.9
+        assert row.auroc > bar, (row.detector, row.auroc)
+        assert row.ap > bar - 0.05, (row.detector, row.ap)
 
 
 def test_the_table_is_deterministic_for_a_seed(halves):

@@ -257,7 +257,7 @@ def test_live_app_steps_draws_travellers_and_inspects_a_plan(
         assert clock.inner_text() == "Day 1, 00:00"
         # every slider shows its value
         assert _control_label(page, "n_agents") == "Travellers: 70"
-        assert _control_label(page, "days") == "Days: 1"
+        assert _control_label(page, "days") == "Days: 1 day"
         assert _control_label(page, "seed") == "Seed: 0"
         assert _control_label(page, "minutes") == "Minutes per step: 5 min"
         sidebar = page.locator(".v-navigation-drawer").inner_text()
