@@ -121,7 +121,10 @@ def run_trajectory(
     plaza = run_plaza(run)
     frame = trajectory_frame(run.read_table("positions"), plaza.cell_size_m)
     if frame.empty:
-        raise ExportError(f"{run.path}: the positions table holds no pedestrian")
+        raise ExportError(
+            f"{run.path}: the positions table holds no pedestrian (a run made with "
+            "record_positions off records none)"
+        )
     return pedpy.TrajectoryData(data=frame, frame_rate=FRAME_RATE), plaza
 
 
