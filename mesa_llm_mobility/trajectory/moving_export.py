@@ -19,8 +19,10 @@ stay, ``agent_id``, ``poi_id``, ``latitude`` and ``longitude`` (WGS 84 degrees),
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import geopandas as gpd
@@ -127,11 +129,17 @@ def trajectory_collection(
     An individual with a single point (one stay of no duration) has no trajectory.
     """
     frame = trajectory_points(run_dir)
+    with _quiet_movingpandas():
+        return mpd.TrajectoryCollection(frame, TRAJ_ID, t=TIME)
+
+
+@contextlib.contextmanager
+def _quiet_movingpandas() -> Iterator[None]:
     with warnings.catch_warnings():
-        # MovingPandas 0.23 sorts in place, which pandas 3 deprecates: its concern, not ours
+        # MovingPandas 0.23 sorts and re-indexes in place, which pandas 3 deprecates
         warnings.filterwarnings("ignore", "The inplace keyword", FutureWarning)
         warnings.filterwarnings("ignore", "The inplace keyword", DeprecationWarning)
-        return mpd.TrajectoryCollection(frame, TRAJ_ID, t=TIME)
+        yield
 
 
 def write_geo(frame: gpd.GeoDataFrame, out: str | os.PathLike[str], layer: str) -> Path:
@@ -164,7 +172,9 @@ def write_trajectory_points(
     run_dir: str | os.PathLike[str] | RunDirectory, out: str | os.PathLike[str]
 ) -> Path:
     """Write the collection's points (MovingPandas ``to_point_gdf``) as GeoParquet or GeoJSON."""
-    points_frame = trajectory_collection(run_dir).to_point_gdf().reset_index()
+    collection = trajectory_collection(run_dir)
+    with _quiet_movingpandas():
+        points_frame = collection.to_point_gdf().reset_index()
     return write_geo(points_frame, out, "trajectory_points")
 
 
@@ -172,5 +182,7 @@ def write_trajectory_lines(
     run_dir: str | os.PathLike[str] | RunDirectory, out: str | os.PathLike[str]
 ) -> Path:
     """Write one line per individual (MovingPandas ``to_traj_gdf``) as GeoParquet or GeoJSON."""
-    lines = trajectory_collection(run_dir).to_traj_gdf()
+    collection = trajectory_collection(run_dir)
+    with _quiet_movingpandas():
+        lines = collection.to_traj_gdf()
     return write_geo(lines, out, "trajectories")
