@@ -21,6 +21,29 @@ from mesa_llm_mobility.cognition.arguments import (
 from mesa_llm_mobility.evacuation.parameters import EvacuationParameters
 from mesa_llm_mobility.evacuation.report_cli import add_evac_report_commands
 from mesa_llm_mobility.experiment.cli import add_executor_arguments, add_run_commands
+from mesa_llm_mobility.experiment.exports import (
+    ExportFormat,
+    add_export_command,
+    format_registry,
+)
+
+_PEDPY = "mesa_llm_mobility.evacuation.pedpy_export"
+
+EVACUATION_EXPORTS = format_registry(
+    ExportFormat(
+        "pedpy-trajectory",
+        f"{_PEDPY}:write_pedpy_trajectory",
+        (".txt",),
+        "PedPy's trajectory text (id frame x y z in metres at cell centres, 3 frames per s)",
+    ),
+    ExportFormat(
+        "pedpy-geometry",
+        f"{_PEDPY}:write_pedpy_geometry",
+        (".wkt",),
+        "the plaza's walkable area as WKT in metres (pedpy.WalkableArea)",
+    ),
+)
+"""The evacuation run's export formats (``mlm evac export``; docs/exports.md)."""
 
 
 def lanes_command(args: argparse.Namespace) -> int:
@@ -112,7 +135,7 @@ def _print_report(out: str) -> int:
 
 
 def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``evac run | resume | fork | lanes | experiment | report``."""
+    """Register ``evac run | resume | fork | lanes | experiment | report | export``."""
     evac = subparsers.add_parser(
         "evac", help="crowd evacuation under a moving threat (plaza)"
     )
@@ -134,6 +157,9 @@ def add_evac_commands(subparsers: argparse._SubParsersAction) -> None:
     )
     lanes.set_defaults(handler=lanes_command)
     _add_experiment_commands(commands)
+    add_export_command(
+        commands, EvacuationParameters.model_name, "evac", EVACUATION_EXPORTS
+    )
 
 
 def _add_experiment_commands(commands: argparse._SubParsersAction) -> None:

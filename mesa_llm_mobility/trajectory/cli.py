@@ -26,6 +26,11 @@ from mesa_llm_mobility.cognition.arguments import (
 from mesa_llm_mobility.cognition.redaction import redact
 from mesa_llm_mobility.experiment import cli as lifecycle_cli
 from mesa_llm_mobility.experiment.cli import add_executor_arguments, add_run_commands
+from mesa_llm_mobility.experiment.exports import (
+    ExportFormat,
+    add_export_command,
+    format_registry,
+)
 from mesa_llm_mobility.experiment.parameters import parameters_from_arguments
 from mesa_llm_mobility.trajectory.parameters import TrajectoryParameters
 
@@ -276,6 +281,32 @@ def realism_command(args: argparse.Namespace) -> int:
     return 0
 
 
+_MOVING = "mesa_llm_mobility.trajectory.moving_export"
+_GEO_SUFFIXES = (".parquet", ".geojson")
+
+TRAJECTORY_EXPORTS = format_registry(
+    ExportFormat(
+        "stays",
+        f"{_MOVING}:write_stays",
+        _GEO_SUFFIXES,
+        "GeoParquet/GeoJSON: one point per generated stay (EPSG:4326), local start/end",
+    ),
+    ExportFormat(
+        "trajectory-points",
+        f"{_MOVING}:write_trajectory_points",
+        _GEO_SUFFIXES,
+        "GeoParquet/GeoJSON: a MovingPandas TrajectoryCollection's points (agent_id, t)",
+    ),
+    ExportFormat(
+        "trajectory-lines",
+        f"{_MOVING}:write_trajectory_lines",
+        _GEO_SUFFIXES,
+        "GeoParquet/GeoJSON: one line per individual (start_t, end_t, length in metres)",
+    ),
+)
+"""The trajectory run's export formats (``mlm traj export``; docs/exports.md)."""
+
+
 def add_traj_commands(subparsers: argparse._SubParsersAction) -> None:
     """Register ``traj synth | generate | evaluate`` on the ``mlm`` subparsers."""
     traj = subparsers.add_parser(
@@ -488,3 +519,6 @@ def add_realism_command(commands: argparse._SubParsersAction) -> None:
     )
     realism.add_argument("--csv", default=None, help="also write the table to this CSV")
     realism.set_defaults(handler=realism_command)
+    add_export_command(
+        commands, TrajectoryParameters.model_name, "traj", TRAJECTORY_EXPORTS
+    )

@@ -20,6 +20,11 @@ from mesa_llm_mobility.cognition.arguments import (
     positive_int,
 )
 from mesa_llm_mobility.experiment.cli import add_executor_arguments, add_run_commands
+from mesa_llm_mobility.experiment.exports import (
+    ExportFormat,
+    add_export_command,
+    format_registry,
+)
 from mesa_llm_mobility.experiment.parameters import (
     add_parameter_arguments,
     parameters_from_arguments,
@@ -34,6 +39,85 @@ from mesa_llm_mobility.urban.published_cli import (
     add_urban_published_command,
     judge_published,
 )
+
+_MATSIM = "mesa_llm_mobility.urban.matsim_export"
+_GEO = "mesa_llm_mobility.urban.geo_export"
+_GEO_SUFFIXES = (".parquet", ".geojson")
+
+URBAN_EXPORTS = format_registry(
+    ExportFormat(
+        "matsim-plans",
+        f"{_MATSIM}:write_matsim_plans",
+        (".xml", ".xml.gz"),
+        "MATSim population_v6 executed plans (activities, legs; HH:MM:SS, scenario x/y)",
+        ("day",),
+    ),
+    ExportFormat(
+        "matsim-trips",
+        f"{_MATSIM}:write_matsim_trips",
+        (".csv", ".csv.gz"),
+        "one row per trip in MATSim's output_trips.csv columns (';'-separated)",
+        ("day",),
+    ),
+    ExportFormat(
+        "matsim-legs",
+        f"{_MATSIM}:write_matsim_legs",
+        (".csv", ".csv.gz"),
+        "one row per leg in MATSim's output_legs.csv columns (';'-separated)",
+        ("day",),
+    ),
+    ExportFormat(
+        "links",
+        f"{_GEO}:write_links",
+        _GEO_SUFFIXES,
+        "GeoParquet/GeoJSON: directed links with flows and travel times per period",
+        ("day", "period"),
+    ),
+    ExportFormat(
+        "facilities",
+        f"{_GEO}:write_facilities",
+        _GEO_SUFFIXES,
+        "GeoParquet/GeoJSON: facilities as points with arrivals and departures",
+        ("day",),
+    ),
+    ExportFormat(
+        "trips",
+        f"{_GEO}:write_trips",
+        _GEO_SUFFIXES,
+        "GeoParquet/GeoJSON: departed trips as lines through their paths' nodes",
+        ("day",),
+    ),
+)
+"""The urban run's export formats (``mlm urban export``; docs/exports.md)."""
+
+
+def add_urban_export_command(commands: Any) -> None:
+    """Add ``mlm urban export RUN_DIR --format NAME --out FILE [--day N] [--period MIN]``."""
+    export = add_export_command(commands, "urban", "urban", URBAN_EXPORTS)
+    export.add_argument(
+        "--day",
+        type=_positive_whole,
+        default=None,
+        help="export only this day (1-based; times after its midnight); default every day",
+    )
+    export.add_argument(
+        "--period",
+        type=_positive_whole,
+        default=None,
+        help="links: minutes per period, a divisor of a day (default 60)",
+    )
+
+
+def _positive_whole(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number, got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
 
 
 def add_urban_commands(commands: Any) -> Any:
@@ -62,6 +146,7 @@ def add_urban_commands(commands: Any) -> Any:
     add_urban_published_command(urban_commands)
     add_urban_import_osm_command(urban_commands)
     add_urban_import_gtfs_command(urban_commands)
+    add_urban_export_command(urban_commands)
     return urban_commands
 
 
