@@ -64,6 +64,7 @@ def test_urban_rule_tables_are_the_pinned_ones(urban_rules):
     _assert_same("urban_rules", tables)
 
 
+@pytest.mark.slow
 def test_evacuation_rule_runs_are_the_pinned_ones():
     _assert_same("evacuation_rules", outputs.evacuation_rule_runs())
 

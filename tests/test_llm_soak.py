@@ -29,6 +29,8 @@ from mesa_llm_mobility.memory.store import MIN_HNSW_CACHE_SIZE, MemoryStore
 from mesa_llm_mobility.urban import scripted_llm as traveller
 from tests.urban.runs import kpis, run_urban
 
+pytestmark = pytest.mark.slow  # its module fixtures take more than ten seconds
+
 KEY = "soak-suite-key-5e1d7c0a93"
 RESOLVED = {"ok", "repaired", "fallback"}
 FAULTS = provider_faults()  # the 400 is not retried: the rule policy answers

@@ -119,6 +119,7 @@ def test_structured_outputs_are_taken_at_once_and_answers_parse(server, tmp_path
     assert all(r.request.kind is DEPARTURE_CHOICE for r in results)
 
 
+@pytest.mark.slow
 def test_urban_day_plans_from_a_real_model(server, tmp_path, caplog):
     caplog.set_level(logging.ERROR)
     path = tmp_path / "ledger.jsonl"
@@ -134,6 +135,7 @@ def test_urban_day_plans_from_a_real_model(server, tmp_path, caplog):
     _assert_recorded_through_the_schema(Ledger.read(path))
 
 
+@pytest.mark.slow
 def test_evacuation_moves_from_a_real_model(server, tmp_path):
     path = tmp_path / "ledger.jsonl"
     model = EvacuationModel(
@@ -157,6 +159,7 @@ def test_evacuation_moves_from_a_real_model(server, tmp_path):
                 assert has_route != (answer.get("target_offset") is not None), answer
 
 
+@pytest.mark.slow
 def test_free_form_tool_calling_with_a_real_model(server, tmp_path):
     # Table V's free-form mode, smoke-sized: one person, one day, tools offered natively. A
     # 270M model may call the tools, call them badly or not at all, and the server may refuse

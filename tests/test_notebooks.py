@@ -93,6 +93,7 @@ def test_kernel_runs_this_interpreter(tmp_path: Path) -> None:
     assert Path(printed[1]).resolve() == tmp_path.resolve()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1800)  # the whole notebook; each cell is bounded by CELL_TIMEOUT_S
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
 def test_notebook_runs(path: Path) -> None:

@@ -51,6 +51,7 @@ def _fast_retries(brain):
     return brain
 
 
+@pytest.mark.slow
 def test_valid_answers_parse_into_the_schema(batch):
     with FakeLLMServer(VALID) as server, _brain(server) as brain:
         results = brain.decide_all(batch)

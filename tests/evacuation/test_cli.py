@@ -91,6 +91,7 @@ def test_evac_run_refuses_an_earlier_run_unless_overwrite(tmp_path, capsys):
     assert main([*args, "--overwrite"]) == 0
 
 
+@pytest.mark.slow
 def test_evac_run_with_route_workers_writes_the_same_tables(
     tmp_path, capsys, monkeypatch
 ):

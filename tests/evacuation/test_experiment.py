@@ -27,6 +27,8 @@ from mesa_llm_mobility.evacuation.experiment import (
 from mesa_llm_mobility.evacuation.model import EvacuationModel
 from mesa_llm_mobility.evacuation.report import NUMBERS_FILE, REPORT_FILE
 
+pytestmark = pytest.mark.slow  # its module fixtures take more than ten seconds
+
 SHORT = 25.0  # seconds: enough for sightings, exit information and evacuations
 
 

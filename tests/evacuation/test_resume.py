@@ -57,6 +57,7 @@ def uninterrupted(tmp_path_factory):
     return run_evacuation(out, CONFIG, memory_stream=True).run
 
 
+@pytest.mark.slow
 def test_a_stopped_run_resumes_to_the_same_run(tmp_path, uninterrupted, monkeypatch):
     monkeypatch.setattr(route_planner, "MIN_QUERIES_PER_WORKER", 1)
     stopped = run_evacuation(
@@ -106,6 +107,7 @@ def test_a_corrupt_latest_checkpoint_is_skipped(tmp_path, uninterrupted, caplog)
     _same_tables(uninterrupted, stopped.run)
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_written_again_and_bad_run_directories_are_named(
     tmp_path, uninterrupted, capsys
 ):
@@ -175,6 +177,7 @@ LLM_CONFIG = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_an_llm_run_resumes_after_a_crash_replaying_the_answers_it_paid_for(tmp_path):
     def responder():

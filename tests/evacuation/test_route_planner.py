@@ -59,6 +59,7 @@ def _rule_run(workers, kill_after=None, steps=None):
         model.close()
 
 
+@pytest.mark.slow
 def test_route_workers_give_exactly_the_run_of_one_process(every_step_shared):
     alone, _ = _rule_run(1)
     shared, planner = _rule_run(2)
@@ -67,6 +68,7 @@ def test_route_workers_give_exactly_the_run_of_one_process(every_step_shared):
     assert planner._pool is None  # closed with the model
 
 
+@pytest.mark.slow
 def test_a_killed_route_worker_is_answered_here_and_the_run_is_unchanged(
     every_step_shared, caplog
 ):
@@ -79,6 +81,7 @@ def test_a_killed_route_worker_is_answered_here_and_the_run_is_unchanged(
     assert any("route worker failed" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.slow
 def test_a_run_restored_after_a_worker_failure_starts_its_workers_again(
     every_step_shared,
 ):
@@ -153,6 +156,7 @@ def _options_queries(model, agents):
         ({"draft": 0.5, "here": 1.0, "workers": 0.5}, 22),  # m = 0
     ],
 )
+@pytest.mark.slow
 def test_a_stream_sends_the_workers_their_share_and_answers_in_order(
     monkeypatch, rates, sent
 ):
@@ -223,6 +227,7 @@ def _llm_run(workers, ledger=None):
             model.close()
 
 
+@pytest.mark.slow
 def test_the_llm_path_with_route_workers_sees_the_same_options(
     every_step_shared, tmp_path
 ):
@@ -259,6 +264,7 @@ def _running(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
 def test_a_worker_ends_when_the_models_process_is_killed(tmp_path):
     import subprocess  # noqa: PLC0415
@@ -353,6 +359,7 @@ def test_a_reused_answer_has_the_new_querys_attributes():
         model.close()
 
 
+@pytest.mark.slow
 def test_a_streamed_step_leaves_no_garbage_only_a_full_collection_frees(
     every_step_shared,
 ):

@@ -26,6 +26,8 @@ from mesa_llm_mobility.evacuation.revisions import (
     goal_category,
 )
 
+pytestmark = pytest.mark.slow  # its module fixtures take more than ten seconds
+
 PROMPT = """TIME 12.00 s. You face N. Current view:
 ??...
 .@.A.

@@ -31,6 +31,8 @@ from mesa_llm_mobility.urban import UrbanMobilityModel
 from mesa_llm_mobility.urban.parameters import UrbanParameters
 from tests.urban.runs import run_urban
 
+pytestmark = pytest.mark.slow  # its module fixtures take more than ten seconds
+
 URBAN = {
     "population": ["population_70", "no_such_population"],
     "n_agents": 4,

@@ -62,6 +62,7 @@ def _assert_no_secret(folder):
     assert leaked == []
 
 
+@pytest.mark.slow
 def test_llm_runs_on_two_processes_equal_serial_and_share_the_budget(tmp_path):
     with FakeLLMServer(traveller.respond, latency_s=_slow_sometimes) as server:
         serial = _sweep(tmp_path / "serial", server, "serial")
@@ -76,6 +77,7 @@ def test_llm_runs_on_two_processes_equal_serial_and_share_the_budget(tmp_path):
     _assert_no_secret(tmp_path)
 
 
+@pytest.mark.slow
 def test_faulty_slow_llm_sweep_completes_and_resumes_after_an_idle_gap(tmp_path):
     faults = provider_faults()
     with FakeLLMServer(
@@ -100,6 +102,7 @@ def test_faulty_slow_llm_sweep_completes_and_resumes_after_an_idle_gap(tmp_path)
     _assert_no_secret(tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("executor", ["serial", "process"])
 def test_evacuation_llm_sweep(tmp_path, executor):
     grid = {"composition": "A", "time_limit_s": 3.0, "brain": BRAIN}

@@ -57,6 +57,7 @@ def assert_complete(found):
         assert hits[0] == (f"n{i}", pytest.approx(1.0, abs=1e-4)), (agent, i, hits)
 
 
+@pytest.mark.slow
 def test_evicted_indexes_reload_with_every_memory(tmp_path):
     store = MemoryStore.persistent(
         tmp_path / "m",
@@ -75,6 +76,7 @@ def test_evicted_indexes_reload_with_every_memory(tmp_path):
     store.close()
 
 
+@pytest.mark.slow
 def test_store_written_without_per_write_persistence_stays_queryable(tmp_path):
     """A store from before the fix: its collections persisted their index every 1,000 writes."""
     path = tmp_path / "m"

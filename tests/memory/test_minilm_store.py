@@ -60,6 +60,7 @@ def test_persisted_minilm_store_reopens_with_minilm(tmp_path):
     assert results[0].node.content == "My sister baked a chocolate cake"
 
 
+@pytest.mark.slow
 def test_llm_urban_run_on_auto_uses_minilm_and_records_it(tmp_path):
     """A day through the LLM brain (faults, slow answers) whose memories are MiniLM's."""
     config = {

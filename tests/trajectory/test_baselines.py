@@ -134,6 +134,7 @@ def test_llm_baselines_need_an_llm_brain(small_split):
         run_baseline("gan", small_split.history, _dates(small_split.held_out))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_llm_baseline_through_faults_and_slow_answers(tmp_path, ten):
     history, held_out = ten
@@ -177,6 +178,7 @@ def test_llm_baseline_through_faults_and_slow_answers(tmp_path, ten):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_verification_counts_what_the_server_broke_across_idle_gaps(tmp_path, ten):
     history, held_out = ten

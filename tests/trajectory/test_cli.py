@@ -167,6 +167,7 @@ def _llm_flags(server):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_generate_through_the_llm_brain_writes_the_ledger(
     data, tmp_path, capsys, monkeypatch
@@ -337,6 +338,7 @@ def test_benchmark_refuses_the_llm_baseline_without_an_llm(tmp_path, capsys):
     assert not (tmp_path / "tb").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_benchmark_temperature_study_through_the_llm_brain(
     tmp_path, capsys, monkeypatch

@@ -66,6 +66,7 @@ def history(small_split):
     ].reset_index(drop=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("durations", ["day", "visit"])
 def test_llm_days_resolve_every_decision_and_ground_every_visit(
     tmp_path, history, durations
@@ -123,6 +124,7 @@ def test_llm_chains_follow_the_exemplars(tmp_path, history):
         assert record["result"]["activities"] == ast.literal_eval(first)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("durations", ["day", "visit"])
 def test_llm_days_end_at_home_at_midnight_with_the_history_visit_counts(
     tmp_path, history, durations

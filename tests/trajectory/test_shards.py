@@ -44,6 +44,8 @@ from tests.trajectory.runs import generation_config, run_generation
 
 from .conftest import slow_sometimes
 
+pytestmark = pytest.mark.slow  # its module fixtures take more than ten seconds
+
 TABLES = ("trajectories", "decisions", "workflow")
 KEY = "trajshard-suite-key-5d1e07"
 RESOLVED = {"ok", "repaired", "fallback"}

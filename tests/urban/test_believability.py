@@ -115,6 +115,7 @@ def test_rule_scenarios_cover_plans_revisions_and_reflections():
     assert len({s.scenario_id for s in found}) == len(found)
 
 
+@pytest.mark.slow
 def test_llm_scenarios_and_judge_against_the_local_server_with_faults(tmp_path):
     faults = provider_faults()
     options = {

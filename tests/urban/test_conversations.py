@@ -248,6 +248,7 @@ def test_llm_agreements_change_both_plans(tmp_path):
     assert model.summary()["plan_errors"] == {}
 
 
+@pytest.mark.slow
 def test_llm_conversations_survive_faults_and_slow_answers():
     faults = with_faults(scripted_llm.respond, provider_faults(hang_s=3.0), every=3)
     with (

@@ -65,6 +65,7 @@ def _slow_sometimes(body):
     return (sum(map(ord, body["messages"][-1]["content"][-40:])) % 7) * 0.05
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("client", ["direct", "litellm"])
 def test_an_llm_day_with_a_reaction_time_resolves_every_decision(
     tmp_path, client, caplog

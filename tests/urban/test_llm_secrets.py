@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import logging
 
+import pytest
+
 from mesa_llm_mobility.cli import main
 from mesa_llm_mobility.cognition.testing import FakeLLMServer, Fault, json_content
 
@@ -36,6 +38,7 @@ def _echoing_responder():
     return respond
 
 
+@pytest.mark.slow
 def test_an_echoed_key_is_in_no_file_no_output_and_no_log(
     tmp_path, monkeypatch, capsys, caplog
 ):

@@ -82,6 +82,7 @@ def _llm_model(server, ledger, **kw):
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_scores_trip_memories_and_plans_recall_by_place_and_time(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"
@@ -151,6 +152,7 @@ def test_rule_brain_never_asks_trip_importance():
         UrbanMobilityModel(trip_importance="daily")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_scores_trips_on_arrival_in_bounded_batches(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"

@@ -172,6 +172,7 @@ def test_walkers_reconsider_when_an_event_is_on_the_links_ahead(monkeypatch):
     assert len(at_node) == len(crossing) - starting_on_it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_travellers_get_the_same_facts_through_the_local_server(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"

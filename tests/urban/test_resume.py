@@ -229,6 +229,7 @@ def test_fork_with_events_off_from_day_0_equals_a_run_without_events(
 
 
 # ---------------------------------------------------------------------------- command line
+@pytest.mark.slow
 def test_cli_urban_resume_and_fork(uninterrupted, tmp_path, capsys):
     out = tmp_path / "cli"
     run_urban(out, stop_after=1, **CONFIG)
@@ -250,6 +251,7 @@ def test_cli_resume_of_a_missing_run_is_a_clear_error(tmp_path, capsys):
     assert "no such run directory" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_fork_of_a_rule_run_with_an_llm_brain(uninterrupted, tmp_path):
     with FakeLLMServer(_respond) as server:
         fork = fork_run(
@@ -299,6 +301,7 @@ def _flawed_then_fixed(body):
     return traveller.respond(body)
 
 
+@pytest.mark.slow
 def test_a_replayed_llm_run_reports_what_the_live_run_reported(tmp_path):
     config = {"days": 1, "n_agents": 6, "seed": 8, "brain": "llm:openai/fake-model"}
     with FakeLLMServer(_flawed_then_fixed) as server:

@@ -165,6 +165,7 @@ def _resolved_and_bounded(model, via):
     return decisions, calls
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_travellers_call_tools_and_read_the_answers(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"
@@ -198,6 +199,7 @@ def test_llm_travellers_call_tools_and_read_the_answers(tmp_path, faulty):
     assert set(report.tool_calls["via"]) == {"structured"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("faulty", [False, True])
 def test_llm_travellers_call_tools_natively(tmp_path, faulty):
     ledger = tmp_path / "ledger.jsonl"
@@ -230,6 +232,7 @@ def test_llm_travellers_call_tools_natively(tmp_path, faulty):
     assert set(report.tool_calls["via"]) == {"native"}
 
 
+@pytest.mark.slow
 def test_native_tool_calls_replay_from_the_ledger_with_no_call(tmp_path):
     ledger = tmp_path / "ledger.jsonl"
     with (
@@ -272,6 +275,7 @@ def test_a_server_without_tool_calling_gets_the_structured_query(tmp_path):
     assert set(auto.tool_calls_frame()["via"]) == {"structured"}
 
 
+@pytest.mark.slow
 def test_a_resumed_run_replays_its_native_tool_calls_with_no_call(tmp_path):
     config = {
         "days": 2,
@@ -308,6 +312,7 @@ def test_the_inspector_reads_tool_calls_saved_before_native_calling():
     assert list(rows["answer"]) == ["x"] and list(rows["via"]) == ["structured"]
 
 
+@pytest.mark.slow
 def test_a_run_saves_its_tool_calling_and_a_resumed_run_keeps_it(tmp_path, monkeypatch):
     config = {
         "days": 2,

@@ -83,6 +83,7 @@ def _check(session, person_days: int) -> None:
     assert table.to_dict() == evaluate(session.held_out, session.generated)
 
 
+@pytest.mark.slow
 def test_llm_sessions_resolve_every_decision_through_faults_and_idle_gaps(
     llm_settings, monkeypatch
 ):

@@ -72,6 +72,7 @@ def _routine(days: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
     ],
     ids=["gru", "lstm", "transformer"],
 )
+@pytest.mark.slow
 def test_a_generator_learns_a_routine_and_its_day_types(model):
     tokens, types = _routine(70, np.random.default_rng(0))
     params, log = train_next_cell(
@@ -133,6 +134,7 @@ def test_the_transformers_cached_decoding_is_its_causal_pass():
         pytest.param("seqgan", marks=pytest.mark.slow),
     ],
 )
+@pytest.mark.slow
 def test_a_baseline_generates_every_held_out_day_as_valid_stays(small_split, name):
     history, held_out = small_split.history, small_split.held_out
     dates = sorted(set(local_dates(held_out)))

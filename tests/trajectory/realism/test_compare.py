@@ -15,6 +15,8 @@ from mesa_llm_mobility.trajectory.realism.controls import (
 )
 from mesa_llm_mobility.trajectory.staypoints import StayPointError
 
+pytestmark = pytest.mark.slow  # its module fixtures take more than ten seconds
+
 CHANCE_TOLERANCE_SE = 3.0
 """Two halves of the same data: |AUROC - 0.5| <= 3 standard errors of a chance AUROC
 (Hanley-McNeil at A = 0.5 with the compared counts). Visits of one day are not independent,
