@@ -404,18 +404,40 @@ def snapshot_offset(scenario: Scenario) -> float:
     return SIDE_OFFSET * node_layout(scenario)[1]
 
 
+def road_polylines(
+    scenario: Scenario, positions: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
+    """Each road link as drawn in direction 0: its ``geometry``, else its two end nodes.
+
+    Args:
+        scenario: The scenario.
+        positions: Node positions (default: :func:`node_layout`'s).
+
+    Returns:
+        ``{link name: (n, 2) array}`` from ``from_node`` to ``to_node``; ``n == 2`` for a link
+        without a geometry (a straight segment between its nodes).
+    """
+    if positions is None:
+        positions = node_layout(scenario)[0]
+    return {
+        link.name: (
+            np.array(link.geometry, dtype=float)
+            if link.geometry is not None
+            else np.array([positions[link.from_node], positions[link.to_node]])
+        )
+        for link in scenario.road_links.values()
+    }
+
+
 def _road_segments(
     scenario: Scenario, positions: dict[str, np.ndarray], offset: float
 ) -> dict[tuple[str, int], np.ndarray]:
-    """Each road link direction as a segment shifted to one side (opposite directions apart)."""
+    """Each road link direction as a polyline shifted to one side (opposite directions apart)."""
     segments: dict[tuple[str, int], np.ndarray] = {}
-    for link in scenario.road_links.values():
-        ends = [(link.from_node, link.to_node)]
-        if link.two_way:
-            ends.append((link.to_node, link.from_node))
-        for direction, (tail, head) in enumerate(ends):
-            ends_xy = np.array([positions[tail], positions[head]])
-            segments[(link.name, direction)] = offset_polyline(ends_xy, offset)
+    for name, points in road_polylines(scenario, positions).items():
+        segments[(name, 0)] = offset_polyline(points, offset)
+        if scenario.road_links[name].two_way:
+            segments[(name, 1)] = offset_polyline(points[::-1], offset)
     return segments
 
 
@@ -472,7 +494,8 @@ def traffic_snapshot(
 ) -> Figure:
     """The network at its real coordinates, road links coloured by congestion at a minute.
 
-    The two directions of a road link are drawn side by side, each shifted to its own side, and
+    The two directions of a road link are drawn side by side (along its ``geometry`` where it
+    has one, see :func:`road_polylines`), each shifted to its own side, and
     each is coloured by the label of its wait indicator (:data:`CONGESTION_COLOURS`);
     links without a row at that step are drawn as free. Metro lines are dashed, one colour per
     line; nodes are dots, labelled with their facility's name.

@@ -90,6 +90,9 @@ class RoadLink:
         storage_capacity: ``flow`` model only: vehicles the link can hold (spillback), or None.
         capacity_for_trip_ends: ``flow`` model only: whether vehicles ending their trip at the end
             node also pass the exit capacity (False: they leave after the free travel time).
+        geometry: The road's course as drawn, ``(x, y)`` points from ``from_node`` to
+            ``to_node`` (both ends included, in the nodes' coordinates), or None for a straight
+            link. Only maps use it; lengths and times come from the fields above.
     """
 
     name: str
@@ -103,6 +106,11 @@ class RoadLink:
     speed: float | None = None
     storage_capacity: int | None = None
     capacity_for_trip_ends: bool = True
+    geometry: tuple[tuple[float, float], ...] | None = None
+
+
+GEOMETRY_END_TOLERANCE = 1.0
+"""How far (in node coordinates) a link geometry's first and last points may lie from its nodes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +318,43 @@ class _Reader:
         return items
 
 
+def _geometry(
+    read: _Reader, item: dict[str, Any], entry: str, ends: tuple[Node, Node]
+) -> tuple[tuple[float, float], ...] | None:
+    """A road link's optional ``geometry``: at least two ``[x, y]`` points, ends at its nodes."""
+    points = read.get(item, entry, "geometry", (list,), None)
+    if points is None:
+        return None
+    if len(points) < 2:
+        raise read.fail(entry, "field 'geometry': expected at least two [x, y] points")
+    parsed = []
+    for k, point in enumerate(points):
+        if (
+            not isinstance(point, list)
+            or len(point) != 2
+            or not all(
+                isinstance(v, (int, float))
+                and not isinstance(v, bool)
+                and math.isfinite(v)
+                for v in point
+            )
+        ):
+            raise read.fail(
+                entry,
+                f"field 'geometry'[{k}]: expected [x, y] (two numbers), got {point!r}",
+            )
+        parsed.append((float(point[0]), float(point[1])))
+    for k, node in ((0, ends[0]), (len(parsed) - 1, ends[1])):
+        x, y = parsed[k]
+        if math.hypot(x - node.x, y - node.y) > GEOMETRY_END_TOLERANCE:
+            raise read.fail(
+                entry,
+                f"field 'geometry'[{k}]: ({x:g}, {y:g}) is not at node {node.id!r} "
+                f"({node.x:g}, {node.y:g})",
+            )
+    return tuple(parsed)
+
+
 def _entry(section: str, index: int, item: dict[str, Any], key: str) -> str:
     label = item.get(key)
     return (
@@ -439,6 +484,7 @@ def scenario_from_dict(data: dict[str, Any], source: str = "<dict>") -> Scenario
             capacity_for_trip_ends=read.get(
                 item, entry, "capacity_for_trip_ends", (bool,), True
             ),
+            geometry=_geometry(read, item, entry, (nodes[a], nodes[b])),
         )
 
     metro_lines: dict[str, MetroLine] = {}

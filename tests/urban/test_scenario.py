@@ -195,6 +195,34 @@ def test_other_field_errors(doc):
     assert _error(bad) == "town.json: missing top-level field 'nodes'"
 
 
+def test_a_link_geometry_is_kept_and_a_bad_one_is_one_line_naming_the_link(doc):
+    # Ave_1_link_1 runs from Node_1 (14, 6) to Node_12 (25, 6)
+    doc["road_links"][0]["geometry"] = [[14, 6], [19.5, 4], [25.0, 6.0]]
+    link = scenario_from_dict(doc, "town.json").road_links["Ave_1_link_1"]
+    assert link.geometry == ((14.0, 6.0), (19.5, 4.0), (25.0, 6.0))
+    assert load_scenario("nguyen_dupuis").road_links["Ave_2_link_1"].geometry is None
+    for points, problem in [
+        (
+            [[14, 6], [19.5, "north"], [25, 6]],
+            "field 'geometry'[1]: expected [x, y] (two numbers), got [19.5, 'north']",
+        ),
+        (
+            [[14, 6], [19.5], [25, 6]],
+            "field 'geometry'[1]: expected [x, y] (two numbers), got [19.5]",
+        ),
+        ([[14, 6]], "field 'geometry': expected at least two [x, y] points"),
+        ("straight", "field 'geometry': expected list, got 'straight'"),
+        (
+            [[14, 6], [19.5, 4], [30, 6]],
+            "field 'geometry'[2]: (30, 6) is not at node 'Node_12' (25, 6)",
+        ),
+    ]:
+        doc["road_links"][0]["geometry"] = points
+        message = _error(doc)
+        assert message == f"town.json: road_links[0] (Ave_1_link_1): {problem}"
+        assert "\n" not in message
+
+
 def test_length_and_speed(doc):
     link = doc["road_links"][0]
     del link["free_time"]

@@ -3,13 +3,14 @@
 Built on :func:`~mesa_llm_mobility.urban.plots.traffic_snapshot` (roads coloured by congestion
 label, metro lines), with the live layer on top: trains at their timetable positions, each
 facility's name with the number of people inside and queueing at its door (placed so that no
-two labels overlap), and one marker per traveller on a link (spread along it), at a node or at
-a facility (a small ring around it). The figure is as wide as the panel and as high as the
+two labels overlap), and one marker per traveller on a link (spread along it, along its road
+geometry where the scenario gives one), at a node or at a facility (a small ring around it). The figure is as wide as the panel and as high as the
 town's shape needs.
 """
 
 from __future__ import annotations
 
+import itertools
 import zlib
 
 import numpy as np
@@ -45,15 +46,37 @@ def link_ends(scenario: Scenario) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
     Metro links are shifted beside the roads, as :func:`~..plots.traffic_snapshot` draws them.
     """
-    xy, _ = plots.node_layout(scenario)
-    ends = {
-        link.name: (xy[link.from_node], xy[link.to_node])
-        for link in scenario.road_links.values()
+    return {
+        name: (points[0], points[-1])
+        for name, points in link_polylines(scenario).items()
     }
+
+
+def link_polylines(scenario: Scenario) -> dict[str, np.ndarray]:
+    """Every road and metro link as drawn, by link name (direction 0), as ``(n, 2)`` points.
+
+    A road link with a ``geometry`` (an imported city's) follows it; any other link is its two
+    end points (``n == 2``). Metro links are shifted beside the roads, as
+    :func:`~..plots.traffic_snapshot` draws them.
+    """
+    lines = plots.road_polylines(scenario)
     for line, points in metro_polylines(scenario).items():
         for k, name in enumerate(scenario.metro_lines[line].link_names):
-            ends[name] = (points[k], points[k + 1])
-    return ends
+            lines[name] = points[k : k + 2]
+    return lines
+
+
+def point_along(points: np.ndarray, share: float) -> np.ndarray:
+    """The point ``share`` (0 to 1) of the way along a polyline, by length."""
+    a, b = points[0], points[-1]
+    if len(points) == 2:
+        return a + share * (b - a)
+    steps = np.hypot(*np.diff(points, axis=0).T)
+    along = np.concatenate([[0.0], np.cumsum(steps)])
+    at = share * along[-1]
+    return np.array(
+        [np.interp(at, along, points[:, 0]), np.interp(at, along, points[:, 1])]
+    )
 
 
 def metro_polylines(scenario: Scenario) -> dict[str, np.ndarray]:
@@ -94,19 +117,20 @@ def _spread(agent: str, scale: float) -> tuple[float, float]:
 def traveller_positions(view: TownView) -> pd.DataFrame:
     """Map coordinates of every traveller: agent, state, place, x, y.
 
-    Travellers on a link are spread evenly along its middle 80 %; at a facility or a node each
+    Travellers on a link are spread evenly along the middle 80 % of its drawn polyline
+    (:func:`link_polylines`); at a facility or a node each
     sits at a fixed small offset (from its name) around the node.
     """
     scenario = view.scenario
     xy, span = plots.node_layout(scenario)
-    ends = link_ends(scenario)
+    lines = link_polylines(scenario)
     ring = 0.02 * span
     on_link: dict[str, list[tuple[str, str]]] = {}
     rows = []
     for agent, state, place in view.travellers[["agent", "state", "place"]].itertuples(
         index=False, name=None
     ):
-        if place in ends:
+        if place in lines:
             on_link.setdefault(place, []).append((agent, state))
             continue
         facility = scenario.facilities.get(place)
@@ -116,10 +140,9 @@ def traveller_positions(view: TownView) -> pd.DataFrame:
         dx, dy = _spread(agent, ring)
         rows.append((agent, state, place, float(centre[0] + dx), float(centre[1] + dy)))
     for place, people in on_link.items():
-        a, b = ends[place]
         for k, (agent, state) in enumerate(people):
             share = 0.1 + 0.8 * (k + 0.5) / len(people)
-            x, y = a + share * (b - a)
+            x, y = point_along(lines[place], share)
             rows.append((agent, state, place, float(x), float(y)))
     return pd.DataFrame(rows, columns=["agent", "state", "place", "x", "y"])
 
@@ -188,10 +211,10 @@ def network_points(scenario: Scenario, every: float | None = None) -> np.ndarray
     xy, span = plots.node_layout(scenario)
     spacing = every or span / 150
     points = [np.array(list(xy.values()))]
-    segments = [*link_ends(scenario).values()]
-    for a, b in segments:
-        n = max(int(np.hypot(*(b - a)) / spacing), 1)
-        points.append(a + np.linspace(0, 1, n + 1)[:, None] * (b - a))
+    for line in link_polylines(scenario).values():
+        for a, b in itertools.pairwise(line):
+            n = max(int(np.hypot(*(b - a)) / spacing), 1)
+            points.append(a + np.linspace(0, 1, n + 1)[:, None] * (b - a))
     return np.vstack(points)
 
 

@@ -23,7 +23,9 @@ never downloads anything, and returns a validated :class:`~mesa_llm_mobility.urb
    shared kind (School, Gym, ...) nearest the city's centre is named by its kind and holds the
    kind's whole capacity: the rule brain sends school runs and leisure there.
 5. **Nodes** keep their position in metres (the extract's UTM zone) and their longitude and
-   latitude.
+   latitude; a link that is not straight keeps its road's course (osmnx's edge ``geometry``,
+   simplified to within :data:`GEOMETRY_TOLERANCE_M`, rounded to 0.1 m) as its ``geometry``,
+   which maps draw.
 
 Bad input raises :class:`CityImportError` (a ``ValueError``) naming the file and the element.
 """
@@ -66,6 +68,8 @@ WALK_SPEED_KMH = 5.0
 """Walking speed that sets the scenario's walking factor."""
 VEHICLE_LENGTH_M = 7.5
 """Road length one queued vehicle takes (storage capacity, with ``storage=True``)."""
+GEOMETRY_TOLERANCE_M = 1.0
+"""A link's road geometry is simplified to within this many metres (shapely ``simplify``)."""
 SHARED_KINDS = FACILITY_KINDS[3:]
 """Kinds the rule brain visits by name (school runs, leisure): one facility each is named so."""
 
@@ -281,6 +285,36 @@ def _link_entry(
     return entry
 
 
+def _link_geometry(
+    line: Any, start: tuple[float, float], end: tuple[float, float]
+) -> list[list[float]] | None:
+    """A link's road course in metres from ``start`` to ``end`` (its nodes), or None if straight.
+
+    osmnx's edge ``geometry`` (a projected LineString, extended to consolidated nodes) is
+    oriented from the start node, simplified to within ``GEOMETRY_TOLERANCE_M``, its inner
+    points rounded to 0.1 m and its ends replaced by the nodes' (rounded) positions, so the
+    drawn road meets its nodes exactly.
+    """
+    if line is None or line.is_empty:
+        return None
+    coords = list(line.coords)
+    first, last = np.asarray(coords[0]), np.asarray(coords[-1])
+    if np.hypot(*(first - end)) + np.hypot(*(last - start)) < np.hypot(
+        *(first - start)
+    ) + np.hypot(*(last - end)):
+        line = line.reverse()
+    inner = list(line.simplify(GEOMETRY_TOLERANCE_M).coords)[1:-1]
+    points = [list(start)]
+    for x, y in inner:
+        point = [round(float(x), 1), round(float(y), 1)]
+        if point != points[-1]:
+            points.append(point)
+    if points[-1] == list(end):
+        points.pop()
+    points.append(list(end))
+    return points if len(points) > 2 else None
+
+
 # ---------------------------------------------------------------------------- facilities
 def _kind_of(tags: Mapping[str, str]) -> str | None:
     for (key, value), kind in FACILITY_TAGS.items():
@@ -448,11 +482,17 @@ def _scenario_doc(
             }
         )
     _fill_lon_lat(graph, nodes)
+    at = {n["id"]: (n["x"], n["y"]) for n in nodes}
     best: dict[tuple[str, str], dict[str, Any]] = {}
     for u, v, data in graph.edges(data=True):
         if u == v:
             continue
         entry = _link_entry(node_ids[u], node_ids[v], data, storage)
+        geometry = _link_geometry(
+            data.get("geometry"), at[node_ids[u]], at[node_ids[v]]
+        )
+        if geometry is not None:
+            entry["geometry"] = geometry
         key = (entry["from"], entry["to"])
         old = best.get(key)
         if (

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from mesa_llm_mobility.urban.app.town_map import (
     draw_town,
     facility_label,
     link_ends,
+    link_polylines,
     marker_fractions,
     shown_travellers,
     traveller_at,
@@ -44,6 +46,51 @@ def test_travellers_on_a_link_are_spread_along_it(town):
     d = points - a
     across = (b - a)[0] * d[:, 1] - (b - a)[1] * d[:, 0]
     assert np.allclose(across, 0)
+
+
+def _curved_town(town):
+    """The reference town with Ave_1_link_1 (Node_1 (14, 6) to Node_12 (25, 6)) bent north."""
+    bent = replace(
+        town.road_links["Ave_1_link_1"],
+        geometry=((14.0, 6.0), (14.0, 2.0), (25.0, 2.0), (25.0, 6.0)),
+    )
+    return replace(town, road_links={**town.road_links, bent.name: bent})
+
+
+def test_a_link_with_geometry_is_drawn_along_it_and_one_without_straight(town):
+    curved = _curved_town(town)
+    lines = link_polylines(curved)
+    assert lines["Ave_1_link_1"].tolist() == [[14, 6], [14, 2], [25, 2], [25, 6]]
+    other = curved.road_links["Ave_2_link_1"]
+    ends = [
+        [curved.nodes[n].x, curved.nodes[n].y] for n in (other.from_node, other.to_node)
+    ]
+    assert lines["Ave_2_link_1"].tolist() == ends
+    assert [a.tolist() for a in link_ends(curved)["Ave_1_link_1"]] == [[14, 6], [25, 6]]
+    # the snapshot under the map draws both directions along the bend, shifted apart
+    link_states = empty_link_states(curved, 419)
+    figure = draw_town(
+        TownView(
+            curved,
+            420,
+            link_states,
+            pd.DataFrame(
+                [("ann", "driving", "Ave_1_link_1")],
+                columns=["agent", "state", "place"],
+            ),
+            pd.DataFrame(),
+        )
+    )
+    roads = next(c for c in figure.axes[0].collections if c.get_gid() == "road_links")
+    bent = [path.vertices for path in roads.get_paths() if len(path.vertices) == 4]
+    assert len(bent) == 2
+    for vertices in bent:
+        assert np.abs(vertices[:, 1] - 2.0).min() < 1.0  # through the bend at y = 2
+    # a traveller on the bent link sits on its polyline, halfway along it: (19.5, 2)
+    x, y = traveller_positions(_view(curved, [("ann", "driving", "Ave_1_link_1")]))[
+        ["x", "y"]
+    ].iloc[0]
+    assert (x, y) == pytest.approx((19.5, 2.0))
 
 
 def test_travellers_at_a_facility_sit_around_its_node(town):

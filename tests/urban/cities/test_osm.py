@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from mesa_llm_mobility.urban.cities.osm import CityImportError, import_osm
@@ -157,3 +158,24 @@ def test_the_bundled_extract_imports_with_every_kind_the_rule_brain_visits(helsi
     for kind in ("School", "Gym", "Coffee shop", "Supermarket", "Food court", "Museum"):
         assert town.facilities[kind].kind == kind
     assert sum(f.capacity for f in town.facilities.values() if f.kind == "home") > 5000
+
+
+def test_the_bundled_extract_keeps_the_roads_course_from_node_to_node(helsinki):
+    out, town = helsinki
+    bent = 0
+    for link in town.road_links.values():
+        if link.geometry is None:
+            continue
+        points = np.array(link.geometry)
+        for point, node in ((points[0], link.from_node), (points[-1], link.to_node)):
+            at = town.nodes[node]
+            assert np.hypot(point[0] - at.x, point[1] - at.y) <= 0.1
+        along = np.hypot(*np.diff(points, axis=0).T).sum()
+        assert along == pytest.approx(link.length, rel=0.01, abs=1.0)
+        start, end = points[0], points[-1]
+        bent += along > np.hypot(*(end - start)) + 5.0
+    assert bent >= 10  # many links are not straight
+    doc = json.loads(out.read_text("utf-8"))
+    for entry in doc["road_links"]:
+        for x, y in entry.get("geometry", []):
+            assert round(x, 1) == x and round(y, 1) == y
