@@ -9,7 +9,8 @@ UTM zone's EPSG code, checked against the nodes' own longitude and latitude.
 
 A facility stands at its node (the scenario snaps facilities to nodes), so its coordinates are
 its node's. A trip's path is a list of link names; :func:`path_nodes` turns it into the nodes
-it passes, from the origin's node.
+it passes, from the origin's node. A road link drawn along its road (an imported city's
+``geometry``) is exported along it too (:meth:`ScenarioCoordinates.link_course`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from pyproj import Transformer
 
@@ -59,6 +61,41 @@ class ScenarioCoordinates:
     def geographic_crs(self) -> str | None:
         """The CRS of :attr:`geographic`: WGS 84 for a city, None for drawing units."""
         return WGS84 if self.lonlat is not None else None
+
+    @cached_property
+    def _to_geographic(self) -> Transformer | None:
+        if self.lonlat is None or self.projected_crs is None:
+            return None
+        return Transformer.from_crs(self.projected_crs, WGS84, always_xy=True)
+
+    def link_course(
+        self, scenario: Scenario, name: str, tail: str, head: str
+    ) -> list[tuple[float, float]]:
+        """A link's points from ``tail`` to ``head`` in :attr:`geographic` coordinates.
+
+        A road link with a ``geometry`` follows it (reversed when travelled from its
+        ``to_node``; projected to longitude and latitude for a city in UTM metres); any other
+        link is its two end nodes. The first and last points are the nodes' own positions.
+        """
+        road = scenario.road_links.get(name)
+        geographic = self.geographic
+        ends = [geographic[tail], geographic[head]]
+        if road is None or road.geometry is None:
+            return ends
+        points = list(road.geometry)
+        if tail != road.from_node:
+            points.reverse()
+        inner = points[1:-1]
+        if inner and self.lonlat is not None:
+            if (
+                self._to_geographic is None
+            ):  # lon/lat whose x/y are not UTM: no projection
+                return ends
+            lons, lats = self._to_geographic.transform(
+                [x for x, _ in inner], [y for _, y in inner]
+            )
+            inner = list(zip(lons, lats, strict=True))
+        return [ends[0], *inner, ends[1]]
 
     def distance_m(self, a: str, b: str) -> float:
         """Straight-line distance between two nodes in metres (NaN in drawing units)."""

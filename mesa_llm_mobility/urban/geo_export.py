@@ -90,7 +90,6 @@ def _day_periods(minutes: pd.Series, period: int) -> tuple[pd.Series, pd.Series]
 
 
 def _link_descriptions(travel: Travel) -> pd.DataFrame:
-    xy = travel.coordinates.geographic
     rows = []
     for link in travel.index.links:
         road = travel.scenario.road_links.get(link.name)
@@ -109,7 +108,11 @@ def _link_descriptions(travel: Travel) -> pd.DataFrame:
                 "length_m": path_distance_m(
                     travel, [link.name], [link.tail, link.head]
                 ),
-                "geometry": LineString([xy[link.tail], xy[link.head]]),
+                "geometry": LineString(
+                    travel.coordinates.link_course(
+                        travel.scenario, link.name, link.tail, link.head
+                    )
+                ),
             }
         )
     return pd.DataFrame(rows)
@@ -276,6 +279,13 @@ def trips_frame(
         path = [str(link) for link in trip.path]
         nodes = path_nodes(travel.index, str(trip.origin), path)
         points = [xy[node] for node in nodes]
+        if len(nodes) == len(path) + 1:  # a chain of links: each along its course
+            points = points[:1]
+            for k, link in enumerate(path):
+                course = travel.coordinates.link_course(
+                    travel.scenario, link, nodes[k], nodes[k + 1]
+                )
+                points.extend(course[1:])
         geometries.append(LineString(points) if len(points) > 1 else Point(points[0]))
         distances.append(path_distance_m(travel, path, nodes))
     frame = trips[list(TRIP_COLUMNS)].copy()
