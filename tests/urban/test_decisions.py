@@ -28,7 +28,7 @@ from mesa_llm_mobility.urban.decisions import (
     trip_memory_text,
 )
 from mesa_llm_mobility.urban.model import free_flow_table
-from mesa_llm_mobility.urban.plans import Activity, DailyPlan, PlanFacts
+from mesa_llm_mobility.urban.plans import Activity, Appointment, DailyPlan, PlanFacts
 from mesa_llm_mobility.urban.routing import NetworkIndex
 from mesa_llm_mobility.urban.scenario import load_scenario
 
@@ -220,6 +220,30 @@ def test_revision_rule_reroutes_only_when_much_faster():
         PLAN_REVISION.rule_policy(revision(situation="during_activity"), rng).action
         == "keep"
     )
+
+
+def test_a_revision_at_a_node_with_a_meeting_agreed_keeps_the_rule_answer_valid():
+    # at a node (en route) the rule policy keeps or reroutes; the meeting agreed in a chat is
+    # added at the next activity's end, so the validator must not demand a replacement here
+    # (1,000 LLM travellers: a rejected answer's rule fallback failed this check and the
+    # run stopped with RulePolicyError)
+    meeting = (Appointment("Coffee shop", 21 * 60, "Gloria Park"),)
+    facts = dataclasses.replace(revision().facts, appointments=meeting)
+    rng = np.random.default_rng(0)
+    for changes in ({}, {"remaining_minutes": 37.0}):
+        at_node = revision(facts=facts, **changes)
+        out = PLAN_REVISION.rule_policy(at_node, rng)
+        assert out.action in ("keep", "new_path")
+        assert PLAN_REVISION.validate(at_node, out) == []
+    # elsewhere the check stands, and the rule policy adds the meeting
+    staying = revision(
+        facts=facts, situation="end_of_activity", place="Office", destination=None
+    )
+    keep = PlanRevisionOutput(action="keep")
+    assert any("joint:" in e for e in PLAN_REVISION.validate(staying, keep))
+    fixed = PLAN_REVISION.rule_policy(staying, rng)
+    assert fixed.action == "replace_activities"
+    assert "Coffee shop" in [a.facility for a in fixed.activities]
 
 
 def test_revision_validator_checks_each_action():

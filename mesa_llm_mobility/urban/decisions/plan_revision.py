@@ -323,9 +323,11 @@ def validate_revision(ctx: RevisionContext, out: PlanRevisionOutput) -> list[str
             errors.append("home: replace_activities needs activities ending at home")
         else:
             errors.extend(str(i) for i in check_plan(out.activities, ctx.facts))
-    if out.action != "replace_activities":
+    if out.action != "replace_activities" and ctx.situation != "at_node":
         # what an agreement changed and the rest of the day lacks (a joint activity, a
-        # pick-up taken over, a car handed over): only a replacement can fix it
+        # pick-up taken over, a car handed over): only a replacement can fix it. At a node
+        # (en route) only the trip's path is decided: the rest of the day is revised at the
+        # next activity's end, as the rule policy does
         errors.extend(
             f"{issue}; use replace_activities"
             for check in (check_appointments, check_duties, check_vehicle)
