@@ -43,22 +43,22 @@ WHY: dict[str, str] = {
         "and forth."
     ),
     "goal_revision_share": (
-        "A goal revision is a changed intent or appraisal (`commit.revision_level`) and the "
-        "rule appraisal switches between normal, unsure and danger as soon as a cue appears "
-        "or fades."
+        "A goal revision is a change of the answer's goal category (`commit.revision_level`); "
+        "the rule pedestrian's goal follows its appraisal (tour when normal, seek_exit when "
+        "unsure, escape in danger), which switches as soon as a cue appears or fades."
     ),
     "goal_rate_large_urgency_change": (
-        "Rule urgency is a function of the appraisal and fear (`decisions.urgency_for`): an "
-        "urgency change of 0.15 almost always comes with a changed appraisal, which is a "
-        "goal revision, and a small one almost never does, so the risk ratios are far above "
-        "the paper's by construction."
+        "Rule urgency is graded from fear and the threat evidence "
+        "(`decisions.urgency_from_evidence`), the same cues that switch the rule appraisal "
+        "and with it the goal: a large urgency change almost always comes with a goal "
+        "revision and a small one rarely does, so the risk ratios are far above the paper's."
     ),
     "goal_rate_new_direct_evidence": (
-        "Seeing A or D makes the rule appraisal danger and the intent escape: a goal "
+        "Seeing A or D makes the rule appraisal danger and the goal escape: a goal "
         "revision whenever the pedestrian was not already in danger."
     ),
     "goal_rate_first_receipt": (
-        "A first shout or message turns a normal rule appraisal into unsure (intent "
+        "A first shout or message turns a normal rule appraisal into unsure (goal "
         "seek_exit): a goal revision unless the pedestrian was already alarmed."
     ),
     "physical_plan_or_above": (
@@ -67,17 +67,19 @@ WHY: dict[str, str] = {
         "the gate first (its Table 5, case 2)."
     ),
     "retention_threat_avoidance": (
-        "The rule intent is escape only while the appraisal is danger (A or D in view, or a "
+        "The rule goal is escape only while the appraisal is danger (A or D in view, or a "
         "stale sighting while afraid); when the threat leaves view and fear decays it "
         "becomes unsure and seek_exit, while the paper's agents kept avoiding the threat."
     ),
     "urgency_median": (
-        "Rule urgency is 0.10 + 0.2 x fear when the appraisal is normal: most decisions have "
-        "urgency 0.10 exactly, so the median split puts them all on the low side and the "
-        "quadrant shares and their AUCs say little."
+        "Rule urgency is 0.05 + 0.5 x fear + 0.45 x evidence "
+        "(`decisions.urgency_from_evidence`): a calm pedestrian with no evidence and no fear "
+        "has 0.05 exactly, and most decisions are made calm, so the median is 0.05, the median "
+        "split puts all calm decisions on the low side, and the quadrant shares and their AUCs "
+        "say little (grading the urgency did not change that)."
     ),
     "auc_hu_ld": (
-        "Rule urgency follows the appraisal, not an independent judgment, and a rule "
+        "Rule urgency follows the same evidence as the appraisal, not an independent judgment, and a rule "
         "pedestrian that is afraid still walks its route directly: high urgency with low "
         "directness does not mark the killed."
     ),
@@ -87,8 +89,9 @@ WHY: dict[str, str] = {
     ),
     "evacuated_if_none_known": (
         "A rule pedestrian steps only onto an opening its route targets, and a route "
-        "targets only an opening it saw: no evacuee lacks knowledge even when the sight "
-        "from the opening's Moore neighbourhood is not counted (in the paper 2 of 190 did)."
+        "targets only an opening it saw, but a sight from the opening's Moore neighbourhood "
+        "does not count: those who first saw their exit from beside it evacuated without "
+        "knowledge (in the paper 2 of 190 did)."
     ),
     "spearman_rho": (
         "Nearly everyone knows a usable exit in every run, so the per-run count of knowers "
@@ -102,8 +105,8 @@ WHY: dict[str, str] = {
         "repeat nearly the same situations, so the few cases recur."
     ),
     "shout_response_higher_urgency": (
-        "Any heard shout makes the rule appraisal unsure with urgency at least 0.35 against "
-        "the normal 0.10: all of them, by construction."
+        "Any heard shout makes the rule appraisal unsure and adds to the evidence its "
+        "urgency is graded from: all of them report a higher urgency, by construction."
     ),
     "danger_gap_direct": (
         "The rule policy appraises danger on every direct sighting, whatever the personality."
@@ -235,6 +238,7 @@ def verdicts(report: dict) -> pd.DataFrame:
         interval = report.get("seeds", {}).get(key)
         low = _value(interval["low"]) if interval else math.nan
         high = _value(interval["high"]) if interval else math.nan
+        low, high = stat.clip(low, high)
         agrees = stat.agrees(ours, low, high)
         if agrees is None:
             continue
@@ -385,17 +389,27 @@ def render_experiment_doc(
         (
             f"**This run**: {ours.get('runs')} runs, {ours.get('pedestrians')} pedestrians, "
             f"brain `{e.get('brain')}`, seeds {seeds}; the sweep took {e.get('wall_s')} s wall "
-            f"and {e.get('cpu_s')} s CPU ({e.get('executor')} executor)."
+            + (
+                f"and {e.get('cpu_s')} s CPU (serial executor)."
+                if e.get("executor") == "serial"
+                else f"({e.get('executor')} executor; its workers' CPU is not in the "
+                f"{e.get('cpu_s')} s CPU of the calling process)."
+            )
         ),
         "",
         "## What agrees with the paper",
         "",
         (
-            "The paper's value lies inside our 95 % between-seed interval"
+            "The paper's value lies inside our 95 % between-seed interval (a p-value: on "
+            "the same side of 0.05)"
             if len(seeds) > 1
-            else f"Within {100 * RELATIVE_AGREEMENT:.0f} % of the paper's value"
+            else f"Within {100 * RELATIVE_AGREEMENT:.0f} % of the paper's value (a p-value: "
+            "on the same side of 0.05)"
         )
-        + f" for {len(agree)} of {len(judged)} statistics:",
+        + f" for {len(agree)} of {len(judged)} statistics. *ours* is computed on every "
+        "seed's runs pooled; the interval is the 95 % t-interval of the per-seed values "
+        "(clipped to [0, 1] for shares and p-values), so a statistic whose size grows with "
+        "the sample (a p-value, a pseudo-R2) can lie outside it:",
         "",
         markdown_table(agree.drop(columns=["key", "agrees"]).set_index("statistic"))
         if len(agree)

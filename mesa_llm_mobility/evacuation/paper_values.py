@@ -40,6 +40,16 @@ class Statistic:
     paper_text: str | None = None
     comparable: bool = True
 
+    def clip(self, low: float, high: float) -> tuple[float, float]:
+        """A t-interval kept within what the statistic can be ([0, 1] for shares and p)."""
+        if math.isnan(low) or math.isnan(high):
+            return low, high
+        if self.kind in ("share", "p"):
+            return min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0)
+        if self.kind == "count":
+            return max(low, 0.0), max(high, 0.0)
+        return low, high
+
     def agrees(
         self, ours: float, low: float = math.nan, high: float = math.nan
     ) -> bool | None:

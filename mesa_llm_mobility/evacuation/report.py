@@ -104,7 +104,7 @@ def statistics_table(
         if intervals is not None and key in intervals.index:
             iv = intervals.loc[key]
             if iv["seeds"] > 1 and not math.isnan(iv["low"]):
-                low, high = float(iv["low"]), float(iv["high"])
+                low, high = stat.clip(float(iv["low"]), float(iv["high"]))
                 row["seed mean [95 % interval]"] = (
                     f"{stat.format(iv['mean'])} [{stat.format(low)}, "
                     f"{stat.format(high)}]"

@@ -29,3 +29,11 @@ def test_the_registry_holds_the_papers_headline_numbers():
     assert STATISTICS["median_first_usable_killed"].paper == 32.33
     assert STATISTICS["share_high_urgency_high_directness"].format(0.325) == "32.5 %"
     assert STATISTICS["risk_ratio_0.10"].paper_string() == "12.27-14.37"
+
+
+def test_a_between_seed_interval_is_kept_within_what_the_statistic_can_be():
+    by_kind = {stat.kind: stat for stat in STATISTICS.values()}
+    assert by_kind["share"].clip(-0.054, 0.65) == (0.0, 0.65)
+    assert by_kind["p"].clip(-7.5e-30, 1.1) == (0.0, 1.0)
+    assert by_kind["count"].clip(-2.0, 5.0) == (0.0, 5.0)
+    assert by_kind["number"].clip(-0.5, 0.7) == (-0.5, 0.7)
