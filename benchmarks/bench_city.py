@@ -155,6 +155,25 @@ def grid_city_osm(blocks: int, mix: dict[str, float], seed: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
+def import_city(osm_file: Path, folder: Path, *, tram_feed: bool):
+    """The scenario of ``osm_file`` (written to ``folder/city.json``), with the bundled tram feed
+    for its service day when ``tram_feed``."""
+    scenario = import_osm(osm_file, out=folder / "city.json")
+    if tram_feed:
+        scenario = import_gtfs(
+            DATA / "helsinki_trams_gtfs.zip",
+            folder / "city.json",
+            date=SERVICE_DAY,
+            out=folder / "city.json",
+        )
+    return scenario
+
+
+def bundled_city(folder: Path):
+    """The bundled central Helsinki extract with its tram feed, imported into ``folder``."""
+    return import_city(DATA / "helsinki.osm.pbf", folder, tram_feed=True)
+
+
 def run_one(city: str, travellers: int, blocks: int | None) -> dict:
     """Import the city and run a day (in this process); the row of the results."""
     folder = Path(tempfile.mkdtemp(prefix="bench_city_"))
@@ -170,14 +189,7 @@ def run_one(city: str, travellers: int, blocks: int | None) -> dict:
             time.process_time(),
             time.perf_counter(),
         )  # the import, not the grid
-    scenario = import_osm(osm_file, out=folder / "city.json")
-    if city == "bundled":
-        scenario = import_gtfs(
-            DATA / "helsinki_trams_gtfs.zip",
-            folder / "city.json",
-            date=SERVICE_DAY,
-            out=folder / "city.json",
-        )
+    scenario = import_city(osm_file, folder, tram_feed=city == "bundled")
     import_wall, import_cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     cpu1, wall1 = time.process_time(), time.perf_counter()
     model = UrbanMobilityModel(

@@ -33,8 +33,10 @@ client CPU per decision, trips completed, and how wall time grows with the popul
 from __future__ import annotations
 
 import argparse
+import cProfile
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,7 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from benchmarks.bench_city import SERVICE_DAY, bundled_city
 from mesa_llm_mobility.cognition.ledger import Ledger
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
 
@@ -93,15 +96,34 @@ def run_llm(
     tools: str = "off",
     trip_importance: str = "creation",
     n_agents: int | None = None,
+    city: str = "town",
+    profile: Path | None = None,
+    memory: str = "ephemeral",
 ) -> dict[str, float]:
-    """One LLM day against the scripted server in its own process; prints and returns figures."""
+    """One LLM day against the scripted server in its own process; prints and returns figures.
+
+    ``city="bundled"``: on the bundled Helsinki extract and tram feed (imported before the clock
+    starts) instead of the reference town. ``profile``: cProfile statistics of the run written
+    there. ``memory="persistent"``: the travellers' memories in a store on disk (as in a run
+    directory) instead of the in-memory one.
+    """
     process, api_base = start_server(latency)
     try:
         with tempfile.TemporaryDirectory() as folder:
+            place = {}
+            if city == "bundled":
+                place = {
+                    "scenario": bundled_city(Path(folder)),
+                    "start_date": SERVICE_DAY,
+                }
+            profiler = cProfile.Profile() if profile else None
             started = time.perf_counter()
             cpu_started = time.process_time()
+            if profiler:
+                profiler.enable()
+            run_dir = Path(folder) / "run" if memory == "persistent" else None
             model = UrbanMobilityModel(
-                days=1, rng=0, n_agents=n_agents, brain="llm:openai/fake-model",
+                **place, run_dir=run_dir, days=1, rng=0, n_agents=n_agents, brain="llm:openai/fake-model",
                 brain_options={"api_base": api_base, "api_key": "sk-fake",
                                "max_concurrency": concurrency, "timeout_s": 30,
                                "client": client,
@@ -114,6 +136,10 @@ def run_llm(
             model.run()
             wall = time.perf_counter() - started
             cpu = time.process_time() - cpu_started
+            peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            if profiler:
+                profiler.disable()
+                profiler.dump_stats(profile)
             summary, decisions = model.summary(), model.decisions_frame()
             tool_calls = model.tool_calls_frame()
             llm = model.ledger.summary().loc["all"]
@@ -142,9 +168,11 @@ def run_llm(
         "prompt_tokens_per_decision": float(llm["prompt_tokens"])
         / max(len(decisions), 1),
         "client_cpu_ms_per_decision": 1000 * cpu / max(len(decisions), 1),
+        "peak_rss_mb": peak_rss_mb,
+        "completed_share": completed / max(trips, 1),
     }
     print(
-        f"LLM brain ({client} client), {agents} travellers x 1 day, latency "
+        f"LLM brain ({client} client), {agents} travellers x 1 day on the {city}, latency "
         f"{latency * 1000:.0f} ms, concurrency {concurrency}, reaction {reaction_minutes} min, "
         f"trip importance at {trip_importance}: "
         f"wall_s {wall:.1f} (setup {setup:.1f})  client cpu_s {cpu:.1f}  "
@@ -156,7 +184,7 @@ def run_llm(
         f"  decisions {len(decisions)}  prompt_tokens_per_decision "
         f"{figures['prompt_tokens_per_decision']:.0f}  client_cpu_ms_per_decision "
         f"{figures['client_cpu_ms_per_decision']:.2f}  trips {trips}  completed {completed} "
-        f"({completed / max(trips, 1):.1%})"
+        f"({completed / max(trips, 1):.1%})  peak RSS {peak_rss_mb:.0f} MB"
     )
     if tools != "off":
         print(
@@ -238,6 +266,24 @@ def main() -> None:
         help="LLM days of these populations (default: the reference town's 60 travellers); "
         "several print how wall time grows",
     )
+    parser.add_argument(
+        "--city",
+        choices=["town", "bundled"],
+        default="town",
+        help="LLM days on the reference town or the bundled Helsinki extract (town)",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="write cProfile statistics of the (last) LLM day to this file",
+    )
+    parser.add_argument(
+        "--memory",
+        choices=["ephemeral", "persistent"],
+        default="ephemeral",
+        help="the travellers' memory store in the LLM days (ephemeral)",
+    )
     args = parser.parse_args()
     if not args.llm_only:
         run(None, 3)
@@ -254,19 +300,24 @@ def main() -> None:
             args.tools,
             args.trip_importance,
             n_agents,
+            args.city,
+            args.profile,
+            args.memory,
         )
         for n_agents in args.llm_agents or [None]
     ]
     if len(runs) > 1:
         print(
-            "growth: agents, wall_s, calls/agent-day, prompt tokens/decision, cpu ms/decision"
+            "growth: agents, wall_s, calls/agent-day, prompt tokens/decision, cpu ms/decision, "
+            "peak RSS MB, trips completed"
         )
         for figures in runs:
             print(
                 f"  {figures['agents']:6d} {figures['wall_s']:8.1f} "
                 f"{figures['calls_per_agent_day']:6.1f} "
                 f"{figures['prompt_tokens_per_decision']:7.0f} "
-                f"{figures['client_cpu_ms_per_decision']:6.2f}"
+                f"{figures['client_cpu_ms_per_decision']:6.2f} "
+                f"{figures['peak_rss_mb']:7.0f} {figures['completed_share']:7.1%}"
             )
 
 

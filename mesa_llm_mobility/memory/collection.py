@@ -1,11 +1,12 @@
-"""The Chroma side of one memory stream: its collection, its writes and its vector queries.
+"""The Chroma side of one memory stream: its collection and its writes.
 
 A :class:`~mesa_llm_mobility.memory.stream.MemoryStream` keeps its nodes in memory and works on
 them; this module holds what it asks of Chroma. The collection is opened on first use (created on
 the first write). Writes are made at once, or kept in a log, in order, and replayed exactly as
-they would have been made when Chroma is needed (the stream's ``defer_writes``): at a vector
-query or :meth:`StreamCollection.write_pending`. Once a write is logged, the writes after it are
-logged too, so the replay keeps their order.
+they would have been made when Chroma is needed (the stream's ``defer_writes``): at
+:meth:`StreamCollection.write_pending`. Once a write is logged, the writes after it are logged
+too, so the replay keeps their order. Vector queries do not come here: the stream answers them
+from its own vectors (:mod:`~mesa_llm_mobility.memory.vectors`), which are the ones written.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mesa_llm_mobility.memory.codec import node_from_record, node_to_metadata
-from mesa_llm_mobility.memory.formulas import semantic_match
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
-    from chromadb.api.types import Documents, EmbeddingFunction
 
     from mesa_llm_mobility.memory.node import ConceptNode
+    from mesa_llm_mobility.memory.vectors import NodeVectors
 
 
 class StreamCollection:
@@ -29,19 +29,19 @@ class StreamCollection:
     Args:
         factory: Returns the collection; with ``create=False`` it returns None when the
             collection does not exist yet.
-        embedding: Embeds node contents when they are added.
+        vectors: The stream's node embeddings (computed on first need), written with the nodes.
         location: Where the collection lives (store path and collection name), for errors.
     """
 
     def __init__(
         self,
         factory: Callable[[bool], Collection | None],
-        embedding: EmbeddingFunction[Documents],
+        vectors: NodeVectors,
         location: str,
     ) -> None:
         self._factory = factory
         self._collection: Collection | None = None
-        self._embedding = embedding
+        self._vectors = vectors
         self._location = location
         # Deferred Chroma writes, in order: (operation, arguments).
         self._log: list[tuple[str, tuple[Any, ...]]] = []
@@ -100,7 +100,7 @@ class StreamCollection:
         """
         if operation == "add":
             (batch,) = arguments
-            embeddings = self._embedding([node.content for node in batch])
+            embeddings = self._vectors.of([(node.id, node.content) for node in batch])
             collection = self._open(True)
             assert collection is not None
             collection.add(
@@ -128,6 +128,10 @@ class StreamCollection:
         """Log one write (see :meth:`apply` for the operations), to be made later."""
         self._log.append((operation, arguments))
 
+    def clear_log(self) -> None:
+        """Drop the logged writes (the stream logs its state again instead)."""
+        self._log = []
+
     def write(self, operation: str, *arguments: Any) -> None:
         """Make one write now, or log it when writes are pending (so the order is kept)."""
         if self._log:
@@ -145,80 +149,3 @@ class StreamCollection:
         for operation, arguments in log:
             self.apply(operation, *arguments)
         return len(log)
-
-    def nearest(
-        self,
-        query_embedding: Any,
-        live_ids: set[str],
-        stored: int,
-        k: int,
-        d_max: float,
-    ) -> dict[str, float]:
-        """Semantic matches of the k live nodes nearest the query, from Chroma's vector query.
-
-        Args:
-            query_embedding: The embedded query.
-            live_ids: Ids of the nodes that may be returned.
-            stored: Number of nodes in the collection (live or not).
-            k: Number of neighbours wanted.
-            d_max: Largest cosine distance, for :func:`semantic_match`.
-
-        Returns:
-            Node id -> semantic match, for at most k live nodes; empty with no collection.
-        """
-        self.write_pending()
-        collection = self._open(False)
-        if collection is None:
-            return {}
-        excluded = stored - len(live_ids)
-        # A metadata filter makes Chroma's query several times slower; when few nodes are
-        # excluded (expired, other types) asking for a few more neighbours is cheaper.
-        if excluded <= 4 * k + 32:
-            result = collection.query(
-                query_embeddings=[query_embedding],
-                n_results=min(stored, k + excluded),
-                include=["distances"],
-            )
-        else:
-            result = collection.query(
-                query_embeddings=[query_embedding],
-                n_results=min(len(live_ids), k),
-                ids=sorted(live_ids),
-                include=["distances"],
-            )
-        matches = _matches(result, d_max)
-        return {
-            node_id: value for node_id, value in matches.items() if node_id in live_ids
-        }
-
-    def matches_of(
-        self, query_embedding: Any, node_ids: list[str], d_max: float
-    ) -> dict[str, float]:
-        """Semantic matches of the given nodes (fusion candidates from other modes).
-
-        Args:
-            query_embedding: The embedded query.
-            node_ids: Ids of stored nodes.
-            d_max: Largest cosine distance, for :func:`semantic_match`.
-
-        Returns:
-            Node id -> semantic match.
-        """
-        self.write_pending()
-        collection = self._open(False)
-        assert collection is not None
-        result = collection.query(
-            query_embeddings=[query_embedding],
-            ids=node_ids,
-            n_results=len(node_ids),
-            include=["distances"],
-        )
-        return _matches(result, d_max)
-
-
-def _matches(result: Any, d_max: float) -> dict[str, float]:
-    distances = result["distances"][0] if result["distances"] else []
-    return {
-        node_id: semantic_match(distance, d_max)
-        for node_id, distance in zip(result["ids"][0], distances, strict=True)
-    }

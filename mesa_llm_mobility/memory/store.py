@@ -590,6 +590,9 @@ class MemoryStore:
     def flush(self) -> int:
         """Write every stream's pending access updates to Chroma (call before a checkpoint).
 
+        Deferred streams never written to Chroma stay out of it: a persistent store keeps them
+        in ``unwritten.parquet``, an ephemeral one in memory.
+
         A persistent store then scrubs its files of known secrets: Chroma's vector index files
         hold uninitialised memory, which may contain an HTTP response the process read
         (:func:`~mesa_llm_mobility.cognition.redaction.scrub_files`).
@@ -600,7 +603,11 @@ class MemoryStore:
         written = sum(stream.flush() for stream in self._streams.values())
         unwritten = self._unwritten_streams()
         for key, stream in self._streams.items():
-            if key not in unwritten:
+            if key in unwritten:
+                continue
+            if self.path is None and stream.defer_writes and not stream.written:
+                stream.compact_pending()  # kept in memory: no index to evict, none to lose
+            else:
                 stream.write_pending()
         if self.path is not None:
             write_unwritten(

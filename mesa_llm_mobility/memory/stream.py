@@ -2,13 +2,14 @@
 
 The collection is the store of record (content, embedding, every node field as metadata). The
 stream keeps the nodes' fields in memory as well, loaded on first use, so that keyword and
-spatiotemporal matching, recency and importance need no round trip; Chroma answers the vector
-query.
+spatiotemporal matching, recency and importance need no round trip, and the nodes' embeddings
+(computed on first need), so that the vector query is an exact scan in memory
+(:mod:`~mesa_llm_mobility.memory.vectors`) and needs no Chroma index.
 
 Retrieval (GATSim, section 3.3.3) scores each live node in up to three modes:
 
 - keyword: Jaccard of query and node keywords;
-- semantic: ``1 - d / d_max`` on the cosine distance Chroma returns;
+- semantic: ``1 - d / d_max`` on the cosine distance of query and node embeddings;
 - spatiotemporal: overlap of spatial scopes x overlap of temporal scopes;
 
 each as ``score_r = w_r * match_r + gamma * importance + delta * recency``, takes the top-k of
@@ -36,6 +37,7 @@ from mesa_llm_mobility.memory.formulas import (
     extended_expiration,
     jaccard,
     recency,
+    semantic_match,
     spatiotemporal_match,
 )
 from mesa_llm_mobility.memory.node import (
@@ -46,6 +48,7 @@ from mesa_llm_mobility.memory.node import (
     parse_interval,
     parse_node_type,
 )
+from mesa_llm_mobility.memory.vectors import NodeVectors, nearest
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -111,10 +114,10 @@ class MemoryStream:
             :meth:`flush`); None writes only on :meth:`flush` and :meth:`prune`.
         location: Where the collection lives (store path and collection name), for errors.
         defer_writes: Keep Chroma writes (adds, deletes, updates) in a log, in order, and
-            replay them, exactly as they would have been made, only when Chroma is needed: at
-            a vector query, :meth:`write_pending` (:meth:`MemoryStore.flush`) or the close of a
-            persistent store. A stream never queried (a rule brain) never creates its
-            collection. Off by default.
+            replay them, exactly as they would have been made, only at :meth:`write_pending`
+            (vector queries are answered from the stream's own vectors). A deferred stream of
+            a store (see :meth:`MemoryStore.flush`) never creates its collection. Off by
+            default.
     """
 
     def __init__(
@@ -128,8 +131,9 @@ class MemoryStream:
         defer_writes: bool = False,
     ) -> None:
         self._agent_id = agent_id
+        self._vectors = NodeVectors(embedding)
         self._chroma = StreamCollection(
-            collection, embedding, location or f"agent {agent_id}"
+            collection, self._vectors, location or f"agent {agent_id}"
         )
         self._embedding = embedding
         self.config = config
@@ -327,6 +331,18 @@ class MemoryStream:
             "modify", {"agent_id": self._agent_id, "next_sequence": next_sequence}
         )
 
+    def compact_pending(self) -> None:
+        """Shorten a never-written stream's log to its state: one add per node, its id counter.
+
+        An ephemeral store keeps deferred streams out of Chroma for good (their vector queries
+        need no Chroma, and an evicted in-memory index would be lost); this keeps their logs
+        from growing with every day's updates.
+        """
+        if self._chroma.opened or not self._chroma.deferred:
+            return
+        self._chroma.clear_log()
+        self.restore_unwritten(*self.unwritten_state())
+
     @property
     def written(self) -> bool:
         """Whether this stream has a Chroma collection open (it was written or read)."""
@@ -419,6 +435,7 @@ class MemoryStream:
             self._chroma.write("delete", expired)
             for node_id in expired:
                 self._unindex(known.pop(node_id))
+            self._vectors.discard(expired)
             # Remember the id counter: the newest ids may be gone, and must not be reused.
             self._chroma.write(
                 "modify",
@@ -525,18 +542,17 @@ class MemoryStream:
                 exhaustive=True,
             )
         semantic = weights["semantic"] > 0 and bool(text.strip())
-        query_embedding = None
+        distances: dict[str, float] = {}
         if semantic:
-            query_embedding = self._embedding([text])[0]
+            distances = self._vectors.distances(
+                self._embedding([text])[0], [(node.id, node.content) for node in live]
+            )
             top(
                 "semantic",
-                self._chroma.nearest(
-                    query_embedding,
-                    {node.id for node in live},
-                    len(known),
-                    k,
-                    config.d_max,
-                ),
+                {
+                    node_id: semantic_match(distance, config.d_max)
+                    for node_id, distance in nearest(distances, k).items()
+                },
                 exhaustive=False,
             )
         if (
@@ -568,10 +584,10 @@ class MemoryStream:
             missing = [
                 node_id for node_id in candidates if node_id not in known_semantic
             ]
-            if missing:
-                known_semantic.update(
-                    self._chroma.matches_of(query_embedding, missing, config.d_max)
-                )
+            known_semantic.update(
+                (node_id, semantic_match(distances[node_id], config.d_max))
+                for node_id in missing
+            )
 
         scored = []
         for node_id, modes in candidates.items():

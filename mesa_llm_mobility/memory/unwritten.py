@@ -1,14 +1,14 @@
 """The memories of a persistent store that were never written to Chroma.
 
 A store whose streams defer their writes (:attr:`MemoryStore.defer_writes`) writes a stream to
-Chroma only when Chroma is first needed for it: at its first vector query. A rule-brain run never
-queries, and writing every traveller's collection at a checkpoint or at the close of the store
-costs one Chroma collection, one add and a dozen file syncs per traveller (minutes at 10,000).
+Chroma only when asked (its vector queries are answered from its own vectors). Writing every
+traveller's collection at a checkpoint or at the close of the store costs one Chroma collection,
+one add and a dozen file syncs per traveller (minutes at 10,000).
 So a persistent store keeps those streams in one file next to Chroma's, ``unwritten.parquet``:
 each stream's nodes as they are (content and metadata as Chroma would hold them) and its id
 counter. The file is rewritten whole, atomically, at every flush; reopening the store restores
-those streams with their writes pending, so a later vector query writes them to Chroma exactly
-as they would have been written before.
+those streams with their writes pending, so writing them to Chroma later makes the collections
+they would have had.
 """
 
 from __future__ import annotations

@@ -299,9 +299,9 @@ class UrbanMobilityModel(MobilityModel):
             if run_dir is None
             else MemoryStore.persistent(Path(run_dir) / "memory", embedding=embedding)
         )
-        # Deferred writes: a stream's collection is made at its first vector query, so a rule
-        # brain (which never queries) costs no Chroma collection per traveller until the
-        # day's checkpoint flush, which then writes each traveller's memories in one add.
+        # Deferred writes: no traveller costs a Chroma collection (an index of about 2.6 MB);
+        # a persistent store keeps the memories in one file at each checkpoint, an ephemeral
+        # one in memory, and vector queries scan each traveller's own vectors.
         self.memory_store.defer_writes = True
         self.facilities = frozenset(town.facilities)
         free_flow = FreeFlowTable(self.engine.index, town, self.facilities)

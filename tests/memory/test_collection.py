@@ -1,11 +1,11 @@
-"""A stream's Chroma side: lazy opening, writes now or logged in order, vector-query matches."""
+"""A stream's Chroma side: lazy opening, writes now or logged in order."""
 
 import pytest
 
 from mesa_llm_mobility.memory.collection import StreamCollection
 from mesa_llm_mobility.memory.embedding import HashEmbedding
-from mesa_llm_mobility.memory.formulas import semantic_match
 from mesa_llm_mobility.memory.node import ConceptNode, NodeType
+from mesa_llm_mobility.memory.vectors import NodeVectors
 
 
 class RecordingCollection:
@@ -50,7 +50,7 @@ def _collection(opened):
         opened.append(create)
         return fake if create or len(opened) > 1 else None
 
-    return StreamCollection(factory, HashEmbedding(), "agent a"), fake
+    return StreamCollection(factory, NodeVectors(HashEmbedding()), "agent a"), fake
 
 
 def test_nothing_is_opened_until_needed_and_a_missing_collection_reads_empty():
@@ -82,23 +82,7 @@ def test_writes_after_a_logged_write_are_logged_and_replayed_in_order():
 
 def test_an_unknown_write_is_refused_by_name():
     chroma = StreamCollection(
-        lambda create: RecordingCollection(), HashEmbedding(), "agent a"
+        lambda create: RecordingCollection(), NodeVectors(HashEmbedding()), "agent a"
     )
     with pytest.raises(ValueError, match="operation: unknown Chroma write 'rename'"):
         chroma.apply("rename", "x")
-
-
-def test_vector_query_matches_use_the_papers_distance_scale():
-    class Queried(RecordingCollection):
-        def query(self, query_embeddings, n_results, include, ids=None):
-            self.calls.append(("query", n_results, ids))
-            return {"ids": [["n1", "n0"]], "distances": [[0.0, 1.0]]}
-
-    fake = Queried()
-    chroma = StreamCollection(lambda create: fake, HashEmbedding(), "agent a")
-    chroma.defer("update", ["n0"], [{}])
-    nearest = chroma.nearest([0.0], {"n0"}, stored=2, k=1, d_max=2.0)
-    # the pending write went first; the expired n1 was asked for and dropped
-    assert fake.calls == [("update", ("n0",)), ("query", 2, None)]
-    assert nearest == {"n0": semantic_match(1.0, 2.0)} == {"n0": 0.5}
-    assert chroma.matches_of([0.0], ["n1", "n0"], d_max=2.0) == {"n1": 1.0, "n0": 0.5}

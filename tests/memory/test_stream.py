@@ -400,6 +400,11 @@ def test_deferred_writes_answer_like_immediate_writes():
         assert _history(immediate) == _history(deferred)
         for store in stores:
             store.flush()
+        # the ephemeral store kept the deferred stream out of Chroma, its log shortened to
+        # the stream's state; written now, it makes the collection immediate writes made
+        assert not deferred.written
+        assert deferred.deferred_writes == len(deferred) + 1
+        deferred.write_pending()
         records = [
             store._client.get_collection(store._prefix + "1").get(
                 include=["documents", "metadatas"]
@@ -413,18 +418,24 @@ def test_deferred_writes_answer_like_immediate_writes():
             store.close()
 
 
-def test_deferred_stream_never_queried_makes_no_collection():
+def test_a_deferred_stream_makes_no_collection_even_when_queried():
     store = MemoryStore.ephemeral("hash", defer_writes=True)
     try:
         stream = store.stream(1)
         fill(stream)
-        stream.retrieve(700, keywords=["metro"])
+        assert stream.retrieve(700, text="metro to work", keywords=["metro"])
+        assert not store._collection_names()
         stream.prune(10 * DAY)
         assert len(stream) == 0 and not store._collection_names()
         assert stream.deferred_writes > 0
         fill(store.stream(2))
         assert store.agent_ids() == ["2"]  # streams with memories count, written or not
-        store.flush()
+        store.flush()  # an ephemeral store keeps deferred streams in memory for good
+        assert not store._collection_names()
+        assert (
+            store.stream(2).deferred_writes == 3 + 1
+        )  # one add per memory, the counter
+        store.stream(2).write_pending()
         assert store.stream(2).deferred_writes == 0
         assert store._client.get_collection(store._prefix + "2").count() == 3
     finally:

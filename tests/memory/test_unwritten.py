@@ -36,12 +36,13 @@ def _query(store, agent):
     return [hit.node.id for hit in hits]
 
 
-def test_never_queried_streams_skip_chroma_and_come_back_whole(tmp_path):
+def test_deferred_streams_skip_chroma_even_when_queried_and_come_back_whole(tmp_path):
+    """A vector query is answered from the stream's own vectors: Chroma is never needed."""
     folder = tmp_path / "memory"
     store = _deferred(folder)
     for agent in ("a", "b", "c"):
         _remember(store.stream(agent), 5)
-    asked = _query(store, "a")  # a vector query: agent a is written to Chroma
+    asked = _query(store, "a")
     store.stream("b").prune(DAY)  # b forgets its unimportant memories
     _remember(store.stream("b"), 2, start=5)
     before = {agent: _state(store, agent) for agent in ("a", "b", "c")}
@@ -50,7 +51,7 @@ def test_never_queried_streams_skip_chroma_and_come_back_whole(tmp_path):
 
     reopened = MemoryStore.open(folder)
     try:
-        assert reopened._collection_names() == ["agent-a"]
+        assert reopened._collection_names() == []
         assert reopened.agent_ids() == ["a", "b", "c"]
         assert {agent: _state(reopened, agent) for agent in ("a", "b", "c")} == before
         assert _query(reopened, "a") == asked
@@ -59,15 +60,18 @@ def test_never_queried_streams_skip_chroma_and_come_back_whole(tmp_path):
             "new", node_type="event", importance=0.5, now=DAY
         )
         assert node.id == "n7"
-        # a first vector query of a kept stream writes it to Chroma and answers as usual
         assert _query(reopened, "c")
-        assert "agent-c" in reopened._collection_names()
+        # writing the pending writes makes the collection Chroma would have held all along
+        reopened.stream("c").write_pending()
+        assert reopened._collection_names() == ["agent-c"]
     finally:
         reopened.close()
     again = MemoryStore.open(folder)
     try:
-        assert sorted(again._collection_names()) == ["agent-a", "agent-c"]
+        assert again._collection_names() == ["agent-c"]
         assert len(again.stream("b")) == len(before["b"]) + 1
+        assert _state(again, "c") == before["c"]
+        assert _query(again, "a") == asked
     finally:
         again.close()
 
