@@ -39,6 +39,7 @@ from mesa_llm_mobility.memory.embedding import (
 )
 from mesa_llm_mobility.memory.stream import MemoryStream
 from mesa_llm_mobility.memory.unwritten import read_unwritten, write_unwritten
+from mesa_llm_mobility.memory.vectors import QueryVectors
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -276,6 +277,8 @@ class MemoryStore:
         self.path = path
         self._prefix = prefix
         self._streams: dict[str, MemoryStream] = {}
+        # query texts repeat across agents ("plan today travel lessons"): embedded once each
+        self._query_vectors = QueryVectors(embedding.function)
         self._closed = False
         self.defer_writes = False
 
@@ -545,6 +548,7 @@ class MemoryStore:
                 self.config,
                 location=f"{where}: collection {self._prefix + key}",
                 defer_writes=self.defer_writes,
+                query_vectors=self._query_vectors,
             )
             self._streams[key] = stream
         return stream

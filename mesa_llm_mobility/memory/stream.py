@@ -48,7 +48,7 @@ from mesa_llm_mobility.memory.node import (
     parse_interval,
     parse_node_type,
 )
-from mesa_llm_mobility.memory.vectors import NodeVectors, nearest
+from mesa_llm_mobility.memory.vectors import NodeVectors, QueryVectors, nearest
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -118,6 +118,8 @@ class MemoryStream:
             (vector queries are answered from the stream's own vectors). A deferred stream of
             a store (see :meth:`MemoryStore.flush`) never creates its collection. Off by
             default.
+        query_vectors: Embeds query texts, keeping recent ones (a store shares one among its
+            streams); by default the stream keeps its own few.
     """
 
     def __init__(
@@ -129,13 +131,14 @@ class MemoryStream:
         flush_every: int | None = 512,
         location: str = "",
         defer_writes: bool = False,
+        query_vectors: QueryVectors | None = None,
     ) -> None:
         self._agent_id = agent_id
         self._vectors = NodeVectors(embedding)
         self._chroma = StreamCollection(
             collection, self._vectors, location or f"agent {agent_id}"
         )
-        self._embedding = embedding
+        self._query_vector = query_vectors or QueryVectors(embedding, size=64)
         self.config = config
         self._nodes: dict[str, ConceptNode] | None = None
         # Inverted indexes: only nodes sharing a keyword or a place can match those modes.
@@ -545,7 +548,7 @@ class MemoryStream:
         distances: dict[str, float] = {}
         if semantic:
             distances = self._vectors.distances(
-                self._embedding([text])[0], [(node.id, node.content) for node in live]
+                self._query_vector(text), [(node.id, node.content) for node in live]
             )
             top(
                 "semantic",

@@ -13,6 +13,7 @@ hnswlib computes it for a collection in the ``cosine`` space.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -82,6 +83,37 @@ class NodeVectors:
             node_id: float(value)
             for (node_id, _), value in zip(items, values, strict=True)
         }
+
+
+class QueryVectors:
+    """Embeddings of query texts, the most recent ``size`` kept (queries repeat across agents).
+
+    A query is embedded alone, so a kept vector is the one embedding it again would give.
+
+    Args:
+        embed: Embeds a list of texts (a Chroma embedding function).
+        size: Query texts kept.
+    """
+
+    def __init__(
+        self, embed: Callable[[list[str]], Sequence[Any]], size: int = 4096
+    ) -> None:
+        self._embed = embed
+        self._size = size
+        self._kept: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def __call__(self, text: str) -> np.ndarray:
+        """The embedding of one query text."""
+        vector = self._kept.get(text)
+        if vector is None:
+            vector = np.asarray(self._embed([text])[0], dtype=np.float32)
+            vector.setflags(write=False)
+            self._kept[text] = vector
+            if len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        else:
+            self._kept.move_to_end(text)
+        return vector
 
 
 def nearest(distances: dict[str, float], k: int) -> dict[str, float]:

@@ -7,8 +7,12 @@ import numpy as np
 import pytest
 
 from mesa_llm_mobility.memory.embedding import HashEmbedding
-from mesa_llm_mobility.memory.store import HNSW_CONFIGURATION, chroma_settings
-from mesa_llm_mobility.memory.vectors import NodeVectors, nearest
+from mesa_llm_mobility.memory.store import (
+    HNSW_CONFIGURATION,
+    MemoryStore,
+    chroma_settings,
+)
+from mesa_llm_mobility.memory.vectors import NodeVectors, QueryVectors, nearest
 
 TEXTS = [
     "took the metro to work and it was crowded",
@@ -88,3 +92,33 @@ def test_a_zero_vector_is_at_distance_one_not_a_division_by_zero():
     vectors = NodeVectors(lambda texts: [np.zeros(3, dtype=np.float32) for _ in texts])
     distances = vectors.distances(np.array([1.0, 0.0, 0.0]), [("n0", "x")])
     assert distances == {"n0": 1.0}
+
+
+def test_a_query_text_is_embedded_once_and_the_oldest_is_dropped_past_the_size():
+    embed = CountingEmbedding()
+    queries = QueryVectors(embed, size=2)
+    first = queries("plan today travel lessons")
+    assert np.array_equal(first, HashEmbedding()(["plan today travel lessons"])[0])
+    assert queries("plan today travel lessons") is first
+    queries("congestion 7 route")
+    queries("plan today travel lessons")  # the most recent again
+    queries("home plan change")  # drops "congestion 7 route", the least recent
+    assert len(embed.batches) == 3
+    queries("plan today travel lessons")
+    queries("congestion 7 route")
+    assert embed.batches[-1] == ["congestion 7 route"] and len(embed.batches) == 4
+    assert not first.flags.writeable
+
+
+def test_the_streams_of_a_store_share_their_query_embeddings():
+    store = MemoryStore.ephemeral("hash", defer_writes=True)
+    embed = CountingEmbedding()
+    store._query_vectors = QueryVectors(embed)
+    try:
+        for agent in (1, 2):
+            stream = store.stream(agent)
+            stream.remember("took the metro", node_type="event", importance=0.5, now=0)
+            assert stream.retrieve(10, text="plan today travel lessons")
+        assert embed.batches == [["plan today travel lessons"]]
+    finally:
+        store.close()
