@@ -608,9 +608,7 @@ class MemoryStore:
         unwritten = self._unwritten_streams()
         for key, stream in self._streams.items():
             if key in unwritten:
-                continue
-            if self.path is None and stream.defer_writes and not stream.written:
-                stream.compact_pending()  # kept in memory: no index to evict, none to lose
+                stream.compact_pending()  # its log shortened to its state, kept out of Chroma
             else:
                 stream.write_pending()
         if self.path is not None:
@@ -622,8 +620,12 @@ class MemoryStore:
         return written
 
     def _unwritten_streams(self) -> dict[str, MemoryStream]:
-        """Deferred streams of a persistent store that have no Chroma collection (yet)."""
-        if self.path is None or not self.defer_writes:
+        """Deferred streams that have no Chroma collection (yet): they stay out of Chroma.
+
+        Their semantic queries need no index (:mod:`~mesa_llm_mobility.memory.vectors`), and in
+        an ephemeral store an index the cache evicted would be lost with its memories.
+        """
+        if not self.defer_writes:
             return {}
         in_chroma = set(self._collection_names())
         return {

@@ -337,9 +337,9 @@ class MemoryStream:
     def compact_pending(self) -> None:
         """Shorten a never-written stream's log to its state: one add per node, its id counter.
 
-        An ephemeral store keeps deferred streams out of Chroma for good (their vector queries
-        need no Chroma, and an evicted in-memory index would be lost); this keeps their logs
-        from growing with every day's updates.
+        A store keeps deferred streams out of Chroma (their vector queries need none; a
+        persistent store keeps them in ``unwritten.parquet``); this keeps their logs from
+        growing with every day's updates.
         """
         if self._chroma.opened or not self._chroma.deferred:
             return
