@@ -359,13 +359,14 @@ class TravellerAgent(CellAgent):
         """Ask for today's plan (at minute ``t``, absolute)."""
         day, now = t // MINUTES_PER_DAY + 1, t % MINUTES_PER_DAY
         date, start = view.date(day), self.end_place()
+        facts = self.plan_facts(view, now, start)
         context = PlanningContext(
             persona=self.persona,
             day=day,
             date=date.isoformat(),
             weekday=date.strftime("%A"),
             workday=self.today.workday,
-            facts=self.plan_facts(view, now, start),
+            facts=facts,
             travel_times=view.travel_times,
             routes=view.routes,
             experiences=self._recall_trips(t),
@@ -376,6 +377,14 @@ class TravellerAgent(CellAgent):
             long_term_reflection=self.long_term_reflection,
             chats=list(self.today.chats),
             events=view.events(t, start),
+            offered_facilities=view.facilities_to_offer(
+                (self.persona.home, self.persona.work_facility),
+                (
+                    start,
+                    *(duty.school for duty in facts.duties),
+                    *(meeting.facility for meeting in facts.appointments),
+                ),
+            ),
         )
         return DecisionRequest(DAILY_PLAN, self.name, context)
 
@@ -609,10 +618,15 @@ class TravellerAgent(CellAgent):
         decided = before.context
         if isinstance(decided, PlanningContext):
             place, decision = decided.facts.start_place, "plan your day"
+            offered = decided.offered_facilities
         else:
             place = decided.place
             decision = (
                 f"reconsider your trip to {decided.destination} ({decided.trigger})"
+            )
+            offered = view.facilities_to_offer(
+                (self.persona.home, self.persona.work_facility),
+                (place, decided.destination),
             )
         names = view.place_names()
         context = TravelQueryContext(
@@ -624,6 +638,7 @@ class TravellerAgent(CellAgent):
             nodes=names.nodes,
             links=names.links,
             stops=names.stops,
+            offered_facilities=offered,
         )
         return DecisionRequest(TRAVEL_QUERY, self.name, context)
 

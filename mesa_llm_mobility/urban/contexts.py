@@ -16,6 +16,8 @@ the view says whether an LLM decides (:attr:`WorldView.uses_llm`).
 from __future__ import annotations
 
 import datetime as dt
+import heapq
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -25,6 +27,7 @@ import pandas as pd
 from mesa_llm_mobility.urban.decisions import RouteOption, SpeakerFacts
 from mesa_llm_mobility.urban.free_flow import FacilityPair
 from mesa_llm_mobility.urban.perception import Surroundings, en_route_trigger
+from mesa_llm_mobility.urban.plans import FACILITY_LIST_LIMIT
 from mesa_llm_mobility.urban.routing import (
     DirectedLink,
     NetworkIndex,
@@ -47,6 +50,9 @@ __all__ = [
     "PlaceNames",
     "WorldView",
 ]
+
+NEAREST_OF_KIND = 3
+"""Facilities of each kind a large city's plan prompt names near each of a traveller's anchors."""
 
 ALTERNATIVE_SLACK = 1.5
 """Revisions offer a further path only when expected at most this much slower."""
@@ -124,6 +130,7 @@ class WorldView:
     trips_scored_on_arrival: bool = False
     _congestion: tuple[int, list[str]] | None = field(default=None, repr=False)
     _surroundings: Surroundings | None = field(default=None, repr=False)
+    _nearest: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     @property
     def surroundings(self) -> Surroundings:
@@ -151,6 +158,43 @@ class WorldView:
             links=frozenset(self.engine.index.by_name),
             stops={name: tuple(line.stops) for name, line in town.metro_lines.items()},
         )
+
+    def facilities_to_offer(
+        self, anchors: Sequence[str | None], own: Sequence[str] = ()
+    ) -> tuple[str, ...]:
+        """The facilities a plan prompt names, sorted.
+
+        Every facility when there are at most :data:`~.plans.FACILITY_LIST_LIMIT` (the
+        reference town: the paper's prompt). In a larger city: the traveller's ``own`` places
+        and ``anchors``, and of every kind but homes the :data:`NEAREST_OF_KIND` nearest to
+        each anchor (home, work; straight-line distance between their nodes, ties by name).
+        The plan may still name any facility (the validator knows them all).
+        """
+        if len(self.facilities) <= FACILITY_LIST_LIMIT:
+            return tuple(sorted(self.facilities))
+        names = {place for place in (*anchors, *own) if place in self.facilities}
+        for anchor in anchors:
+            if anchor in self.facilities:
+                names.update(self._nearest_of_kind(anchor))
+        return tuple(sorted(names))
+
+    def _nearest_of_kind(self, anchor: str) -> tuple[str, ...]:
+        if anchor not in self._nearest:
+            town = self.town
+            place = town.nodes[town.facilities[anchor].node]
+            by_kind: dict[str, list[tuple[float, str]]] = {}
+            for facility in town.facilities.values():
+                if facility.kind == "home" or facility.name not in self.facilities:
+                    continue
+                node = town.nodes[facility.node]
+                distance = math.hypot(node.x - place.x, node.y - place.y)
+                by_kind.setdefault(facility.kind, []).append((distance, facility.name))
+            self._nearest[anchor] = tuple(
+                name
+                for found in by_kind.values()
+                for _, name in heapq.nsmallest(NEAREST_OF_KIND, found)
+            )
+        return self._nearest[anchor]
 
     # ------------------------------------------------------------------ contacts
     def contact_states(self, contacts: Mapping[str, str]) -> list[str]:

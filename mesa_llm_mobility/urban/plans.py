@@ -13,7 +13,8 @@ a run can count violations by type.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -22,6 +23,29 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mesa_llm_mobility.urban.clock import MINUTES_PER_DAY, format_hhmm, parse_hhmm
 from mesa_llm_mobility.urban.routing import NetworkIndex, PathError, validate_path
+
+FACILITY_LIST_LIMIT = 40
+"""Most facility names a prompt or a repair lists in full (the reference town has 13).
+
+An imported city has hundreds or thousands (the bundled Helsinki extract 1,588, most of them
+homes): listing them all made a day plan's prompt some 11,000 tokens, beyond many models'
+context. Larger cities' prompts list a choice (:meth:`~.contexts.WorldView.facilities_to_offer`)
+and their repairs the closest names (:func:`facility_choice`).
+"""
+
+
+def facility_choice(unknown: str, facilities: Collection[str]) -> str:
+    """What a repair asks for after the unknown facility name ``unknown``.
+
+    Every name (``"choose one of A, B, ..."``) when there are at most
+    :data:`FACILITY_LIST_LIMIT`, else the few closest in spelling.
+    """
+    if len(facilities) <= FACILITY_LIST_LIMIT:
+        return f"choose one of {', '.join(sorted(facilities))}"
+    close = difflib.get_close_matches(unknown, sorted(facilities), n=5, cutoff=0.6)
+    hint = f" (closest names: {', '.join(close)})" if close else ""
+    return f"choose an existing facility{hint}"
+
 
 WORK_REFLECT_MINUTES = 150
 MIN_REFLECT_MINUTES = 30
@@ -274,8 +298,8 @@ def check_plan(
             issues.append(
                 PlanIssue(
                     PlanRule.FACILITY,
-                    f"{where}: unknown facility {activity.facility!r}; choose one of "
-                    f"{', '.join(sorted(facts.facilities))}",
+                    f"{where}: unknown facility {activity.facility!r}; "
+                    + facility_choice(activity.facility, facts.facilities),
                 )
             )
             place = activity.facility

@@ -32,7 +32,7 @@ from mesa_llm_mobility.urban.decisions.persona import (
     system_message,
     trip_memory_text,
 )
-from mesa_llm_mobility.urban.plans import compact_schema
+from mesa_llm_mobility.urban.plans import compact_schema, facility_choice
 
 CHAT_TOPICS = (
     "morning traffic",
@@ -321,8 +321,8 @@ def validate_agreement(
     elif proposal.meet_at is not None and proposal.meet_time is not None:
         if facilities and proposal.meet_at not in facilities:
             errors.append(
-                f"agreement: unknown facility {proposal.meet_at!r} to meet at; choose one of "
-                f"{', '.join(sorted(facilities))}"
+                f"agreement: unknown facility {proposal.meet_at!r} to meet at; "
+                + facility_choice(proposal.meet_at, facilities)
             )
         minute = parse_hhmm(proposal.meet_time)
         if not now + MEET_LEAD_MINUTES <= minute <= LATEST_MEETING:

@@ -115,6 +115,8 @@ class PlanningContext:
         chats: Today's chat summaries.
         events: Broadcast announcements and the events near the traveller.
         lookups: Answers of the tools the traveller called before planning.
+        offered_facilities: The facilities the prompt names (empty: every one of ``facts``;
+            a large city's are a choice, :meth:`~.contexts.WorldView.facilities_to_offer`).
     """
 
     persona: PersonaFacts
@@ -135,6 +137,7 @@ class PlanningContext:
     chats: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     lookups: list[str] = field(default_factory=list)
+    offered_facilities: tuple[str, ...] = ()
 
 
 def can_drive(facts: PlanFacts) -> bool:
@@ -336,7 +339,7 @@ def render_plan_prompt(ctx: PlanningContext) -> list[Message]:
                 ("Announcements", ctx.events),
                 ("Looked up", ctx.lookups),
             ),
-            f"Facilities: {', '.join(sorted(facts.facilities))}.",
+            f"Facilities: {', '.join(ctx.offered_facilities or sorted(facts.facilities))}.",
             (
                 "Plan today as an ordered list of activities (where you go next). departure_time is when "
                 "you leave for it (null: right after reaching the previous one). One mode (drive, transit "

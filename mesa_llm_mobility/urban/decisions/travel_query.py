@@ -34,6 +34,8 @@ class TravelQueryContext:
         nodes: Valid node ids.
         links: Valid link names.
         stops: Metro stops (node ids) by line.
+        offered_facilities: The facilities the prompt names (empty: every one; a large
+            city's are a choice, :meth:`~.contexts.WorldView.facilities_to_offer`).
     """
 
     persona: PersonaFacts
@@ -44,6 +46,7 @@ class TravelQueryContext:
     nodes: frozenset[str] = field(default_factory=frozenset)
     links: frozenset[str] = field(default_factory=frozenset)
     stops: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    offered_facilities: tuple[str, ...] = ()
 
 
 class ToolCall(BaseModel):
@@ -102,7 +105,7 @@ def render_travel_query_prompt(ctx: TravelQueryContext) -> list[Message]:
             "- metro_timetable(stop, time): next trains from a stop",
             "- link_congestion(link): current wait on a link",
             "- facility_occupancy(facility): visitors and queue at a facility",
-            f"Places: facilities ({', '.join(sorted(ctx.facilities))}) or node ids. Metro stops: {stops}.",
+            f"Places: facilities ({', '.join(ctx.offered_facilities or sorted(ctx.facilities))}) or node ids. Metro stops: {stops}.",
             "Answer with the queries list (empty when you need nothing).",
         ]
     )

@@ -1,0 +1,115 @@
+"""A city's prompts stay a model's size: a choice of its facilities, not all 1,588 of them."""
+
+from __future__ import annotations
+
+from mesa_llm_mobility.urban.decisions import DAILY_PLAN, TRAVEL_QUERY
+from mesa_llm_mobility.urban.decisions.chat import ChatAgreement, validate_agreement
+from mesa_llm_mobility.urban.model import UrbanMobilityModel
+from mesa_llm_mobility.urban.plans import (
+    FACILITY_LIST_LIMIT,
+    Activity,
+    PlanFacts,
+    check_plan,
+)
+from mesa_llm_mobility.urban.scenario import load_scenario
+
+from ..conftest import town_personas
+
+
+def test_a_city_plan_prompt_names_the_travellers_places_and_the_nearest_of_each_kind(
+    helsinki,
+):
+    path, town = helsinki
+    assert len(town.facilities) > 1000
+    with UrbanMobilityModel(
+        scenario=path, n_agents=20, rng=1, embedding="hash"
+    ) as model:
+        view = model.view
+        for agent in list(model.travellers.values())[:5]:
+            request = agent.plan_request(view, 1)
+            offered = request.context.offered_facilities
+            persona = agent.persona
+            assert persona.home in offered and persona.work_facility in (*offered, None)
+            kinds = [town.facilities[name].kind for name in offered]
+            assert kinds.count("home") == 1  # its own; no other resident's home
+            assert len(offered) <= 2 * 3 * 11 + 5
+            # the nearest of a kind to home is offered, the farthest is not
+            home = town.nodes[town.facilities[persona.home].node]
+            cafes = sorted(
+                (
+                    (town.nodes[f.node].x - home.x) ** 2
+                    + (town.nodes[f.node].y - home.y) ** 2,
+                    f.name,
+                )
+                for f in town.facilities.values()
+                if f.kind == "Coffee shop"
+            )
+            assert cafes[0][1] in offered and cafes[-1][1] not in offered
+            prompt = DAILY_PLAN.render_prompt(request.context)[1]["content"]
+            assert len(prompt) < 8_000  # was some 44,000 characters
+            assert f"Facilities: {', '.join(offered)}." in prompt.splitlines()
+            query = agent.travel_query_request(view, 1, request).context
+            assert query.offered_facilities == offered
+            assert (
+                f"facilities ({', '.join(offered)})"
+                in TRAVEL_QUERY.render_prompt(query)[1]["content"]
+            )
+            # the plan may still name a facility it was not offered
+            elsewhere = next(
+                f.name
+                for f in town.facilities.values()
+                if f.kind != "home" and f.name not in offered
+            )
+            plan = [Activity(facility=elsewhere), Activity(facility=persona.home)]
+            assert not [
+                i
+                for i in check_plan(plan, request.context.facts)
+                if "unknown" in str(i)
+            ]
+
+
+def test_the_reference_town_plan_prompt_names_every_facility():
+    with UrbanMobilityModel(population=town_personas(), n_agents=4, rng=0) as model:
+        facilities = sorted(model.facilities)
+        assert len(facilities) <= FACILITY_LIST_LIMIT
+        agent = next(iter(model.travellers.values()))
+        context = agent.plan_request(model.view, 1).context
+        assert list(context.offered_facilities) == facilities
+        prompt = DAILY_PLAN.render_prompt(context)[1]["content"]
+        assert f"Facilities: {', '.join(facilities)}." in prompt
+
+
+def _unknown_facility(plan: list[Activity], facts: PlanFacts) -> str:
+    (issue,) = [str(i) for i in check_plan(plan, facts) if "unknown facility" in str(i)]
+    return issue
+
+
+def test_a_repair_names_every_town_facility_but_only_a_citys_closest_names(helsinki):
+    town = frozenset(load_scenario("nguyen_dupuis").facilities)
+    home = "Uptown apartment"
+    issue = _unknown_facility(
+        [Activity(facility="Ofice"), Activity(facility=home)],
+        PlanFacts(home=home, start_place=home, facilities=town),
+    )
+    assert issue.endswith("choose one of " + ", ".join(sorted(town)))
+    city = frozenset(helsinki[1].facilities)
+    shop = "Alepa Kluuvi (n2001532381)"
+    assert shop in city
+    misspelt = "Alepa Kluvi (n2001532381)"
+    issue = _unknown_facility(
+        [Activity(facility=misspelt), Activity(facility=shop)],
+        PlanFacts(home=shop, start_place=shop, facilities=city),
+    )
+    assert "closest names: " + shop in issue and len(issue) < 600
+    # a chat's meeting place is told the same way
+    (error,) = validate_agreement(
+        ChatAgreement(meet_at=misspelt, meet_time="18:00"),
+        "A",
+        "B",
+        {},
+        vehicles=0,
+        facilities=city,
+        now=600,
+        morning=False,
+    )
+    assert "closest names: " + shop in error and len(error) < 600
