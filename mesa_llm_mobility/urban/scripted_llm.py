@@ -37,6 +37,7 @@ _HOME = re.compile(r"lives at (?P<home>[^;]+);")
 _WORK = re.compile(
     r"works as .*? at (?P<work>[^;]+?) (?P<start>\d\d:\d\d)-(?P<end>\d\d:\d\d)"
 )
+_FACILITIES = re.compile(r"^Facilities: (?P<names>.+)\.$", re.MULTILINE)
 _NOW = re.compile(r"it is (?P<now>\d\d:\d\d)")
 _TO_WORK = re.compile(
     r"-> (?P<work>[^,\n]+), arrive by \d\d:\d\d: (?:drive (?P<drive>\d+) min|"
@@ -58,6 +59,19 @@ _AGREED = re.compile(
 _SPEAKER = re.compile(r"^- (?P<name>[^:(\n]+): (?P<day>.*)$", re.MULTILINE)
 
 
+def _shop(prompt: str, home: str) -> str:
+    """A shopping trip's facility: the reference town's Supermarket, else a city's first listed.
+
+    (The Coffee shop for whoever lives at the Supermarket; a city's first facility listed that
+    is not a home.)
+    """
+    listed = _FACILITIES.search(prompt)
+    names = listed["names"].split(", ") if listed else []
+    if "Supermarket" in names or not names:
+        return "Supermarket" if home != "Supermarket" else "Coffee shop"
+    return next((n for n in names if n != home and not n.startswith("home (")), home)
+
+
 def _plan(prompt: str) -> dict[str, Any]:
     """A day plan: work and back home (with the school runs), else a shopping trip."""
     home = _HOME.search(prompt)["home"]
@@ -65,7 +79,7 @@ def _plan(prompt: str) -> dict[str, Any]:
     mode = "drive" if "a household vehicle is yours today" in prompt else "transit"
     work = _WORK.search(prompt)
     if work is None or "a workday" not in prompt:
-        shop = "Supermarket" if home != "Supermarket" else "Coffee shop"
+        shop = _shop(prompt, home)
         activities = [
             {"facility": shop, "departure_time": "10:00", "mode": mode},
             {"facility": home, "departure_time": "11:30", "mode": mode},

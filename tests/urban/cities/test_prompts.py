@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mesa_llm_mobility.urban import scripted_llm
 from mesa_llm_mobility.urban.decisions import DAILY_PLAN, TRAVEL_QUERY
 from mesa_llm_mobility.urban.decisions.chat import ChatAgreement, validate_agreement
 from mesa_llm_mobility.urban.model import UrbanMobilityModel
@@ -113,3 +114,16 @@ def test_a_repair_names_every_town_facility_but_only_a_citys_closest_names(helsi
         morning=False,
     )
     assert "closest names: " + shop in error and len(error) < 600
+
+
+def test_the_scripted_answerer_shops_at_a_facility_the_city_prompt_names(helsinki):
+    path, town = helsinki
+    with UrbanMobilityModel(
+        scenario=path, n_agents=20, rng=1, embedding="hash"
+    ) as model:
+        agent = next(iter(model.travellers.values()))
+        context = agent.plan_request(model.view, 1).context
+        prompt = DAILY_PLAN.render_prompt(context)[1]["content"]
+    day_off = prompt.replace("a workday", "no work")
+    shop = scripted_llm._plan(day_off)["activities"][0]["facility"]
+    assert shop in context.offered_facilities and town.facilities[shop].kind != "home"
