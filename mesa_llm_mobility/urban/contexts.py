@@ -16,12 +16,11 @@ the view says whether an LLM decides (:attr:`WorldView.uses_llm`).
 from __future__ import annotations
 
 import datetime as dt
-import heapq
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+import numpy as np
 import pandas as pd
 
 from mesa_llm_mobility.urban.decisions import RouteOption, SpeakerFacts
@@ -131,6 +130,9 @@ class WorldView:
     _congestion: tuple[int, list[str]] | None = field(default=None, repr=False)
     _surroundings: Surroundings | None = field(default=None, repr=False)
     _nearest: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    _by_kind: dict[str, tuple[list[str], np.ndarray]] | None = field(
+        default=None, repr=False
+    )
 
     @property
     def surroundings(self) -> Surroundings:
@@ -180,19 +182,16 @@ class WorldView:
 
     def _nearest_of_kind(self, anchor: str) -> tuple[str, ...]:
         if anchor not in self._nearest:
-            town = self.town
-            place = town.nodes[town.facilities[anchor].node]
-            by_kind: dict[str, list[tuple[float, str]]] = {}
-            for facility in town.facilities.values():
-                if facility.kind == "home" or facility.name not in self.facilities:
-                    continue
-                node = town.nodes[facility.node]
-                distance = math.hypot(node.x - place.x, node.y - place.y)
-                by_kind.setdefault(facility.kind, []).append((distance, facility.name))
+            if self._by_kind is None:
+                self._by_kind = _facilities_by_kind(self.town, self.facilities)
+            node = self.town.nodes[self.town.facilities[anchor].node]
             self._nearest[anchor] = tuple(
-                name
-                for found in by_kind.values()
-                for _, name in heapq.nsmallest(NEAREST_OF_KIND, found)
+                names[i]
+                for names, xy in self._by_kind.values()
+                # stable: equal distances keep the names' order
+                for i in np.argsort(
+                    np.hypot(xy[:, 0] - node.x, xy[:, 1] - node.y), kind="stable"
+                )[:NEAREST_OF_KIND]
             )
         return self._nearest[anchor]
 
@@ -398,3 +397,26 @@ class WorldView:
             ]
             self._congestion = (t, lines)
         return self._congestion[1]
+
+
+def _facilities_by_kind(
+    town: Scenario, facilities: frozenset[str]
+) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Every kind's facilities but homes: names sorted, and their nodes' (x, y)."""
+    by_kind: dict[str, list[str]] = {}
+    for name in sorted(facilities):
+        kind = town.facilities[name].kind
+        if kind != "home":
+            by_kind.setdefault(kind, []).append(name)
+    return {
+        kind: (
+            names,
+            np.array(
+                [
+                    (town.nodes[node].x, town.nodes[node].y)
+                    for node in (town.facilities[name].node for name in names)
+                ]
+            ),
+        )
+        for kind, names in by_kind.items()
+    }
