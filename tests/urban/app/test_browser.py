@@ -436,7 +436,8 @@ def test_the_published_run_replays_with_each_personas_memory(
         assert _wait_text_change(count, shown).startswith(
             f"All {len(at_ten.memories)} memories"
         )
-        assert clock.inner_text() == "Day 1, 10:00"
+        # the inspector and the clock redraw separately: wait for the clock too
+        assert _wait_text_change(clock, "Day 1, 09:00") == "Day 1, 10:00"
 
         # the live model, then the published run again from the Saved runs card's button
         page.get_by_role("button", name="Live model").click()
