@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
+
+from mesa_llm_mobility.cognition import Ledger
+from mesa_llm_mobility.cognition.testing import (
+    FakeLLMServer,
+    provider_faults,
+    with_faults,
+)
 from mesa_llm_mobility.urban import scripted_llm
 from mesa_llm_mobility.urban.decisions import DAILY_PLAN, TRAVEL_QUERY
 from mesa_llm_mobility.urban.decisions.chat import ChatAgreement, validate_agreement
@@ -14,7 +23,7 @@ from mesa_llm_mobility.urban.plans import (
 )
 from mesa_llm_mobility.urban.scenario import load_scenario
 
-from ..conftest import town_personas
+from ..conftest import local_llm_options, slow_sometimes, town_personas
 
 
 def test_a_city_plan_prompt_names_the_travellers_places_and_the_nearest_of_each_kind(
@@ -127,3 +136,68 @@ def test_the_scripted_answerer_shops_at_a_facility_the_city_prompt_names(helsink
     day_off = prompt.replace("a workday", "no work")
     shop = scripted_llm._plan(day_off)["activities"][0]["facility"]
     assert shop in context.offered_facilities and town.facilities[shop].kind != "home"
+
+
+def _like_a_real_model(body):
+    """A city plan answered as a model would: in prose around the JSON, optional fields left out,
+    an extra field, and first a misspelt facility, fixed from the repair's closest names."""
+    messages = body["messages"]
+    prompt = messages[1]["content"]
+    if "Plan today" not in prompt:
+        return scripted_llm.respond(body)
+    home = re.search(r"lives at (?P<home>[^;]+);", prompt)["home"]
+    offered = re.search(r"^Facilities: (.+)\.$", prompt, re.MULTILINE)[1].split(", ")
+    place = next(n for n in offered if n != home and not n.startswith("home ("))
+    suggested = re.search(r"closest names: ([^,)]+\))", messages[-1]["content"])
+    if suggested:  # the repair round of a misspelt name: take the first suggestion
+        place = suggested[1]
+    elif "cut off" not in messages[-1]["content"]:  # misspell the name's last letter
+        name = place.split(" (")[0]
+        place = place.replace(name, name[:-1] + "x", 1)
+    plan = {
+        "activities": [
+            {"facility": place, "departure_time": "10:00", "why": "errands"},
+            {"facility": home, "departure_time": "12:00"},
+        ],
+        "mood": "fine",
+    }
+    return f"Sure! Here is my plan for today:\n{json.dumps(plan)}\nHave a nice day."
+
+
+def test_a_city_plan_is_repaired_from_the_closest_names_through_the_brain(
+    helsinki, tmp_path
+):
+    path, town = helsinki
+    ledger = tmp_path / "ledger.jsonl"
+    responder = with_faults(_like_a_real_model, provider_faults(hang_s=3.0), every=7)
+    with (
+        FakeLLMServer(responder, latency_s=slow_sometimes) as server,
+        UrbanMobilityModel(
+            scenario=path, n_agents=6, rng=1, embedding="hash", days=1,
+            brain="llm:openai/fake-model", reaction_minutes=5,
+            brain_options=local_llm_options(server, ledger=Ledger(ledger)),
+        ) as model,
+    ):  # fmt: skip
+        model.run()
+        decisions = model.decisions_frame()
+        trips = model.trips_frame()
+    plans = decisions[decisions["kind"] == "DailyPlan"]
+    assert (
+        plans["outcome"] == "repaired"
+    ).sum() >= 4  # faults may send a few to the rules
+    records = [r for r in Ledger.read(ledger) if r["kind"] == "DailyPlan"]
+    for record in records:
+        prompt = record["messages"][1]["content"]
+        assert len(prompt) < 8_000
+        if record["outcome"] == "repaired":
+            told = " ".join(map(str, record["rounds"][0]["errors"]))
+            if "unknown facility" in told:  # (not a fault's cut-off answer)
+                assert "closest names: " in told and len(told) < 2_000
+    # the repaired places are where the travellers went
+    shops = {
+        json.loads(r["rounds"][-1]["raw"].split("\n")[1])["activities"][0]["facility"]
+        for r in records
+        if r["outcome"] == "repaired" and "unknown facility" in str(r["rounds"][0])
+    }
+    assert len(shops) >= 3 and shops <= set(trips["destination"])
+    assert all(town.facilities[s].kind != "home" for s in shops)
